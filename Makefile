@@ -1,0 +1,91 @@
+# OpenProgram — one repository, several Go modules (see go.work).
+#
+# Every target loops over the modules that go.work lists, so adding a module
+# needs no edit here. Each module is built and tested on its own
+# (GOWORK=off): that is how client projects and releases see it.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO          ?= go
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BENCHSTAT   ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+# Modules in go.work order, as paths relative to the repository root.
+MODULES     := $(shell ./scripts/modules.sh)
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+BENCHTIME   ?= 1s
+BENCHCOUNT  ?= 6
+# Modules whose dependency graph must stay light: client projects import them.
+LIGHT_MODULES := contracts
+HEAVY_DEPS    := jackc/pgx|modernc.org/sqlite|alecthomas/kong|openai-go|anthropic-sdk-go|testcontainers
+
+export GOWORK := off
+export CGO_ENABLED ?= 1
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z/%-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | sort
+
+.PHONY: modules
+modules: ## print the modules go.work lists
+	@printf '%s\n' $(MODULES)
+
+.PHONY: test
+test: $(addprefix test/,$(MODULES)) ## run every module's tests with -race (PostgreSQL suites use OPENPROGRAM_TEST_DATABASE_URL)
+
+test/%:
+	@echo "== test $*"
+	cd $* && $(GO) test -race -count=1 ./...
+
+.PHONY: lint
+lint: fmt-check $(addprefix lint/,$(MODULES)) deps-check ## gofmt check, go vet, staticcheck, light-module dependency check
+
+.PHONY: fmt-check
+fmt-check:
+	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+lint/%:
+	@echo "== lint $*"
+	cd $* && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
+
+.PHONY: deps-check
+deps-check:
+	@for m in $(filter $(LIGHT_MODULES),$(MODULES)); do \
+	  heavy=$$(cd $$m && $(GO) list -deps -test ./... | grep -E '$(HEAVY_DEPS)' || true); \
+	  if [ -n "$$heavy" ]; then echo "$$m pulls heavy dependencies:"; echo "$$heavy"; exit 1; fi; \
+	done
+
+.PHONY: bench
+bench: $(addprefix bench/,$(MODULES)) ## run every module's benchmarks into bench/<module>.txt (compare with benchstat)
+
+bench/%:
+	@mkdir -p $(CURDIR)/bench
+	@echo "== bench $* -> bench/$(subst /,_,$*).txt"
+	cd $* && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./... | tee $(CURDIR)/bench/$(subst /,_,$*).txt
+	$(GO) run $(BENCHSTAT) $(CURDIR)/bench/$(subst /,_,$*).txt
+
+.PHONY: tidy
+tidy: $(addprefix tidy/,$(MODULES)) ## go mod tidy in every module
+
+tidy/%:
+	cd $* && $(GO) mod tidy
+
+.PHONY: build
+build: ## build ./bin/openprogram (needs the cli module)
+	@if [ ! -d cli ]; then echo "build: the cli module does not exist yet"; exit 1; fi
+	cd cli && $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(CURDIR)/bin/openprogram ./cmd/openprogram
+
+.PHONY: run
+run: build ## the main job: a fresh state dir, a token, and a real MCP client driving `openprogram mcp serve`
+	./scripts/run-demo.sh
+
+.PHONY: release
+release: ## tag a module release: make release MODULE=sessions VERSION=v0.2.0
+	@[ -n "$(MODULE)" ] && [ -n "$(VERSION)" ] || { echo "usage: make release MODULE=<module> VERSION=vX.Y.Z"; exit 2; }
+	@printf '%s\n' $(MODULES) | grep -qx '$(MODULE)' || { echo "release: $(MODULE) is not a module listed in go.work"; exit 2; }
+	@echo '$(VERSION)' | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$' || { echo "release: VERSION must look like v1.2.3"; exit 2; }
+	@[ -z "$$(git status --porcelain)" ] || { echo "release: the working tree is dirty; commit or stash first"; exit 1; }
+	@! git rev-parse -q --verify 'refs/tags/$(MODULE)/$(VERSION)' >/dev/null || { echo "release: tag $(MODULE)/$(VERSION) already exists"; exit 1; }
+	git tag -a '$(MODULE)/$(VERSION)' -m '$(MODULE) $(VERSION)'
+	@echo "tagged $(MODULE)/$(VERSION); push it with: git push origin $(MODULE)/$(VERSION)"
