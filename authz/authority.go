@@ -1,0 +1,177 @@
+package authz
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Interaction values of [Authority.Interaction].
+const (
+	// InteractionInteractive: a person can answer an approval question now.
+	InteractionInteractive = "interactive"
+	// InteractionNonInteractive: nobody can answer; approvals are denied at once.
+	InteractionNonInteractive = "non-interactive"
+)
+
+// Speaker kinds with fixed shapes (see [Authority.Validate]). Other lowercase kinds
+// such as "agent" are accepted with no extra shape rules.
+const (
+	SpeakerKindOwner  = "owner"
+	SpeakerKindClient = "client"
+	SpeakerKindAgent  = "agent"
+)
+
+// Authority holds the six authority fields of a speaker. Build it with
+// [MCPClientAuthority] or [OwnerAuthority] rather than by hand.
+type Authority struct {
+	SpeakerKind    string `json:"speaker_kind"`
+	SpeakerID      string `json:"speaker_id"`
+	SpeakerDisplay string `json:"speaker_display"`
+	PrincipalID    string `json:"principal_id"`
+	Tier           Tier   `json:"authority_tier"`
+	Interaction    string `json:"interaction"`
+}
+
+// ErrInvalidAuthority is wrapped by every error of [MCPClientAuthority],
+// [OwnerAuthority] and [Authority.Validate].
+var ErrInvalidAuthority = errors.New("invalid authority")
+
+const (
+	mcpSpeakerPrefix   = "mcp/"
+	mcpSpeakerDisplay  = "MCP client"
+	ownerSpeakerID     = "owner"
+	ownerDisplay       = "Owner"
+	principalPrefix    = "owner/install/"
+	maxAuthorityString = 256
+)
+
+// IsClientID reports whether s is a client id: exactly 16 lowercase hex characters.
+func IsClientID(s string) bool { return isHex16(s) }
+
+// IsPrincipalID reports whether s is an owner principal id: "owner/install/" followed
+// by exactly 16 lowercase hex characters.
+func IsPrincipalID(s string) bool {
+	rest, ok := strings.CutPrefix(s, principalPrefix)
+	return ok && isHex16(rest)
+}
+
+func isHex16(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// MCPClientAuthority returns the fixed authority of an MCP client (CONTRACT.md section 3):
+// speaker_kind "client", speaker_id "mcp/<clientID>", speaker_display "MCP client",
+// the given principal, tier paired, non-interactive. It never makes an identity up: an
+// empty or malformed client id (not 16 lowercase hex) or principal id is an error.
+func MCPClientAuthority(clientID, principalID string) (Authority, error) {
+	if !IsClientID(clientID) {
+		return Authority{}, fmt.Errorf("%w: client id must be 16 lowercase hex characters (got %d bytes); authenticate the client first", ErrInvalidAuthority, len(clientID))
+	}
+	if !IsPrincipalID(principalID) {
+		return Authority{}, fmt.Errorf("%w: principal id %q is not owner/install/<16 hex>; load it with LoadOrCreateOwnerPrincipal", ErrInvalidAuthority, clip(principalID))
+	}
+	return Authority{
+		SpeakerKind:    SpeakerKindClient,
+		SpeakerID:      mcpSpeakerPrefix + clientID,
+		SpeakerDisplay: mcpSpeakerDisplay,
+		PrincipalID:    principalID,
+		Tier:           TierPaired,
+		Interaction:    InteractionNonInteractive,
+	}, nil
+}
+
+// OwnerAuthority returns the authority of the install's owner speaking interactively:
+// speaker_kind "owner", speaker_id "owner", speaker_display "Owner", tier owner.
+func OwnerAuthority(principalID string) (Authority, error) {
+	if !IsPrincipalID(principalID) {
+		return Authority{}, fmt.Errorf("%w: principal id %q is not owner/install/<16 hex>; load it with LoadOrCreateOwnerPrincipal", ErrInvalidAuthority, clip(principalID))
+	}
+	return Authority{
+		SpeakerKind:    SpeakerKindOwner,
+		SpeakerID:      ownerSpeakerID,
+		SpeakerDisplay: ownerDisplay,
+		PrincipalID:    principalID,
+		Tier:           TierOwner,
+		Interaction:    InteractionInteractive,
+	}, nil
+}
+
+// Validate reports whether a is well formed: every field set, no control characters,
+// a known tier and interaction, a valid principal id; speaker_kind is lowercase
+// letters and underscores. Two kinds have fixed shapes: "client" must be exactly what
+// [MCPClientAuthority] returns (so a client can never hold the owner tier or be
+// interactive), and "owner" must have speaker_id "owner" and the owner tier.
+// [Decide] grants nothing to an authority that fails Validate.
+func (a Authority) Validate() error {
+	if a.SpeakerKind == "" || strings.TrimFunc(a.SpeakerKind, func(r rune) bool { return r == '_' || (r >= 'a' && r <= 'z') }) != "" {
+		return fmt.Errorf("%w: speaker_kind %q must be lowercase letters", ErrInvalidAuthority, clip(a.SpeakerKind))
+	}
+	for _, f := range []struct{ name, v string }{{"speaker_id", a.SpeakerID}, {"speaker_display", a.SpeakerDisplay}} {
+		if err := checkText(f.v); err != nil {
+			return fmt.Errorf("%w: %s %w", ErrInvalidAuthority, f.name, err)
+		}
+	}
+	if !IsPrincipalID(a.PrincipalID) {
+		return fmt.Errorf("%w: principal_id %q is not owner/install/<16 hex>", ErrInvalidAuthority, clip(a.PrincipalID))
+	}
+	if !a.Tier.Valid() {
+		return fmt.Errorf("%w: unknown authority_tier %q", ErrInvalidAuthority, clip(string(a.Tier)))
+	}
+	if a.Interaction != InteractionInteractive && a.Interaction != InteractionNonInteractive {
+		return fmt.Errorf("%w: interaction %q must be %q or %q", ErrInvalidAuthority, clip(a.Interaction), InteractionInteractive, InteractionNonInteractive)
+	}
+	switch a.SpeakerKind {
+	case SpeakerKindClient:
+		id, ok := strings.CutPrefix(a.SpeakerID, mcpSpeakerPrefix)
+		if !ok || !IsClientID(id) {
+			return fmt.Errorf("%w: client speaker_id %q must be mcp/<16 hex>", ErrInvalidAuthority, clip(a.SpeakerID))
+		}
+		if want, _ := MCPClientAuthority(id, a.PrincipalID); a != want {
+			return fmt.Errorf("%w: a client authority must be display %q, tier %q, %s", ErrInvalidAuthority, mcpSpeakerDisplay, TierPaired, InteractionNonInteractive)
+		}
+	case SpeakerKindOwner:
+		if a.SpeakerID != ownerSpeakerID || a.Tier != TierOwner {
+			return fmt.Errorf("%w: an owner authority must have speaker_id %q and tier %q", ErrInvalidAuthority, ownerSpeakerID, TierOwner)
+		}
+	}
+	return nil
+}
+
+func checkText(s string) error {
+	switch {
+	case s == "":
+		return errors.New("is empty")
+	case len(s) > maxAuthorityString:
+		return fmt.Errorf("is longer than %d bytes", maxAuthorityString)
+	case !utf8.ValidString(s):
+		return errors.New("is not valid UTF-8")
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return errors.New("contains control characters")
+	}
+	return nil
+}
+
+// clip shortens s for an error message so a long or hostile value is never echoed whole.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}

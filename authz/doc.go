@@ -1,0 +1,60 @@
+// Package authz decides who is talking to OpenProgram and what they may do. It is small,
+// pure (apart from reading filesystem metadata to resolve paths and the one owner.json
+// file), uses only the standard library, and fails closed everywhere.
+//
+//	principal, err := authz.LoadOrCreateOwnerPrincipal(stateDir)
+//	if err != nil {
+//		return err
+//	}
+//	who, err := authz.MCPClientAuthority(clientID, principal)
+//	if err != nil {
+//		return err
+//	}
+//	rules, err := authz.ParseRules(cfg.PermissionRules)
+//	if err != nil {
+//		return err // names the malformed rule
+//	}
+//	req := authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk,
+//		Authority: who, Rules: rules, WorkDirs: []string{workDir}}
+//	d := authz.Decide(req, "write", json.RawMessage(`{"path":"notes.txt","content":"hi"}`))
+//	if !d.Allowed {
+//		// d.ReasonCode says why, d.Message says it in words; the tool must not run.
+//	}
+//
+// # Tiers and capabilities
+//
+// A [Tier] holds a fixed set of [Capability] values (see [Capabilities]); [TierPaired]
+// holds only reply, memory.read and memory.source.append and never grows. Every tool
+// needs one capability ([ToolCapability]); unclassified tools need process.exec, which
+// only the owner holds.
+//
+// # Authority
+//
+// An [Authority] is the six fields that describe a speaker. [MCPClientAuthority] and
+// [OwnerAuthority] build the two fixed shapes and refuse malformed ids instead of making
+// one up. [Authority.Validate] rejects anything else that is malformed, including a
+// "client" authority that differs from what MCPClientAuthority returns.
+//
+// # The gate
+//
+// [Decide] runs the five steps of CONTRACT.md section 3 in order, first match wins:
+// hard constraints (every source but [SourceCLI]), the tier's capability, deny and ask
+// rules, allow rules and safe tools ([IsSafeTool]), and approval. A non-interactive
+// speaker never gets [Decision.NeedsApproval]: it gets [ReasonApprovalUnavailable] at
+// once.
+//
+// # Paths
+//
+// [ResolvePath] makes a path absolute and resolves symlinks the way the kernel walks
+// them (for a missing file, through its deepest existing ancestor). [InsideWorkDirs] and
+// [IsDangerousPath] are the two checks the hard constraints make on every write target,
+// including every target of an apply_patch envelope ([PatchTargets]). Runtime file tools
+// should operate on the resolved path, so the checked path is the one used.
+//
+// # Permission rules
+//
+// A [Rule] is {"tool": "name" or "name(pattern)", "action": "allow"|"ask"|"deny"}; see
+// [ParseRules] and the README for the matching rules in plain words.
+//
+// The package builds on Unix only (owner.json checks use O_NOFOLLOW and the file owner).
+package authz

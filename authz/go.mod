@@ -1,0 +1,3 @@
+module github.com/openprogram/openprogram/authz
+
+go 1.26

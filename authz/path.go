@@ -1,0 +1,205 @@
+package authz
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// maxSymlinkHops bounds symlink expansion in [ResolvePath] (Linux allows 40; we allow more
+// but never loop forever).
+const maxSymlinkHops = 255
+
+// dangerousFiles may not be written by a constrained source, wherever they are.
+var dangerousFiles = []string{
+	".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv",
+	".gitconfig", ".gitmodules", ".git-credentials", ".npmrc", ".pypirc", ".netrc",
+	".mcp.json", ".claude.json", ".env",
+}
+
+// dangerousDirs may not be written into (at any depth) by a constrained source.
+var dangerousDirs = []string{
+	".git", ".hg", ".svn", ".vscode", ".idea", ".openprogram", ".claude", ".ssh", ".gnupg",
+}
+
+// ResolvePath returns p as an absolute path with every symlink resolved, the way the
+// kernel would walk it. A relative p is taken against workDir, which must then be
+// absolute. For a path that does not exist yet, the deepest existing ancestor is resolved
+// and the missing rest is appended, so a write through work/link -> /etc shows up as
+// /etc/... A ".." that climbs out of a missing directory, a symlink loop, a NUL byte or
+// any other error reading the filesystem is an error: callers must treat it as a denial.
+func ResolvePath(workDir, p string) (string, error) {
+	if p == "" {
+		return "", errors.New("resolve path: path is empty")
+	}
+	if strings.IndexByte(p, 0) >= 0 || strings.IndexByte(workDir, 0) >= 0 {
+		return "", fmt.Errorf("resolve path %s: path contains a NUL byte", show(p))
+	}
+	full := p
+	if !filepath.IsAbs(p) {
+		if workDir == "" {
+			return "", fmt.Errorf("resolve path %s: a relative path needs a working directory", show(p))
+		}
+		if !filepath.IsAbs(workDir) {
+			return "", fmt.Errorf("resolve path %s: working directory %s is not absolute", show(p), show(workDir))
+		}
+		full = workDir + string(filepath.Separator) + p
+	}
+	r, err := walkPath(full)
+	if err != nil {
+		return "", fmt.Errorf("resolve path %s: %w", show(p), err)
+	}
+	return r, nil
+}
+
+// walkPath resolves the absolute path full component by component.
+func walkPath(full string) (string, error) {
+	pending := splitPath(full)
+	cur := string(filepath.Separator)
+	missing := "" // first component found missing; after it the rest is only joined
+	hops := 0
+	for len(pending) > 0 {
+		c := pending[0]
+		pending = pending[1:]
+		switch c {
+		case ".":
+			continue
+		case "..":
+			if missing != "" {
+				return "", fmt.Errorf("%s does not exist, so %q cannot climb out of it", show(missing), "..")
+			}
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		if missing != "" {
+			cur = next
+			continue
+		}
+		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			missing = next
+			cur = next
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		hops++
+		if hops > maxSymlinkHops {
+			return "", fmt.Errorf("too many levels of symbolic links at %s", show(next))
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		if target == "" {
+			return "", fmt.Errorf("symlink %s has an empty target", show(next))
+		}
+		if filepath.IsAbs(target) {
+			cur = string(filepath.Separator)
+		}
+		pending = append(splitPath(target), pending...)
+	}
+	return cur, nil
+}
+
+func splitPath(p string) []string {
+	parts := strings.Split(p, string(filepath.Separator))
+	out := parts[:0]
+	for _, s := range parts {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// InsideWorkDirs reports whether resolved (an absolute path from [ResolvePath]) is one of
+// workDirs or below one. Each working directory is itself resolved first; relative or
+// unresolvable working directories are ignored, and a relative resolved path is never
+// inside. resolved is compared as given: resolve it first.
+func InsideWorkDirs(resolved string, workDirs []string) bool {
+	if !filepath.IsAbs(resolved) || strings.IndexByte(resolved, 0) >= 0 {
+		return false
+	}
+	resolved = filepath.Clean(resolved)
+	for _, wd := range workDirs {
+		if !filepath.IsAbs(wd) {
+			continue
+		}
+		w, err := ResolvePath("", wd)
+		if err != nil {
+			continue
+		}
+		if within(resolved, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether p is dir or below it (both clean and absolute).
+func within(p, dir string) bool {
+	if dir == string(filepath.Separator) {
+		return true
+	}
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+}
+
+// IsDangerousPath reports whether a constrained source must not write resolved: its last
+// component is a dangerous file (.bashrc, .env, .gitconfig, ...), or any component of the
+// whole absolute path is a dangerous directory (.git, .ssh, .openprogram, ...). Names are
+// compared the way case-insensitive and Windows-style filesystems alias them: ignoring
+// case (Unicode folding), trailing dots and spaces, an NTFS stream suffix (":..."), and
+// code points HFS+ ignores. A relative or empty path is reported dangerous.
+func IsDangerousPath(resolved string) bool {
+	if !filepath.IsAbs(resolved) || strings.IndexByte(resolved, 0) >= 0 {
+		return true
+	}
+	comps := splitPath(filepath.Clean(resolved))
+	for i, c := range comps {
+		n := normaliseName(c)
+		for _, d := range dangerousDirs {
+			if strings.EqualFold(n, d) {
+				return true
+			}
+		}
+		if i == len(comps)-1 {
+			for _, f := range dangerousFiles {
+				if strings.EqualFold(n, f) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// normaliseName reduces a path component to the name a forgiving filesystem would see.
+func normaliseName(c string) string {
+	c = strings.Map(func(r rune) rune {
+		if hfsIgnorable(r) {
+			return -1
+		}
+		return r
+	}, c)
+	if i := strings.IndexByte(c, ':'); i >= 0 {
+		c = c[:i]
+	}
+	return strings.TrimRight(c, ". ")
+}
+
+// hfsIgnorable reports code points that HFS+ drops from file names (the set behind
+// CVE-2014-9390), so ".g\u200cit" is ".git" there.
+func hfsIgnorable(r rune) bool {
+	return (r >= 0x200c && r <= 0x200f) || (r >= 0x202a && r <= 0x202e) ||
+		(r >= 0x206a && r <= 0x206f) || r == 0xfeff
+}
