@@ -1,0 +1,407 @@
+package tokenauth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/openprogram/openprogram/tokenauth/internal/safedir"
+)
+
+const (
+	// EnvVar is the environment variable that carries the token to the server.
+	EnvVar = "OPENPROGRAM_MCP_TOKEN"
+	// FileName is the token file's name inside the state directory.
+	FileName = "mcp_server_token"
+)
+
+const (
+	tokenBytes  = 32    // random bytes behind a token
+	fileMode    = 0o600 // the only mode a token file may have
+	maxFileSize = 4096  // largest token file Authenticate reads
+	createHint  = "run `openprogram mcp token create`"
+)
+
+// Errors returned by [Create] and [Authenticate]. Each returned error wraps
+// exactly one of them (test with [errors.Is]) and may add a cause naming the
+// path and what was wrong with it. No error ever holds a token or part of one.
+var (
+	// ErrExists: Create found something at the path already (a file, a
+	// symlink, anything) and left it untouched.
+	ErrExists = errors.New("mcp server token already exists")
+	// ErrCreate: Create failed for any other reason; nothing was left behind.
+	ErrCreate = errors.New("could not create mcp server token")
+	// ErrUnavailable: the token file, or a directory on its path, is missing
+	// or breaks a rule (symlink, owner, mode, type, size, changed while read).
+	ErrUnavailable = errors.New("mcp server token file unavailable or invalid")
+	// ErrEnvRequired: the environment does not set EnvVar to a non-empty value.
+	ErrEnvRequired = errors.New("environment variable " + EnvVar + " is required")
+	// ErrAuthFailed: the token in the environment differs from the stored one.
+	ErrAuthFailed = errors.New("mcp server authentication failed")
+)
+
+// Test hooks, nil outside tests: Create just before it links and after it
+// published (before it re-verifies); Authenticate after it read the file
+// (before it looks at it again).
+var (
+	testHookBeforeLink   func(path string)
+	testHookAfterPublish func(path string)
+	testHookAfterRead    func(path string)
+)
+
+// Path returns the token file's path inside stateDir.
+func Path(stateDir string) string {
+	return filepath.Join(stateDir, FileName)
+}
+
+// Fingerprint returns the client identity of token: the first 16 lowercase
+// hex characters of its SHA-256. It cannot be turned back into the token.
+func Fingerprint(token string) string {
+	return fingerprint([]byte(token))
+}
+
+func fingerprint(token []byte) string {
+	sum := sha256.Sum256(token)
+	return hex.EncodeToString(sum[:8])
+}
+
+// Create makes a new token and stores it at path, which it never replaces.
+//
+// The token is 32 bytes from crypto/rand in unpadded base64url: 43
+// characters of [A-Za-z0-9_-], stored with no newline in a regular file of
+// mode 0600. Missing directories are created with mode 0700. No component of
+// path may be a symlink, and the directory holding the file must belong to
+// the current user and grant nothing to group or others.
+//
+// The file appears complete or not at all: the token is written and fsynced
+// to an exclusive temporary file in the same directory, hard-linked to path
+// (which fails if anything is there), the directory is fsynced, the temporary
+// name removed, and the published file checked once more; if that check
+// fails the file is removed again.
+//
+// If anything already exists at path, Create returns an error wrapping
+// [ErrExists]; any other failure wraps [ErrCreate]. Of several callers racing
+// on one path, in one process or many, exactly one gets the token.
+func Create(path string) (string, error) {
+	dir, name, err := safedir.Open(path, true)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrCreate, err)
+	}
+	defer dir.Close()
+	target := filepath.Join(dir.Path(), name)
+
+	var st unix.Stat_t
+	switch err := unix.Fstatat(dir.Fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil:
+		return "", existsError(target)
+	case errors.Is(err, unix.ENOENT):
+	default:
+		return "", createError(target, fmt.Errorf("inspect: %w", err))
+	}
+
+	raw := make([]byte, tokenBytes)
+	if _, err := rand.Read(raw); err != nil {
+		return "", createError(target, fmt.Errorf("read random bytes: %w", err))
+	}
+	token := base64.RawURLEncoding.EncodeToString(raw)
+	clear(raw)
+
+	if err := publish(dir, name, target, token); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+func existsError(target string) error {
+	return fmt.Errorf("%w: %q (it is never replaced; remove it first to make a new token)", ErrExists, target)
+}
+
+func createError(target string, cause error) error {
+	return fmt.Errorf("%w: %q: %w", ErrCreate, target, cause)
+}
+
+// publish writes token to a temporary file in dir and links it to name.
+// Whatever fails, it leaves behind no file it made.
+func publish(dir *safedir.Dir, name, target, token string) (err error) {
+	dfd := dir.Fd()
+	suffix := make([]byte, 8)
+	if _, err := rand.Read(suffix); err != nil {
+		return createError(target, fmt.Errorf("read random bytes: %w", err))
+	}
+	tmp := ".tokenauth-" + hex.EncodeToString(suffix) + ".tmp"
+
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, fileMode)
+	if err != nil {
+		return createError(target, fmt.Errorf("create temporary file: %w", err))
+	}
+	var mine unix.Stat_t // the inode we made; nothing else is ever removed
+	tmpLinked, published := true, false
+	defer func() {
+		if err != nil {
+			if published {
+				removeIfSame(dfd, name, &mine)
+			}
+			if tmpLinked {
+				_ = unix.Unlinkat(dfd, tmp, 0)
+			}
+			_ = unix.Fsync(dfd)
+		}
+		_ = unix.Close(fd)
+	}()
+
+	// The mode passed to open is reduced by the umask; the promise is 0600.
+	if err := unix.Fchmod(fd, fileMode); err != nil {
+		return createError(target, fmt.Errorf("set mode of temporary file: %w", err))
+	}
+	if err := writeAll(fd, []byte(token)); err != nil {
+		return createError(target, fmt.Errorf("write temporary file: %w", err))
+	}
+	if err := unix.Fsync(fd); err != nil {
+		return createError(target, fmt.Errorf("sync temporary file: %w", err))
+	}
+	if err := unix.Fstat(fd, &mine); err != nil {
+		return createError(target, fmt.Errorf("inspect temporary file: %w", err))
+	}
+
+	if testHookBeforeLink != nil {
+		testHookBeforeLink(target)
+	}
+	if err := unix.Linkat(dfd, tmp, dfd, name, 0); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return existsError(target)
+		}
+		return createError(target, fmt.Errorf("link temporary file: %w", err))
+	}
+	published = true
+	if err := unix.Fsync(dfd); err != nil {
+		return createError(target, fmt.Errorf("sync directory: %w", err))
+	}
+	if err := unix.Unlinkat(dfd, tmp, 0); err != nil {
+		return createError(target, fmt.Errorf("remove temporary file: %w", err))
+	}
+	tmpLinked = false
+	if err := unix.Fsync(dfd); err != nil {
+		return createError(target, fmt.Errorf("sync directory: %w", err))
+	}
+
+	if testHookAfterPublish != nil {
+		testHookAfterPublish(target)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return createError(target, fmt.Errorf("inspect published file: %w", err))
+	}
+	if st.Dev != mine.Dev || st.Ino != mine.Ino {
+		return createError(target, errors.New("published file was replaced by another file"))
+	}
+	if problem, _ := checkFile(&st); problem != "" {
+		return createError(target, fmt.Errorf("published file %s; removed it again", problem))
+	}
+	if st.Size != int64(len(token)) {
+		return createError(target, fmt.Errorf("published file is %d bytes, want %d; removed it again", st.Size, len(token)))
+	}
+	return nil
+}
+
+// removeIfSame unlinks name from dfd if it is still the inode in want, so a
+// file someone else put there is never removed.
+func removeIfSame(dfd int, name string, want *unix.Stat_t) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return
+	}
+	if st.Dev == want.Dev && st.Ino == want.Ino {
+		_ = unix.Unlinkat(dfd, name, 0)
+	}
+}
+
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errors.New("short write")
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// checkFile applies the rules every token file must meet: a regular file,
+// owned by the current user, mode exactly 0600. If one is broken it says
+// which, in words that follow "file", and how to fix it; else both are "".
+func checkFile(st *unix.Stat_t) (problem, fix string) {
+	switch uint32(st.Mode) & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFLNK:
+		return "is a symlink", "use a path without symlinks"
+	case unix.S_IFDIR:
+		return "is a directory, not a regular file", "remove it and " + createHint
+	case unix.S_IFIFO:
+		return "is a FIFO, not a regular file", "remove it and " + createHint
+	default:
+		return fmt.Sprintf("is not a regular file (type %#o)", uint32(st.Mode)&unix.S_IFMT), "remove it and " + createHint
+	}
+	if euid := os.Geteuid(); int64(st.Uid) != int64(euid) {
+		return fmt.Sprintf("is owned by uid %d, not by the current user (uid %d)", st.Uid, euid),
+			"run the server as the user who created the token"
+	}
+	if perm := uint32(st.Mode) & 0o7777; perm != fileMode {
+		return fmt.Sprintf("has mode %04o, want 0600", perm), "chmod 600 the file"
+	}
+	return "", ""
+}
+
+// fileError reports a rule checkFile found broken.
+func fileError(target, problem, fix string) error {
+	return unavailable(target, fmt.Errorf("file %s (%s)", problem, fix))
+}
+
+// Authenticate checks the token in environ against the token file at path
+// and returns the client identity, [Fingerprint] of the stored token.
+//
+// environ is in [os.Environ] form. The first entry for [EnvVar] counts, as
+// with [os.Getenv] on Linux; if it is missing or empty the error wraps
+// [ErrEnvRequired]. The file must pass the rules of [Create] (no symlink on
+// the path, private parent directory, regular file owned by the current
+// user, mode exactly 0600) and be 1 to 4096 bytes that do not change while
+// read, else the error wraps [ErrUnavailable]. Its bytes are compared with
+// the environment's as they are, untrimmed, in constant time; a difference
+// wraps [ErrAuthFailed]. Authenticate never creates or changes anything, and
+// never blocks on a FIFO.
+//
+// Any error means the caller is not authenticated; clientID is then "".
+func Authenticate(environ []string, path string) (clientID string, err error) {
+	got := []byte(lookupEnv(environ))
+	defer clear(got)
+	if len(got) == 0 {
+		return "", fmt.Errorf("%w: set it to the token printed by `openprogram mcp token create`", ErrEnvRequired)
+	}
+	stored, target, err := readTokenFile(path)
+	if err != nil {
+		return "", err
+	}
+	defer clear(stored)
+	if subtle.ConstantTimeCompare(got, stored) != 1 {
+		return "", fmt.Errorf("%w: %s does not match the token in %q", ErrAuthFailed, EnvVar, target)
+	}
+	return fingerprint(stored), nil
+}
+
+// lookupEnv returns the value of the first EnvVar entry in environ.
+func lookupEnv(environ []string) string {
+	const prefix = EnvVar + "="
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, prefix) {
+			return kv[len(prefix):]
+		}
+	}
+	return ""
+}
+
+func unavailable(target string, cause error) error {
+	return fmt.Errorf("%w: %q: %w", ErrUnavailable, target, cause)
+}
+
+// readTokenFile returns the whole content of the token file at path, after
+// checking every rule, and the file's absolute path; or an error wrapping
+// ErrUnavailable.
+func readTokenFile(path string) ([]byte, string, error) {
+	dir, name, err := safedir.Open(path, false)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	defer dir.Close()
+	target := filepath.Join(dir.Path(), name)
+
+	// Look before opening, so a FIFO or device is never opened at all.
+	var pre unix.Stat_t
+	if err := unix.Fstatat(dir.Fd(), name, &pre, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, "", unavailable(target, fmt.Errorf("file does not exist (%s): %w", createHint, err))
+		}
+		return nil, "", unavailable(target, fmt.Errorf("inspect file: %w", err))
+	}
+	if problem, fix := checkFile(&pre); problem != "" {
+		return nil, "", fileError(target, problem, fix)
+	}
+
+	// O_NONBLOCK: should a FIFO be swapped in after the look, open and read
+	// return at once instead of waiting for a writer.
+	fd, err := unix.Openat(dir.Fd(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, "", unavailable(target, fmt.Errorf("open file: %w", err))
+	}
+	defer unix.Close(fd)
+
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, "", unavailable(target, fmt.Errorf("inspect open file: %w", err))
+	}
+	if st.Dev != pre.Dev || st.Ino != pre.Ino {
+		return nil, "", unavailable(target, errors.New("file was replaced while being opened"))
+	}
+	if problem, fix := checkFile(&st); problem != "" {
+		return nil, "", fileError(target, problem, fix)
+	}
+	if st.Size == 0 {
+		return nil, "", unavailable(target, fmt.Errorf("file is empty (remove it and %s)", createHint))
+	}
+	if st.Size > maxFileSize {
+		return nil, "", unavailable(target, fmt.Errorf("file is %d bytes, more than the %d allowed", st.Size, maxFileSize))
+	}
+
+	buf := make([]byte, maxFileSize+1)
+	n, err := readFull(fd, buf)
+	if err != nil {
+		clear(buf)
+		return nil, "", unavailable(target, fmt.Errorf("read file: %w", err))
+	}
+	if testHookAfterRead != nil {
+		testHookAfterRead(target)
+	}
+	var post unix.Stat_t
+	if err := unix.Fstat(fd, &post); err != nil {
+		clear(buf)
+		return nil, "", unavailable(target, fmt.Errorf("inspect open file: %w", err))
+	}
+	if int64(n) != st.Size || post.Size != st.Size || post.Ino != st.Ino || post.Dev != st.Dev ||
+		post.Mtim != st.Mtim || post.Ctim != st.Ctim {
+		clear(buf)
+		return nil, "", unavailable(target, errors.New("file changed while being read; try again"))
+	}
+	return buf[:n], target, nil
+}
+
+// readFull reads until EOF or until buf is full, whichever comes first.
+func readFull(fd int, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
+}
