@@ -1,0 +1,199 @@
+package contracts
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	invopop "github.com/invopop/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openprogram/openprogram/contracts/internal/canonjson"
+	"github.com/openprogram/openprogram/contracts/internal/schemacheck"
+)
+
+// The six tool names, in the order tools/list returns them.
+const (
+	SessionsList = "sessions_list"
+	SessionGet   = "session_get"
+	PromptSend   = "prompt_send"
+	PromptCancel = "prompt_cancel"
+	ToolsList    = "tools_list"
+	ToolCall     = "tool_call"
+)
+
+// Names returns the six tool names in their fixed order. The slice is fresh
+// on every call.
+func Names() []string {
+	return []string{SessionsList, SessionGet, PromptSend, PromptCancel, ToolsList, ToolCall}
+}
+
+// ProtocolVersion is the MCP protocol baseline the server negotiates first.
+const ProtocolVersion = "2025-11-25"
+
+// SupportedProtocolVersions returns, newest first, the only protocol versions
+// the server negotiates (pass it to mcp.ServerOptions.SupportedProtocolVersions
+// so go-sdk never offers 2026-07-28 nor answers server/discover with it). The
+// slice is fresh on every call.
+func SupportedProtocolVersions() []string {
+	return []string{ProtocolVersion, "2025-06-18", "2025-03-26", "2024-11-05"}
+}
+
+// SessionsListArgs are the arguments of sessions_list: none.
+type SessionsListArgs struct{}
+
+// SessionGetArgs are the arguments of session_get.
+type SessionGetArgs struct {
+	// SessionID names the session to read. Required, non-blank.
+	SessionID string `json:"session_id" jsonschema:"minLength=1,pattern=\\S"`
+}
+
+// PromptSendArgs are the arguments of prompt_send.
+type PromptSendArgs struct {
+	// Prompt is the user text of the turn. Required, non-blank.
+	Prompt string `json:"prompt" jsonschema:"minLength=1,pattern=\\S"`
+	// SessionID continues an existing session; empty starts a new one.
+	SessionID string `json:"session_id,omitempty" jsonschema:"minLength=1,pattern=\\S"`
+}
+
+// PromptCancelArgs are the arguments of prompt_cancel.
+type PromptCancelArgs struct {
+	// SessionID names the session whose running turn to cancel. Required,
+	// non-blank.
+	SessionID string `json:"session_id" jsonschema:"minLength=1,pattern=\\S"`
+}
+
+// ToolsListArgs are the arguments of tools_list: none.
+type ToolsListArgs struct{}
+
+// ToolCallArgs are the arguments of tool_call.
+type ToolCallArgs struct {
+	// Name is the runtime tool to run, as listed by tools_list. Required,
+	// non-blank.
+	Name string `json:"name" jsonschema:"minLength=1,pattern=\\S"`
+	// Arguments are the runtime tool's own arguments; missing or null means {}.
+	Arguments map[string]any `json:"arguments,omitempty"`
+}
+
+// spec is what each tool is made of, in tools/list order.
+var specs = []struct {
+	name        string
+	args        any
+	description string
+}{
+	{SessionsList, SessionsListArgs{}, "List the OpenProgram agent's conversation sessions, most recently updated first " +
+		"(at most 100; archived sessions are hidden). Use it to find the session_id of an earlier conversation " +
+		"before reading it with session_get or continuing it with prompt_send. Returns a JSON array of " +
+		"{id, title, updated_at}, updated_at in Unix seconds."},
+	{SessionGet, SessionGetArgs{}, "Read one OpenProgram session: the messages of its active branch, oldest first, " +
+		"as a JSON array of {id, role, content, timestamp} (role is user, assistant, tool or system; timestamp " +
+		"in Unix seconds). Use it to review a conversation before continuing it with prompt_send. session_id " +
+		"comes from sessions_list or an earlier prompt_send."},
+	{PromptSend, PromptSendArgs{}, "Send a prompt to the OpenProgram agent and wait for its reply. Without " +
+		"session_id a new session is started; with session_id the existing session is continued (it is never " +
+		"created). The agent acts with paired-client authority: it can read memory and append notes, but it " +
+		"cannot run commands, write files or wait for approvals. Returns {session_id, text, assistant_msg_id, " +
+		"failed}; failed=true means the turn or the model failed. A session runs one turn at a time: while it is " +
+		"busy the call fails with \"prompt execution failed\", so retry later or start a new session. Send a " +
+		"progressToken to receive progress while the turn runs; use prompt_cancel to stop it."},
+	{PromptCancel, PromptCancelArgs{}, "Cancel the running turn that prompt_send started for session_id on this " +
+		"connection. Returns {session_id, cancelled}: cancelled=false means there was no such turn of yours " +
+		"(unknown session, finished turn or another client's turn) and nothing changed."},
+	{ToolsList, ToolsListArgs{}, "List the OpenProgram runtime tools exposed for direct use with tool_call, as a " +
+		"JSON array of {name, description, inputSchema}. Call it before tool_call to learn the tool names and " +
+		"their argument schemas; an empty array means the operator exposed no tools."},
+	{ToolCall, ToolCallArgs{}, "Run one exposed OpenProgram runtime tool directly, without the agent: name is a " +
+		"tool listed by tools_list and arguments is an object matching that tool's inputSchema (default {}). " +
+		"Returns the tool's own content (text or images). Every call passes the permission gate: a refused call " +
+		"returns an error result starting with \"[denied]\" and the tool does not run."},
+}
+
+// frozenTool is one tool as built at init; nothing changes it afterwards.
+type frozenTool struct {
+	name        string
+	description string
+	schema      json.RawMessage      // the published schema, canonical JSON
+	resolved    *jsonschema.Resolved // for validation (patterns in RE2 form)
+	check       *schemacheck.Schema  // names the first (path, keyword) failure
+}
+
+var (
+	frozen = mustFreeze()
+	byName = func() map[string]*frozenTool {
+		m := make(map[string]*frozenTool, len(frozen))
+		for _, t := range frozen {
+			m[t.name] = t
+		}
+		return m
+	}()
+)
+
+func mustFreeze() []*frozenTool {
+	out := make([]*frozenTool, 0, len(specs))
+	for _, s := range specs {
+		t, err := freeze(s.name, s.description, s.args)
+		if err != nil {
+			panic(fmt.Sprintf("contracts: %v", err))
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func freeze(name, description string, args any) (*frozenTool, error) {
+	r := &invopop.Reflector{Anonymous: true, DoNotReference: true, ExpandedStruct: true}
+	s := r.Reflect(args)
+	s.Version = "" // no "$schema": MCP tool schemas default to 2020-12
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("marshal schema of %s: %w", name, err)
+	}
+	schema, err := canonjson.Canonicalize(raw)
+	if err != nil {
+		return nil, fmt.Errorf("canonicalize schema of %s: %w", name, err)
+	}
+	check, err := schemacheck.Compile(schema)
+	if err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", name, err)
+	}
+	re2, err := schemacheck.ForRE2(schema)
+	if err != nil {
+		return nil, fmt.Errorf("schema of %s: %w", name, err)
+	}
+	var js jsonschema.Schema
+	if err := json.Unmarshal(re2, &js); err != nil {
+		return nil, fmt.Errorf("load schema of %s: %w", name, err)
+	}
+	resolved, err := js.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("resolve schema of %s: %w", name, err)
+	}
+	return &frozenTool{name: name, description: description, schema: schema, resolved: resolved, check: check}, nil
+}
+
+// Tools returns the six tools in their fixed order, ready for
+// mcp.Server.AddTool. Each call returns deep copies: the InputSchema of each
+// tool is a json.RawMessage of the frozen schema that the caller may keep or
+// change without affecting later calls.
+func Tools() []*mcp.Tool {
+	out := make([]*mcp.Tool, 0, len(frozen))
+	for _, t := range frozen {
+		out = append(out, &mcp.Tool{
+			Name:        t.name,
+			Description: t.description,
+			InputSchema: json.RawMessage(slices.Clone(t.schema)),
+		})
+	}
+	return out
+}
+
+// InputSchema returns a copy of the input schema of the named tool, as
+// compact JSON with sorted keys, and whether the tool exists.
+func InputSchema(name string) (json.RawMessage, bool) {
+	t, ok := byName[name]
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(t.schema), true
+}

@@ -1,0 +1,290 @@
+package contracts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/openprogram/openprogram/contracts/internal/canonjson"
+)
+
+// validateCases is the error matrix of CONTRACT section 4 for the wrapper
+// arguments; it also seeds FuzzValidate. want is the returned map as JSON
+// (numbers are json.Number, compared as written); err the -32602 message, or "" for success.
+var validateCases = []struct {
+	name, tool, args string
+	nilArgs          bool
+	want             string
+	code             int64
+	err              string
+}{
+	// Unknown wrapper tools: -32601, whatever the arguments.
+	{name: "unknown tool", tool: "session_delete", args: `{}`, code: -32601},
+	{name: "empty tool name", tool: "", args: `{}`, code: -32601},
+	{name: "tool names are case-sensitive", tool: "Sessions_List", args: `{}`, code: -32601},
+	{name: "unknown tool with invalid JSON", tool: "nope", args: `{`, code: -32601},
+
+	// Tools without inputs.
+	{name: "no args", tool: SessionsList, nilArgs: true, want: `{}`},
+	{name: "empty args", tool: SessionsList, args: ``, want: `{}`},
+	{name: "null args mean missing", tool: SessionsList, args: `null`, want: `{}`},
+	{name: "null args with spaces", tool: ToolsList, args: " null\n", want: `{}`},
+	{name: "empty object", tool: ToolsList, args: `{}`, want: `{}`},
+	{name: "extra property", tool: SessionsList, args: `{"limit":5}`, code: -32602, err: "invalid arguments at $: additionalProperties"},
+	{name: "array", tool: SessionsList, args: `[]`, code: -32602, err: "invalid arguments at $: type"},
+	{name: "string", tool: ToolsList, args: `"{}"`, code: -32602, err: "invalid arguments at $: type"},
+	{name: "number", tool: ToolsList, args: `1`, code: -32602, err: "invalid arguments at $: type"},
+	{name: "boolean", tool: ToolsList, args: `true`, code: -32602, err: "invalid arguments at $: type"},
+	{name: "not JSON", tool: SessionsList, args: `{`, code: -32602, err: "invalid arguments at $: type"},
+	{name: "trailing comma", tool: SessionsList, args: `{"a":1,}`, code: -32602, err: "invalid arguments at $: type"},
+	{name: "two values", tool: SessionsList, args: `{} {}`, code: -32602, err: "invalid arguments at $: type"},
+	{name: "only spaces", tool: SessionsList, args: `  `, code: -32602, err: "invalid arguments at $: type"},
+
+	// Required non-blank strings.
+	{name: "session_get ok", tool: SessionGet, args: `{"session_id":"mcp_1"}`, want: `{"session_id":"mcp_1"}`},
+	{name: "session_get keeps spaces", tool: SessionGet, args: `{"session_id":" a "}`, want: `{"session_id":" a "}`},
+	{name: "session_get missing", tool: SessionGet, args: `{}`, code: -32602, err: "invalid arguments at $: required"},
+	{name: "session_get no args", tool: SessionGet, nilArgs: true, code: -32602, err: "invalid arguments at $: required"},
+	{name: "session_get null args", tool: SessionGet, args: `null`, code: -32602, err: "invalid arguments at $: required"},
+	{name: "session_get empty", tool: SessionGet, args: `{"session_id":""}`, code: -32602, err: "invalid arguments at $.session_id: minLength"},
+	{name: "session_get blank", tool: SessionGet, args: `{"session_id":"   "}`, code: -32602, err: "invalid arguments at $.session_id: pattern"},
+	{name: "session_get tabs and newlines", tool: SessionGet, args: `{"session_id":"\t\r\n\f"}`, code: -32602, err: "invalid arguments at $.session_id: pattern"},
+	{name: "session_get vertical tab", tool: SessionGet, args: `{"session_id":"\u000b"}`, code: -32602, err: "invalid arguments at $.session_id: pattern"},
+	{name: "session_get no-break space", tool: SessionGet, args: `{"session_id":"\u00a0"}`, code: -32602, err: "invalid arguments at $.session_id: pattern"},
+	{name: "session_get em space and BOM", tool: SessionGet, args: `{"session_id":"\u2003\ufeff\u3000"}`, code: -32602, err: "invalid arguments at $.session_id: pattern"},
+	{name: "session_get line separator", tool: SessionGet, args: `{"session_id":"\u2028\u2029"}`, code: -32602, err: "invalid arguments at $.session_id: pattern"},
+	{name: "session_get NEL is not ECMA space", tool: SessionGet, args: `{"session_id":"\u0085"}`, want: `{"session_id":"\u0085"}`},
+	{name: "session_get zero width space is not ECMA space", tool: SessionGet, args: `{"session_id":"\u200b"}`, want: `{"session_id":"\u200b"}`},
+	{name: "session_get number", tool: SessionGet, args: `{"session_id":5}`, code: -32602, err: "invalid arguments at $.session_id: type"},
+	{name: "session_get null id", tool: SessionGet, args: `{"session_id":null}`, code: -32602, err: "invalid arguments at $.session_id: type"},
+	{name: "session_get object id", tool: SessionGet, args: `{"session_id":{}}`, code: -32602, err: "invalid arguments at $.session_id: type"},
+	{name: "session_get extra", tool: SessionGet, args: `{"session_id":"s","x":1}`, code: -32602, err: "invalid arguments at $: additionalProperties"},
+	{name: "session_get extra before required", tool: SessionGet, args: `{"x":1}`, code: -32602, err: "invalid arguments at $: additionalProperties"},
+	{name: "session_get root before field", tool: SessionGet, args: `{"session_id":"","x":1}`, code: -32602, err: "invalid arguments at $: additionalProperties"},
+	{name: "session_get minLength before pattern", tool: PromptCancel, args: `{"session_id":""}`, code: -32602, err: "invalid arguments at $.session_id: minLength"},
+	{name: "session_get wrong case key", tool: SessionGet, args: `{"Session_ID":"s"}`, code: -32602, err: "invalid arguments at $: additionalProperties"},
+	{name: "session_get duplicate key last wins", tool: SessionGet, args: `{"session_id":"","session_id":"s"}`, want: `{"session_id":"s"}`},
+	{name: "prompt_cancel ok", tool: PromptCancel, args: `{"session_id":"mcp_1"}`, want: `{"session_id":"mcp_1"}`},
+	{name: "prompt_cancel array", tool: PromptCancel, args: `["mcp_1"]`, code: -32602, err: "invalid arguments at $: type"},
+
+	// prompt_send: prompt required, session_id optional but non-blank.
+	{name: "prompt_send ok", tool: PromptSend, args: `{"prompt":"hi"}`, want: `{"prompt":"hi"}`},
+	{name: "prompt_send with session", tool: PromptSend, args: `{"prompt":"hi","session_id":"s"}`, want: `{"prompt":"hi","session_id":"s"}`},
+	{name: "prompt_send unicode kept", tool: PromptSend, args: `{"prompt":"Grüße 👋 <&>"}`, want: `{"prompt":"Grüße 👋 <&>"}`},
+	{name: "prompt_send missing prompt", tool: PromptSend, args: `{"session_id":"s"}`, code: -32602, err: "invalid arguments at $: required"},
+	{name: "prompt_send empty prompt", tool: PromptSend, args: `{"prompt":""}`, code: -32602, err: "invalid arguments at $.prompt: minLength"},
+	{name: "prompt_send blank session", tool: PromptSend, args: `{"prompt":"hi","session_id":" "}`, code: -32602, err: "invalid arguments at $.session_id: pattern"},
+	{name: "prompt_send empty session", tool: PromptSend, args: `{"prompt":"hi","session_id":""}`, code: -32602, err: "invalid arguments at $.session_id: minLength"},
+	{name: "prompt_send null session is not normalised", tool: PromptSend, args: `{"prompt":"hi","session_id":null}`, code: -32602, err: "invalid arguments at $.session_id: type"},
+	{name: "prompt_send prompt before session", tool: PromptSend, args: `{"prompt":" ","session_id":""}`, code: -32602, err: "invalid arguments at $.prompt: pattern"},
+	{name: "prompt_send array prompt", tool: PromptSend, args: `{"prompt":["hi"]}`, code: -32602, err: "invalid arguments at $.prompt: type"},
+	{name: "prompt_send boolean prompt", tool: PromptSend, args: `{"prompt":true}`, code: -32602, err: "invalid arguments at $.prompt: type"},
+
+	// tool_call: arguments missing or null become {} (the only normalisation).
+	{name: "tool_call without arguments", tool: ToolCall, args: `{"name":"read"}`, want: `{"arguments":{},"name":"read"}`},
+	{name: "tool_call null arguments", tool: ToolCall, args: `{"name":"read","arguments":null}`, want: `{"arguments":{},"name":"read"}`},
+	{name: "tool_call arguments", tool: ToolCall, args: `{"name":"read","arguments":{"path":"a.txt","n":[1,2.5,null]}}`,
+		want: `{"arguments":{"n":[1,2.5,null],"path":"a.txt"},"name":"read"}`},
+	{name: "tool_call big numbers kept exactly", tool: ToolCall, args: `{"name":"x","arguments":{"id":12345678901234567890,"f":1e400,"g":-0.0}}`,
+		want: `{"arguments":{"f":1e400,"g":-0.0,"id":12345678901234567890},"name":"x"}`},
+	{name: "tool_call inner arguments are not checked", tool: ToolCall, args: `{"name":"x","arguments":{"":{"a":[]}}}`,
+		want: `{"arguments":{"":{"a":[]}},"name":"x"}`},
+	{name: "tool_call array arguments", tool: ToolCall, args: `{"name":"read","arguments":[]}`, code: -32602, err: "invalid arguments at $.arguments: type"},
+	{name: "tool_call string arguments", tool: ToolCall, args: `{"name":"read","arguments":"{}"}`, code: -32602, err: "invalid arguments at $.arguments: type"},
+	{name: "tool_call missing name", tool: ToolCall, args: `{"arguments":{}}`, code: -32602, err: "invalid arguments at $: required"},
+	{name: "tool_call no args", tool: ToolCall, nilArgs: true, code: -32602, err: "invalid arguments at $: required"},
+	{name: "tool_call null args", tool: ToolCall, args: `null`, code: -32602, err: "invalid arguments at $: required"},
+	{name: "tool_call empty name", tool: ToolCall, args: `{"name":""}`, code: -32602, err: "invalid arguments at $.name: minLength"},
+	{name: "tool_call blank name", tool: ToolCall, args: `{"name":"\n"}`, code: -32602, err: "invalid arguments at $.name: pattern"},
+	{name: "tool_call null name", tool: ToolCall, args: `{"name":null}`, code: -32602, err: "invalid arguments at $.name: type"},
+	{name: "tool_call extra", tool: ToolCall, args: `{"name":"read","args":{}}`, code: -32602, err: "invalid arguments at $: additionalProperties"},
+	{name: "tool_call arguments before name", tool: ToolCall, args: `{"name":5,"arguments":5}`, code: -32602, err: "invalid arguments at $.arguments: type"},
+	{name: "tool_call array", tool: ToolCall, args: `[{"name":"read"}]`, code: -32602, err: "invalid arguments at $: type"},
+}
+
+func TestValidate(t *testing.T) {
+	for _, tt := range validateCases {
+		t.Run(tt.name, func(t *testing.T) {
+			var args json.RawMessage
+			if !tt.nilArgs {
+				args = json.RawMessage(tt.args)
+			}
+			got, err := Validate(tt.tool, args)
+			if tt.code == 0 {
+				if err != nil {
+					t.Fatalf("Validate(%q, %s) error = %v, want nil", tt.tool, tt.args, err)
+				}
+				want, err := canonjson.Decode([]byte(tt.want))
+				if err != nil {
+					t.Fatalf("bad want %s: %v", tt.want, err)
+				}
+				if diff := cmp.Diff(want, any(got)); diff != "" {
+					t.Errorf("Validate(%q, %s) mismatch (-want +got):\n%s", tt.tool, tt.args, diff)
+				}
+				return
+			}
+			if got != nil {
+				t.Errorf("Validate(%q, %s) = %v with an error, want nil", tt.tool, tt.args, got)
+			}
+			var werr *jsonrpc.Error
+			if !errors.As(err, &werr) {
+				t.Fatalf("Validate(%q, %s) error = %v (%T), want *jsonrpc.Error", tt.tool, tt.args, err, err)
+			}
+			if werr.Code != tt.code {
+				t.Errorf("Validate(%q, %s) code = %d, want %d (%s)", tt.tool, tt.args, werr.Code, tt.code, werr.Message)
+			}
+			if tt.code == jsonrpc.CodeInvalidParams && werr.Message != tt.err {
+				t.Errorf("Validate(%q, %s) message = %q, want %q", tt.tool, tt.args, werr.Message, tt.err)
+			}
+		})
+	}
+}
+
+func TestValidateUnknownToolMessage(t *testing.T) {
+	_, err := Validate("session_delete", nil)
+	want := &jsonrpc.Error{Code: -32601, Message: `unknown tool "session_delete"`}
+	if diff := cmp.Diff(want, err); diff != "" {
+		t.Errorf("Validate(unknown) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// The returned map is fresh: changing it changes neither the input nor the
+// next result.
+func TestValidateFresh(t *testing.T) {
+	args := json.RawMessage(`{"name":"read","arguments":{"path":"a"}}`)
+	keep := slices.Clone(args)
+	first, err := Validate(ToolCall, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first["name"] = "changed"
+	first["arguments"].(map[string]any)["path"] = "changed"
+	second, err := Validate(ToolCall, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"name": "read", "arguments": map[string]any{"path": "a"}}
+	if diff := cmp.Diff(want, second); diff != "" {
+		t.Errorf("second Validate mismatch (-want +got):\n%s", diff)
+	}
+	if !bytes.Equal(args, keep) {
+		t.Errorf("Validate changed its input: %s, want %s", args, keep)
+	}
+	empty, _ := Validate(ToolCall, json.RawMessage(`{"name":"x"}`))
+	empty["arguments"].(map[string]any)["k"] = 1
+	again, _ := Validate(ToolCall, json.RawMessage(`{"name":"x"}`))
+	if n := len(again["arguments"].(map[string]any)); n != 0 {
+		t.Errorf("normalised arguments shared between calls: got %d keys, want 0", n)
+	}
+}
+
+func TestValidateConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for _, tt := range validateCases {
+				_, err := Validate(tt.tool, json.RawMessage(tt.args))
+				if (err == nil) != (tt.code == 0) && !tt.nilArgs {
+					t.Errorf("Validate(%q, %s) error = %v, want code %d", tt.tool, tt.args, err, tt.code)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+var messageRE = regexp.MustCompile(`^invalid arguments at \$(\.[a-z_]+)?: (type|required|additionalProperties|minLength|pattern)$`)
+
+// FuzzValidate: Validate never panics, never changes its input, returns
+// either a map or a -32601/-32602 *jsonrpc.Error, and its two halves (the
+// jsonschema-go validator and the schemacheck walker that names the error)
+// always agree.
+func FuzzValidate(f *testing.F) {
+	for _, tt := range validateCases {
+		f.Add(tt.tool, []byte(tt.args))
+	}
+	f.Fuzz(func(t *testing.T, tool string, args []byte) {
+		keep := slices.Clone(args)
+		got, err := Validate(tool, args)
+		if !bytes.Equal(args, keep) {
+			t.Fatalf("Validate(%q, %q) changed its input to %q", tool, keep, args)
+		}
+		ft, known := byName[tool]
+		if err == nil {
+			if got == nil {
+				t.Fatalf("Validate(%q, %q) = nil, nil", tool, args)
+			}
+			if !known {
+				t.Fatalf("Validate(%q, %q) accepted an unknown tool", tool, args)
+			}
+			// The result must itself be valid, and stable under re-encoding.
+			enc, err := json.Marshal(got)
+			if err != nil {
+				t.Fatalf("marshal result of Validate(%q, %q): %v", tool, args, err)
+			}
+			again, err := Validate(tool, enc)
+			if err != nil {
+				t.Fatalf("Validate(%q, %s) (its own result) = %v", tool, enc, err)
+			}
+			if diff := cmp.Diff(got, again); diff != "" {
+				t.Fatalf("Validate(%q) not stable under re-encoding (-first +second):\n%s", tool, diff)
+			}
+			if v := ft.check.Check(withFloats(got)); len(v) > 0 {
+				t.Fatalf("Validate(%q, %q) accepted what the walker rejects: %v", tool, args, v)
+			}
+			if tool == ToolCall {
+				if _, ok := got["arguments"].(map[string]any); !ok {
+					t.Fatalf("Validate(tool_call, %q) arguments = %#v, want an object", args, got["arguments"])
+				}
+			}
+			return
+		}
+		if got != nil {
+			t.Fatalf("Validate(%q, %q) = %v and error %v", tool, args, got, err)
+		}
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) {
+			t.Fatalf("Validate(%q, %q) error %v is %T, want *jsonrpc.Error", tool, args, err, err)
+		}
+		switch werr.Code {
+		case jsonrpc.CodeMethodNotFound:
+			if known {
+				t.Fatalf("Validate(%q, %q) = -32601 for a known tool", tool, args)
+			}
+		case jsonrpc.CodeInvalidParams:
+			if !known {
+				t.Fatalf("Validate(%q, %q) = -32602 for an unknown tool", tool, args)
+			}
+			if !messageRE.MatchString(werr.Message) {
+				t.Fatalf("Validate(%q, %q) message %q does not match %s", tool, args, werr.Message, messageRE)
+			}
+		default:
+			t.Fatalf("Validate(%q, %q) code = %d, want -32601 or -32602", tool, args, werr.Code)
+		}
+		if !known || !json.Valid(args) {
+			return
+		}
+		// Valid JSON that failed: both halves must have seen a failure.
+		var v any
+		if err := json.Unmarshal(args, &v); err != nil {
+			return // e.g. a number that overflows float64; Validate decodes those
+		}
+		if v == nil {
+			v = map[string]any{}
+		}
+		if m, ok := v.(map[string]any); ok && tool == ToolCall && m["arguments"] == nil {
+			m["arguments"] = map[string]any{}
+		}
+		violations := ft.check.Check(v)
+		if vErr := ft.resolved.Validate(v); (vErr == nil) != (len(violations) == 0) {
+			t.Fatalf("validator and walker disagree on %s %q: validator %v, walker %v", tool, args, vErr, violations)
+		}
+	})
+}
