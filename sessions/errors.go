@@ -1,0 +1,23 @@
+package sessions
+
+import "errors"
+
+// Sentinel errors. Backends wrap them with context; test with errors.Is.
+var (
+	// ErrNotFound: the session, message, source or memory path does not exist.
+	ErrNotFound = errors.New("sessions: not found")
+	// ErrExists: a session with that ID already exists.
+	ErrExists = errors.New("sessions: already exists")
+	// ErrBusy: another live owner holds the session's turn lease.
+	ErrBusy = errors.New("sessions: session busy with another turn")
+	// ErrLeaseLost: the caller no longer holds the turn lease it renews.
+	ErrLeaseLost = errors.New("sessions: turn lease lost")
+	// ErrConflict: the memory path changed since the caller's base revision.
+	ErrConflict = errors.New("sessions: memory revision conflict")
+	// ErrSchemaTooNew: the database was migrated by a newer OpenProgram;
+	// upgrade openprogram to use it.
+	ErrSchemaTooNew = errors.New("sessions: database schema is newer than this openprogram, upgrade openprogram")
+	// ErrNotDatabase: the file is not an OpenProgram database (corrupt, not
+	// SQLite, or another application's). The file is left untouched.
+	ErrNotDatabase = errors.New("sessions: not an OpenProgram database")
+)

@@ -1,0 +1,109 @@
+package auditchain
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openprogram/openprogram/sessions"
+)
+
+func TestCanonicalPayload(t *testing.T) {
+	for in, want := range map[string]string{
+		``:     `{}`,
+		"  \n": `{}`,
+		`{"b":1,"a":{"d":[3,{"z":1,"y":2}],"c":"<&>"}}`: `{"a":{"c":"<&>","d":[3,{"y":2,"z":1}]},"b":1}`,
+		`{ "n" : 12345678901234567890.5e3 }`:            `{"n":12345678901234567890.5e3}`,
+		`"ünï"`:                                         `"ünï"`,
+		`null`:                                          `null`,
+	} {
+		got, err := CanonicalPayload(json.RawMessage(in))
+		if err != nil {
+			t.Errorf("CanonicalPayload(%q) error: %v", in, err)
+			continue
+		}
+		if string(got) != want {
+			t.Errorf("CanonicalPayload(%q) = %s, want %s", in, got, want)
+		}
+	}
+	for _, bad := range []string{`{"a":`, `{} {}`, `nope`} {
+		if _, err := CanonicalPayload(json.RawMessage(bad)); err == nil {
+			t.Errorf("CanonicalPayload(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+// TestHashPinned pins the hash encoding: changing it breaks every stored chain.
+func TestHashPinned(t *testing.T) {
+	ts := time.UnixMicro(1_700_000_000_123_456)
+	got := Hash(Genesis, 1, ts, "server.start", "cli", "", []byte(`{"pid":42}`))
+	// sha256 of `64:000…0` `1:1` `16:1700000000123456` `12:server.start` `3:cli` `0:` `10:{"pid":42}`.
+	const want = "5eeb07b0380ef83789f38ee06a0bded60b01d077a7a73597f74a52df26c7a235"
+	if got != want {
+		t.Errorf("Hash = %s, want %s", got, want)
+	}
+	if Hash(Genesis, 1, ts, "ab", "c", "", nil) == Hash(Genesis, 1, ts, "a", "bc", "", nil) {
+		t.Errorf("Hash does not separate fields")
+	}
+}
+
+func chain(n int) []sessions.AuditRecord {
+	prev := Genesis
+	out := make([]sessions.AuditRecord, n)
+	for i := range out {
+		r := sessions.AuditRecord{ID: int64(i + 1), TS: time.UnixMicro(int64(i)), Type: "t", Origin: "o", Payload: json.RawMessage(`{}`), PrevHash: prev}
+		r.Hash = RecordHash(r)
+		prev = r.Hash
+		out[i] = r
+	}
+	return out
+}
+
+func verify(recs []sessions.AuditRecord, headID int64, headHash string) sessions.AuditReport {
+	var v Verifier
+	for _, r := range recs {
+		if !v.Add(r) {
+			break
+		}
+	}
+	return v.Finish(headID, headHash)
+}
+
+func TestVerifier(t *testing.T) {
+	c := chain(5)
+	head, headHash := int64(5), c[4].Hash
+	edited := append([]sessions.AuditRecord{}, c...)
+	edited[2].Type = "x"
+	swapped := append([]sessions.AuditRecord{}, c...)
+	swapped[1], swapped[3] = c[3], c[1]
+	swapped[1].ID, swapped[3].ID = 2, 4
+	for _, tc := range []struct {
+		name     string
+		recs     []sessions.AuditRecord
+		head     int64
+		headHash string
+		want     sessions.AuditReport
+	}{
+		{"empty", nil, 0, "", sessions.AuditReport{OK: true}},
+		{"intact", c, head, headHash, sessions.AuditReport{Records: 5, OK: true}},
+		{"edited", edited, head, headHash, sessions.AuditReport{Records: 2, FirstBadID: 3}},
+		{"deleted", append(append([]sessions.AuditRecord{}, c[:2]...), c[3:]...), head, headHash, sessions.AuditReport{Records: 2, FirstBadID: 3}},
+		{"deleted first", c[1:], head, headHash, sessions.AuditReport{FirstBadID: 1}},
+		{"swapped", swapped, head, headHash, sessions.AuditReport{Records: 1, FirstBadID: 2}},
+		{"tail truncated", c[:4], head, headHash, sessions.AuditReport{Records: 4, FirstBadID: 5}},
+		{"all deleted", nil, head, headHash, sessions.AuditReport{FirstBadID: 1}},
+		{"head behind", c, 4, c[3].Hash, sessions.AuditReport{Records: 5, FirstBadID: 5}},
+		{"head hash differs", c, head, c[3].Hash, sessions.AuditReport{Records: 5, FirstBadID: 5}},
+	} {
+		got := verify(tc.recs, tc.head, tc.headHash)
+		if got.OK != (got.Problem == "") {
+			t.Errorf("%s: report %+v: Problem must be set exactly when not OK", tc.name, got)
+		}
+		got.Problem = ""
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: report (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestOpenPicksBackendByScheme(t *testing.T) {
+	var gotURL string
+	sentinel := errors.New("fake backend called")
+	Register("fake-open-test", func(_ context.Context, url string) (Store, error) {
+		gotURL = url
+		return nil, sentinel
+	})
+	for _, url := range []string{"fake-open-test:/x.db", "FAKE-OPEN-TEST://host/db"} {
+		if _, err := Open(context.Background(), url); !errors.Is(err, sentinel) {
+			t.Errorf("Open(%q) error = %v, want the backend's", url, err)
+		}
+		if gotURL != url {
+			t.Errorf("backend got url %q, want %q unchanged", gotURL, url)
+		}
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"", "no scheme"},
+		{"/var/lib/openprogram.db", "no scheme"},
+		{"nosuch://u:secret@host/db", `no backend registered for scheme "nosuch"`},
+	} {
+		_, err := Open(context.Background(), tc.url)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Open(%q) error = %v, want it to say %q", tc.url, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%q) error %q leaks the password", tc.url, err)
+		}
+	}
+}
+
+func TestRegisterPanics(t *testing.T) {
+	open := func(context.Context, string) (Store, error) { return nil, nil }
+	Register("fake-dup-test", open)
+	for name, fn := range map[string]func(){
+		"duplicate": func() { Register("FAKE-DUP-TEST", open) },
+		"nil":       func() { Register("fake-nil-test", nil) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Register(%s) did not panic", name)
+				}
+			}()
+			fn()
+		}()
+	}
+	found := false
+	for _, s := range Schemes() {
+		found = found || s == "fake-dup-test"
+	}
+	if !found {
+		t.Errorf("Schemes() = %v, want it to list fake-dup-test", Schemes())
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://user:pw@host/db":     "postgres://user:xxxxx@host/db",
+		"postgres://user@host/db":        "postgres://user@host/db",
+		"postgres://host/db?x=a@b":       "postgres://host/db?x=a@b",
+		"postgres://u:p@ss@host:5432/db": "postgres://u:xxxxx@host:5432/db",
+		"sqlite:/tmp/x@y.db":             "sqlite:/tmp/x@y.db",
+	} {
+		if got := redact(in); got != want {
+			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,72 @@
+// Package postgres is the PostgreSQL backend of [sessions.Store], built on
+// pgx's connection pool (github.com/jackc/pgx/v5/pgxpool). Several
+// OpenProgram processes, on one machine or many, share one database:
+// sessions, memory, audit and turn leases live there, so they need no
+// coordinator of their own.
+//
+// Importing the package registers the "postgres" and "postgresql" URL
+// schemes with [sessions.Open]:
+//
+//	import (
+//		"github.com/openprogram/openprogram/sessions"
+//		_ "github.com/openprogram/openprogram/sessions/postgres"
+//	)
+//
+//	st, err := sessions.Open(ctx, "postgres://openprogram@db.internal:5432/openprogram?search_path=openprogram")
+//	if err != nil {
+//		return err // sessions.ErrSchemaTooNew: upgrade openprogram
+//	}
+//	defer st.Close()
+//
+// [Open] returns the concrete [*Store] for callers that want it.
+//
+// # Schema and migrations
+//
+// PostgreSQL 12 or newer is required. The tables live in the first schema of the connection's search_path
+// (public unless the URL sets search_path). Open applies the embedded,
+// numbered migrations (migrations/NNNN_name.sql) in one transaction under
+// an advisory lock keyed by the schema name, so processes starting together
+// migrate once, and records the version in openprogram_schema_migrations.
+// A schema written by a newer version is refused with
+// [sessions.ErrSchemaTooNew]; a schema holding tables of the same names
+// that OpenProgram did not create is refused with [sessions.ErrNotDatabase].
+//
+// # Transactions and concurrency
+//
+// Every multi-statement write is one transaction: a turn's messages and its
+// head move commit together, so a crash (even SIGKILL of the process) leaves
+// either the old head or the new one. The turn lease is a row of
+// turn_leases taken by a single INSERT ... ON CONFLICT DO UPDATE whose WHERE
+// clause only lets the same owner, or anyone after expiry, through; expiry
+// is judged by the database clock. Memory writes lock the one memory_state
+// row and audit appends lock the one audit_head row, which serialises them
+// across processes and keeps revisions and the hash chain linear. No
+// in-process mutex is involved anywhere.
+//
+// # Reads
+//
+// [Store.ListSessions] walks a partial index on (updated_at DESC, id DESC)
+// and stops after the limit, so its cost does not depend on the number of
+// sessions. [Store.Branch] reads a session's messages in one index scan and
+// follows the parent links in Go, which for a 10,000-message branch is an
+// order of magnitude faster than a recursive CTE.
+//
+// # Search
+//
+// Sources and trusted pages carry a generated tsvector column (the 'simple'
+// configuration: no stemming, no stop words) with a GIN index. A query is
+// split into plain words as in the SQLite backend; each whitespace-separated
+// chunk becomes a phraseto_tsquery parameter, so user text is never parsed
+// as query syntax, and hits are ranked by ts_rank. Grep narrows documents
+// with strpos in the database and picks lines in Go.
+//
+// # Lost connections
+//
+// pgxpool replaces connections that die, for example when the server
+// restarts or an administrator runs pg_terminate_backend. A call that finds
+// its connection dead resets the pool (its other idle connections are
+// likely dead too) and runs once more on a fresh connection when that is
+// safe: reads, the idempotent lease statements, and transactions that had
+// not sent COMMIT yet. A COMMIT lost with its connection is ambiguous and is
+// reported, never retried.
+package postgres

@@ -1,0 +1,378 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/internal/grep"
+)
+
+// Memory writes lock the single memory_state row first: that serialises
+// them across processes, so revisions are handed out in commit order and a
+// path's revision check and the write that follows it are atomic. The lock
+// is its own statement: in READ COMMITTED the statements after it take a
+// fresh snapshot and so see the previous holder's writes (a join in the
+// locking statement itself would read the other tables' rows as they were
+// before the wait).
+
+// lockMemory takes the memory write lock and returns the global revision,
+// then runs read in the same round trip.
+func lockMemory(ctx context.Context, tx pgx.Tx, read string, args []any, dest ...any) (global int64, err error) {
+	b := &pgx.Batch{}
+	b.Queue("SELECT revision FROM memory_state FOR UPDATE")
+	b.Queue(read, args...)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if err := br.QueryRow().Scan(&global); err != nil {
+		return 0, err
+	}
+	if err := br.QueryRow().Scan(dest...); err != nil {
+		return 0, err
+	}
+	return global, br.Close()
+}
+
+// MemoryStatus counts sources and trusted pages and reports the current
+// global revision, from counters kept in memory_state.
+func (s *Store) MemoryStatus(ctx context.Context) (sessions.MemoryStatus, error) {
+	var st sessions.MemoryStatus
+	err := s.run(ctx, func(q querier) error {
+		return q.QueryRow(ctx, "SELECT sources, trusted_pages, revision FROM memory_state").
+			Scan(&st.Sources, &st.TrustedPages, &st.Revision)
+	})
+	if err != nil {
+		return sessions.MemoryStatus{}, fmt.Errorf("memory status: %w", err)
+	}
+	return st, nil
+}
+
+func checkPath(p string) error {
+	if strings.TrimSpace(p) == "" {
+		return errors.New("memory path is empty")
+	}
+	return nil
+}
+
+func conflict(path string, base, current int64) error {
+	return fmt.Errorf("path %q is at revision %d, not the base revision %d; read it again and retry: %w",
+		path, current, base, sessions.ErrConflict)
+}
+
+// AppendSource appends an immutable source at src.Path with the next
+// global revision. With baseRevision >= 0 it fails with ErrConflict unless
+// the path's revision is still baseRevision (0 for a new path).
+func (s *Store) AppendSource(ctx context.Context, src sessions.NewSource, baseRevision int64) (sessions.Source, error) {
+	if err := checkPath(src.Path); err != nil {
+		return sessions.Source{}, fmt.Errorf("append memory source: %w", err)
+	}
+	if err := errors.Join(checkText("path", src.Path), checkText("content", src.Content)); err != nil {
+		return sessions.Source{}, fmt.Errorf("append memory source at %q: %w", src.Path, err)
+	}
+	out := sessions.Source{Path: src.Path, Content: src.Content, Authority: src.Authority}
+	err := s.tx(ctx, readWrite, func(tx pgx.Tx) error {
+		var pathRev int64
+		global, err := lockMemory(ctx, tx, `SELECT COALESCE((SELECT revision FROM memory_paths WHERE path = $1), 0)`,
+			[]any{src.Path}, &pathRev)
+		if err != nil {
+			return err
+		}
+		if baseRevision >= 0 && pathRev != baseRevision {
+			return conflict(src.Path, baseRevision, pathRev)
+		}
+		out.Revision = global + 1
+		a := src.Authority
+		return tx.QueryRow(ctx, `WITH src AS (
+				INSERT INTO memory_sources (path, content, speaker_kind, speaker_id, speaker_display,
+					principal_id, authority_tier, interaction, source, revision, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())
+				RETURNING id, created_at
+			), p AS (
+				INSERT INTO memory_paths AS p (path, revision, sources, updated_at) VALUES ($1, $10, 1, now())
+				ON CONFLICT (path) DO UPDATE SET revision = EXCLUDED.revision, sources = p.sources + 1,
+					updated_at = EXCLUDED.updated_at
+			), st AS (
+				UPDATE memory_state SET revision = $10, sources = sources + 1
+			)
+			SELECT id, created_at FROM src`,
+			src.Path, src.Content, a.SpeakerKind, a.SpeakerID, a.SpeakerDisplay, a.PrincipalID, a.Tier,
+			a.Interaction, a.Source, out.Revision).Scan(&out.ID, &out.CreatedAt)
+	})
+	if err != nil {
+		return sessions.Source{}, fmt.Errorf("append memory source at %q: %w", src.Path, err)
+	}
+	return out, nil
+}
+
+// Promote copies a source's content to the trusted page at the source's
+// path, with the next global revision. ErrNotFound for an unknown source;
+// baseRevision is checked as in AppendSource.
+func (s *Store) Promote(ctx context.Context, sourceID int64, baseRevision int64) (sessions.TrustedPage, error) {
+	out := sessions.TrustedPage{SourceID: sourceID}
+	err := s.tx(ctx, readWrite, func(tx pgx.Tx) error {
+		var (
+			pathRev       int64
+			path, content *string
+			hadPage       bool
+		)
+		global, err := lockMemory(ctx, tx, `SELECT src.path, src.content, COALESCE(p.revision, 0),
+				EXISTS (SELECT 1 FROM memory_trusted t WHERE t.path = src.path)
+			FROM (SELECT 1) one
+			LEFT JOIN memory_sources src ON src.id = $1
+			LEFT JOIN memory_paths p ON p.path = src.path`, []any{sourceID}, &path, &content, &pathRev, &hadPage)
+		if err != nil {
+			return err
+		}
+		if path == nil {
+			return fmt.Errorf("source %d %w", sourceID, sessions.ErrNotFound)
+		}
+		if baseRevision >= 0 && pathRev != baseRevision {
+			return conflict(*path, baseRevision, pathRev)
+		}
+		out.Path, out.Content, out.Revision = *path, *content, global+1
+		added := 1
+		if hadPage {
+			added = 0
+		}
+		return tx.QueryRow(ctx, `WITH t AS (
+				INSERT INTO memory_trusted AS t (path, content, revision, source_id, updated_at)
+				VALUES ($1, $2, $3, $4, now())
+				ON CONFLICT (path) DO UPDATE SET content = EXCLUDED.content, revision = EXCLUDED.revision,
+					source_id = EXCLUDED.source_id, updated_at = EXCLUDED.updated_at
+				RETURNING updated_at
+			), p AS (
+				UPDATE memory_paths SET revision = $3, updated_at = now() WHERE path = $1
+			), st AS (
+				UPDATE memory_state SET revision = $3, trusted_pages = trusted_pages + $5
+			)
+			SELECT updated_at FROM t`, out.Path, out.Content, out.Revision, sourceID, added).Scan(&out.UpdatedAt)
+	})
+	if err != nil {
+		return sessions.TrustedPage{}, fmt.Errorf("promote memory source %d: %w", sourceID, err)
+	}
+	return out, nil
+}
+
+// likePrefix returns a LIKE pattern matching the strings that start with
+// prefix (used with ESCAPE '\').
+func likePrefix(prefix string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(prefix) + "%"
+}
+
+// maxQueryWords bounds the word groups of one search, as in the SQLite
+// backend.
+const maxQueryWords = 32
+
+// SearchMemory ranks the sources and trusted pages under pathPrefix that
+// match query, best first, and returns at most topK hits. The score is
+// ts_rank with normalisation 1 (term frequency damped by the log of the
+// document's length, close to the bm25 of the SQLite backend); it costs
+// half of ts_rank_cd, and ranking is what a query matching many sources
+// pays for, since a GIN index finds matches but cannot order them.
+// The query is split into plain words as in every backend (grep.Words):
+// each whitespace-separated chunk must occur as a phrase ("e-mail" finds
+// "e-mail" and "e mail"), and every chunk must occur. Each chunk goes to
+// phraseto_tsquery as a parameter, so no user text is ever tsquery syntax.
+// The GIN indexes on the generated tsvector columns find the candidates.
+func (s *Store) SearchMemory(ctx context.Context, query string, topK int, pathPrefix string) ([]sessions.MemoryHit, error) {
+	words := grep.Words(query, maxQueryWords)
+	if topK <= 0 || len(words) == 0 {
+		return nil, nil
+	}
+	args := []any{likePrefix(pathPrefix), topK}
+	var tsq strings.Builder
+	for i, g := range words {
+		if i > 0 {
+			tsq.WriteString(" && ")
+		}
+		args = append(args, strings.Join(g, " "))
+		fmt.Fprintf(&tsq, "phraseto_tsquery('simple', $%d)", len(args))
+	}
+	var out []sessions.MemoryHit
+	err := s.run(ctx, func(q querier) error {
+		out = out[:0]
+		rows, err := q.Query(ctx, `WITH q AS (SELECT `+tsq.String()+` AS q),
+			hits AS (
+				SELECT 'trusted' AS layer, t.path, t.source_id, ts_rank(t.search, q.q, 1) AS score, t.content
+				FROM memory_trusted t, q WHERE t.search @@ q.q AND t.path LIKE $1 ESCAPE '\'
+				UNION ALL
+				SELECT 'source', s.path, s.id, ts_rank(s.search, q.q, 1), s.content
+				FROM memory_sources s, q WHERE s.search @@ q.q AND s.path LIKE $1 ESCAPE '\'
+			)
+			SELECT layer, path, source_id, score, content FROM hits
+			ORDER BY score DESC, layer DESC, path, source_id DESC
+			LIMIT $2`, args...)
+		if err != nil {
+			return err
+		}
+		var h sessions.MemoryHit
+		var score float32
+		var content string
+		_, err = pgx.ForEachRow(rows, []any{&h.Layer, &h.Path, &h.SourceID, &score, &content}, func() error {
+			h.Score = float64(score)
+			h.Snippet = grep.Excerpt(content, words)
+			out = append(out, h)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search memory for %q: %w", query, err)
+	}
+	return out, nil
+}
+
+// isASCII reports whether s is all ASCII.
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// GrepMemory returns the lines containing substring under pathPrefix, in
+// path order with the trusted layer before the sources of a path (sources
+// oldest first), at most limit hits (0 or less: no limit). The database
+// narrows the documents with strpos; package grep picks the lines, as in
+// every backend.
+func (s *Store) GrepMemory(ctx context.Context, substring, pathPrefix string, caseSensitive bool, limit int) ([]sessions.MemoryHit, error) {
+	if substring == "" || strings.ContainsRune(substring, 0) {
+		return nil, nil // nothing stored holds NUL: PostgreSQL text cannot
+	}
+	if limit <= 0 {
+		limit = math.MaxInt
+	}
+	// The database narrows the documents; Go decides. PostgreSQL's lower()
+	// depends on the database locale, so case-insensitive narrowing is
+	// only trusted for ASCII needles.
+	filter, needle := "strpos(content, $2) > 0", substring
+	if !caseSensitive {
+		filter, needle = "strpos(lower(content), $2) > 0", strings.ToLower(substring)
+		if !isASCII(substring) {
+			filter = "$2::text IS NOT NULL"
+		}
+	}
+	m := grep.New(substring, caseSensitive)
+	var out []sessions.MemoryHit
+	// A cursor lets the scan stop once limit lines are found: the plan
+	// can stream in path order from the path indexes, and closing plain
+	// result rows early would read them all anyway.
+	err := s.tx(ctx, readOnly, func(tx pgx.Tx) error {
+		out = out[:0]
+		if _, err := tx.Exec(ctx, `DECLARE grep_cursor NO SCROLL CURSOR FOR
+			SELECT layer, path, source_id, content FROM (
+				SELECT 0 AS ord, 'trusted' AS layer, path, source_id, content FROM memory_trusted
+				WHERE path LIKE $1 ESCAPE '\' AND `+filter+`
+				UNION ALL
+				SELECT 1, 'source', path, id, content FROM memory_sources
+				WHERE path LIKE $1 ESCAPE '\' AND `+filter+`
+			) h ORDER BY path, ord, source_id`, likePrefix(pathPrefix), needle); err != nil {
+			return err
+		}
+		for {
+			rows, err := tx.Query(ctx, "FETCH 64 FROM grep_cursor")
+			if err != nil {
+				return err
+			}
+			var (
+				layer, path, content string
+				id                   int64
+				fetched              int
+			)
+			_, err = pgx.ForEachRow(rows, []any{&layer, &path, &id, &content}, func() error {
+				fetched++
+				if len(out) < limit {
+					m.Lines(content, func(line int, snippet string) bool {
+						out = append(out, sessions.MemoryHit{Layer: layer, Path: path, SourceID: id, Snippet: snippet, Line: line})
+						return len(out) < limit
+					})
+				}
+				return nil
+			})
+			if err != nil || fetched < 64 || len(out) >= limit {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("grep memory for %q: %w", substring, err)
+	}
+	return out, nil
+}
+
+const sourceColumns = `id, path, content, speaker_kind, speaker_id, speaker_display, principal_id,
+	authority_tier, interaction, source, revision, created_at`
+
+func scanSource(row pgx.Row) (sessions.Source, error) {
+	var src sessions.Source
+	a := &src.Authority
+	err := row.Scan(&src.ID, &src.Path, &src.Content, &a.SpeakerKind, &a.SpeakerID, &a.SpeakerDisplay,
+		&a.PrincipalID, &a.Tier, &a.Interaction, &a.Source, &src.Revision, &src.CreatedAt)
+	return src, err
+}
+
+// GetMemory returns the trusted page and the sources (oldest first) at
+// path with the path's revision, read from one snapshot, or ErrNotFound.
+func (s *Store) GetMemory(ctx context.Context, path string) (sessions.MemoryPage, error) {
+	page := sessions.MemoryPage{Path: path}
+	err := s.tx(ctx, readOnly, func(tx pgx.Tx) error {
+		page.Trusted, page.Sources = nil, nil
+		if err := tx.QueryRow(ctx, "SELECT revision FROM memory_paths WHERE path = $1", path).Scan(&page.Revision); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return sessions.ErrNotFound
+			}
+			return err
+		}
+		var t sessions.TrustedPage
+		err := tx.QueryRow(ctx, "SELECT path, content, revision, source_id, updated_at FROM memory_trusted WHERE path = $1", path).
+			Scan(&t.Path, &t.Content, &t.Revision, &t.SourceID, &t.UpdatedAt)
+		switch {
+		case err == nil:
+			page.Trusted = &t
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		rows, err := tx.Query(ctx, "SELECT "+sourceColumns+" FROM memory_sources WHERE path = $1 ORDER BY id", path)
+		if err != nil {
+			return err
+		}
+		page.Sources, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessions.Source, error) { return scanSource(r) })
+		return err
+	})
+	if err != nil {
+		return sessions.MemoryPage{}, fmt.Errorf("get memory %q: %w", path, err)
+	}
+	return page, nil
+}
+
+// BrowseMemory lists the paths that start with prefix, in path order.
+func (s *Store) BrowseMemory(ctx context.Context, prefix string) ([]sessions.MemoryEntry, error) {
+	var out []sessions.MemoryEntry
+	err := s.run(ctx, func(q querier) error {
+		rows, err := q.Query(ctx, `SELECT p.path, p.sources, t.path IS NOT NULL, p.revision, p.updated_at
+			FROM memory_paths p LEFT JOIN memory_trusted t ON t.path = p.path
+			WHERE p.path LIKE $1 ESCAPE '\' ORDER BY p.path`, likePrefix(prefix))
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessions.MemoryEntry, error) {
+			var e sessions.MemoryEntry
+			err := r.Scan(&e.Path, &e.Sources, &e.Trusted, &e.Revision, &e.UpdatedAt)
+			return e, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("browse memory under %q: %w", prefix, err)
+	}
+	return out, nil
+}

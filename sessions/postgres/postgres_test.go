@@ -1,0 +1,111 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+
+	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/postgres"
+	"github.com/openprogram/openprogram/sessions/storetest"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(crashHelperEnv) != "" {
+		os.Exit(crashHelper())
+	}
+	code := m.Run()
+	dropBenchSchemas()
+	stopContainer()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: goroutines leaked: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// openStore opens a store on db and closes it when the test ends.
+func openStore(tb testing.TB, db *testDB) *postgres.Store {
+	tb.Helper()
+	st, err := postgres.Open(context.Background(), db.URL)
+	if err != nil {
+		tb.Fatalf("postgres.Open(%s) error: %v", db.Schema, err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
+
+// dbOf maps the stores the suite opens to their schema, so the second
+// handle and the tamperer find the schema of the first.
+var dbOf sync.Map // sessions.Store -> *testDB
+
+func schemaOf(t *testing.T, s sessions.Store) *testDB {
+	t.Helper()
+	db, ok := dbOf.Load(s)
+	if !ok {
+		t.Fatalf("store %p was not opened by TestConformance", s)
+	}
+	return db.(*testDB)
+}
+
+func TestConformance(t *testing.T) {
+	baseURL(t) // fail (CI) or skip once, not in every subtest
+	storetest.Run(t,
+		func(t *testing.T) sessions.Store {
+			db := newTestDB(t)
+			st := openStore(t, db)
+			dbOf.Store(st, db)
+			t.Cleanup(func() { dbOf.Delete(st) })
+			return st
+		},
+		storetest.WithSecondHandle(func(t *testing.T, s sessions.Store) sessions.Store {
+			return openStore(t, schemaOf(t, s))
+		}),
+		storetest.WithTamperer(func(t *testing.T, s sessions.Store) storetest.Tamperer {
+			return tamperer{db: schemaOf(t, s).conn(t)}
+		}))
+}
+
+// tamperer rewrites audit_records behind the store's back. The table's
+// append-only triggers stand in the way of UPDATE and DELETE, so each
+// change disables them for its own transaction, as an attacker owning the
+// table could.
+type tamperer struct{ db *pgx.Conn }
+
+func (tp tamperer) tamper(ctx context.Context, sql string, args ...any) error {
+	return pgx.BeginFunc(ctx, tp.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "ALTER TABLE audit_records DISABLE TRIGGER USER"); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("tamper %q changed no row", sql)
+		}
+		_, err = tx.Exec(ctx, "ALTER TABLE audit_records ENABLE TRIGGER USER")
+		return err
+	})
+}
+
+func (tp tamperer) EditAuditPayload(ctx context.Context, id int64, payload string) error {
+	return tp.tamper(ctx, "UPDATE audit_records SET payload = $2 WHERE id = $1", id, payload)
+}
+
+func (tp tamperer) DeleteAudit(ctx context.Context, id int64) error {
+	return tp.tamper(ctx, "DELETE FROM audit_records WHERE id = $1", id)
+}
+
+func (tp tamperer) SwapAudit(ctx context.Context, a, b int64) error {
+	return tp.tamper(ctx, `UPDATE audit_records r SET ts = o.ts, type = o.type, origin = o.origin,
+		session_id = o.session_id, payload = o.payload, prev_hash = o.prev_hash, hash = o.hash
+		FROM audit_records o WHERE (r.id = $1 AND o.id = $2) OR (r.id = $2 AND o.id = $1)`, a, b)
+}

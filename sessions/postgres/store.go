@@ -1,0 +1,212 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openprogram/openprogram/sessions"
+)
+
+func init() {
+	open := func(ctx context.Context, url string) (sessions.Store, error) {
+		st, err := Open(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	sessions.Register("postgres", open)
+	sessions.Register("postgresql", open)
+}
+
+// DefaultApplicationName is the application_name the store's connections
+// report to the server (visible in pg_stat_activity) unless the URL sets one.
+const DefaultApplicationName = "openprogram"
+
+// Store is a [sessions.Store] on a PostgreSQL database, used through a
+// pgxpool connection pool. It is safe for concurrent use by many goroutines
+// and, through the database, by many processes.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ sessions.Store = (*Store)(nil)
+
+// Open connects to the PostgreSQL database named by dsn (a postgres:// or
+// postgresql:// URL, or a key=value connection string), runs the pending
+// migrations and returns the store. The tables live in the first schema of
+// the connection's search_path, which the URL may set
+// (postgres://host/db?search_path=openprogram).
+//
+// Open fails with [sessions.ErrSchemaTooNew] when the schema was written by
+// a newer version, and with [sessions.ErrNotDatabase] when the schema holds
+// tables of the same names that OpenProgram did not create.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	// URL schemes are case-insensitive (sessions.Open matches them so);
+	// pgx only knows the lowercase ones.
+	if scheme, rest, ok := strings.Cut(dsn, "://"); ok {
+		if l := strings.ToLower(scheme); l == "postgres" || l == "postgresql" {
+			dsn = l + "://" + rest
+		}
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx redacts the password in the connection string it quotes.
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = DefaultApplicationName
+	}
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		// Hand timestamps back in UTC whatever the server's or process's zone.
+		c.TypeMap().RegisterType(&pgtype.Type{
+			Name: "timestamptz", OID: pgtype.TimestamptzOID,
+			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC},
+		})
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
+	}
+	st := &Store{pool: pool}
+	if err := st.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
+	}
+	return st, nil
+}
+
+// Close closes every connection of the pool, waiting for those in use to be
+// returned.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// redact hides the password of a URL-form dsn.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		if strings.Contains(dsn, "password") {
+			return "(connection string)"
+		}
+		return dsn
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.Redacted()
+}
+
+// querier is what the SQL helpers need from a pooled connection or a
+// transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// run runs fn, a read or an idempotent single-statement write, on a pooled
+// connection. When the connection turns out to be dead (the server
+// restarted, or an administrator terminated the backend) run resets the
+// pool, whose other idle connections are likely dead too, and runs fn once
+// more on a fresh connection.
+func (s *Store) run(ctx context.Context, fn func(q querier) error) error {
+	for attempt := 0; ; attempt++ {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		err = fn(c)
+		dead := err != nil && c.Conn().IsClosed()
+		c.Release()
+		if err == nil || attempt > 0 || ctx.Err() != nil || !(dead || pgconn.SafeToRetry(err)) {
+			return err
+		}
+		if dead {
+			s.pool.Reset()
+		}
+	}
+}
+
+// tx runs fn in one transaction and commits it. Like run, it retries once
+// on a fresh connection when the connection died, but only if the failure
+// came before COMMIT was sent (the server then rolled the transaction
+// back); a failed COMMIT on a dead connection is ambiguous and is returned.
+func (s *Store) tx(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		committing := false
+		err = func() error {
+			tx, err := c.BeginTx(ctx, opts)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+			if err := fn(tx); err != nil {
+				return err
+			}
+			committing = true
+			return tx.Commit(ctx)
+		}()
+		dead := err != nil && c.Conn().IsClosed()
+		c.Release()
+		if err == nil || attempt > 0 || ctx.Err() != nil {
+			return err
+		}
+		if !pgconn.SafeToRetry(err) && !(dead && !committing) {
+			return err
+		}
+		if dead {
+			s.pool.Reset()
+		}
+	}
+}
+
+var (
+	readWrite = pgx.TxOptions{}
+	readOnly  = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+)
+
+// pgCode returns the SQLSTATE of a server error, or "".
+func pgCode(err error) (code, constraint string) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code, pgErr.ConstraintName
+	}
+	return "", ""
+}
+
+const (
+	codeUniqueViolation     = "23505"
+	codeForeignKeyViolation = "23503"
+	codeCheckViolation      = "23514"
+)
+
+// checkText reports text PostgreSQL cannot store: a NUL byte or invalid
+// UTF-8 (the SQLite backend stores both). Callers persisting raw tool
+// output should make it valid UTF-8 first.
+func checkText(what, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return fmt.Errorf("%s contains a NUL byte, which PostgreSQL text cannot store", what)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%s is not valid UTF-8, which PostgreSQL text requires", what)
+	}
+	return nil
+}

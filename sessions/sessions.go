@@ -1,0 +1,232 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Message roles.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+	RoleSystem    = "system"
+)
+
+// Memory layers reported in [MemoryHit.Layer].
+const (
+	LayerSource  = "source"
+	LayerTrusted = "trusted"
+)
+
+// Session is one conversation. Its messages form a tree; HeadID names the
+// last message of the active branch ("" while the session has no messages).
+type Session struct {
+	ID        string
+	AgentID   string
+	Title     string
+	Source    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	HeadID    string
+	Archived  bool
+}
+
+// Message is one node of a session's message tree. ParentID is "" for a root.
+type Message struct {
+	ID        string
+	SessionID string
+	ParentID  string
+	Role      string
+	Content   string
+	CreatedAt time.Time
+	Metadata  json.RawMessage
+}
+
+// SessionUpdate names the fields UpdateSession changes; nil fields are left as they are.
+type SessionUpdate struct {
+	Title    *string
+	Archived *bool
+}
+
+// NewMessage is a message to append. The store assigns its ID, session,
+// parent and creation time.
+type NewMessage struct {
+	Role     string
+	Content  string
+	Metadata json.RawMessage
+}
+
+// Store is the persistent home of sessions, their message trees, turn
+// leases, memory and audit records. Implementations are safe for concurrent
+// use by many goroutines and, through the database, by many processes.
+type Store interface {
+	// CreateSession stores s. s.ID is required (caller-chosen); a zero
+	// CreatedAt becomes now and a zero UpdatedAt becomes CreatedAt.
+	// ErrExists if the ID is taken.
+	CreateSession(ctx context.Context, s Session) (Session, error)
+	// GetSession returns the session with id, or ErrNotFound.
+	GetSession(ctx context.Context, id string) (Session, error)
+	// ListSessions returns up to limit non-archived sessions, most recently
+	// updated first (ties broken by id, descending).
+	ListSessions(ctx context.Context, limit int) ([]Session, error)
+	// UpdateSession applies u and returns the updated session, or ErrNotFound.
+	UpdateSession(ctx context.Context, id string, u SessionUpdate) (Session, error)
+	// DeleteSession deletes the session with its messages and lease, or
+	// returns ErrNotFound. It exists to undo an orphan session on failure.
+	DeleteSession(ctx context.Context, id string) error
+
+	// AppendMessages appends msgs as a chain (msgs[0] under parentID, each next under the previous),
+	// and when moveHead is true moves head_id to the last one and bumps updated_at, all in ONE transaction.
+	// parentID "" means a root message. ErrNotFound if the session or parent does not exist.
+	AppendMessages(ctx context.Context, sessionID, parentID string, msgs []NewMessage, moveHead bool) ([]Message, error)
+	// GetMessage returns the message with id, or ErrNotFound.
+	GetMessage(ctx context.Context, id string) (Message, error)
+	// Branch returns the active branch: the chain from the session's head to
+	// the root, returned root first. Empty when the session has no head.
+	Branch(ctx context.Context, sessionID string) ([]Message, error)
+	// SetHead moves the session's head to messageID, which must belong to
+	// the session (ErrNotFound otherwise). It bumps updated_at.
+	SetHead(ctx context.Context, sessionID, messageID string) error
+
+	// AcquireTurn takes the session's turn lease for owner until ttl from
+	// now. ErrBusy when another owner holds an unexpired lease; an expired
+	// lease is taken over; acquiring a lease owner already holds renews it.
+	AcquireTurn(ctx context.Context, sessionID, owner string, ttl time.Duration) error
+	// RenewTurn extends owner's lease to ttl from now; ErrLeaseLost if owner
+	// does not hold it (released, or expired and taken over).
+	RenewTurn(ctx context.Context, sessionID, owner string, ttl time.Duration) error
+	// ReleaseTurn drops owner's lease; a no-op if owner does not hold it.
+	ReleaseTurn(ctx context.Context, sessionID, owner string) error
+
+	// MemoryStatus counts sources and trusted pages and reports the current revision.
+	MemoryStatus(ctx context.Context) (MemoryStatus, error)
+	// AppendSource appends an immutable source. baseRevision<0: no check;
+	// else ErrConflict if the path's revision is not baseRevision.
+	AppendSource(ctx context.Context, src NewSource, baseRevision int64) (Source, error)
+	// Promote copies a source's content to the trusted page at its path.
+	// ErrNotFound for an unknown source; baseRevision as in AppendSource.
+	Promote(ctx context.Context, sourceID int64, baseRevision int64) (TrustedPage, error)
+	// SearchMemory runs a ranked full-text search over sources and trusted
+	// pages whose path starts with pathPrefix, best first, at most topK hits.
+	// query is plain words, never query syntax.
+	SearchMemory(ctx context.Context, query string, topK int, pathPrefix string) ([]MemoryHit, error)
+	// GrepMemory returns the lines containing substring, at most limit hits,
+	// in path order (trusted layer before sources on the same path).
+	GrepMemory(ctx context.Context, substring, pathPrefix string, caseSensitive bool, limit int) ([]MemoryHit, error)
+	// GetMemory returns the trusted page and sources at path, or ErrNotFound.
+	GetMemory(ctx context.Context, path string) (MemoryPage, error)
+	// BrowseMemory lists the paths starting with prefix, in path order.
+	BrowseMemory(ctx context.Context, prefix string) ([]MemoryEntry, error)
+
+	// AppendAudit appends a record to the hash chain.
+	AppendAudit(ctx context.Context, r NewAuditRecord) (AuditRecord, error)
+	// TailAudit returns the last n records, newest last.
+	TailAudit(ctx context.Context, n int) ([]AuditRecord, error)
+	// VerifyAudit walks the whole chain and reports the first broken record.
+	VerifyAudit(ctx context.Context) (AuditReport, error)
+
+	// Close releases the store's database handles.
+	Close() error
+}
+
+// MemoryStatus summarises the memory store.
+type MemoryStatus struct {
+	Sources      int64
+	TrustedPages int64
+	Revision     int64
+}
+
+// NewSource is a memory source to append.
+type NewSource struct {
+	Path      string
+	Content   string
+	Authority SourceAuthority
+}
+
+// SourceAuthority records who wrote a source (the speaker's authority fields).
+type SourceAuthority struct {
+	SpeakerKind    string `json:"speaker_kind"`
+	SpeakerID      string `json:"speaker_id"`
+	SpeakerDisplay string `json:"speaker_display"`
+	PrincipalID    string `json:"principal_id"`
+	Tier           string `json:"authority_tier"`
+	Interaction    string `json:"interaction"`
+	Source         string `json:"source"`
+}
+
+// Source is an appended, immutable memory source.
+type Source struct {
+	ID        int64
+	Path      string
+	Content   string
+	Authority SourceAuthority
+	Revision  int64
+	CreatedAt time.Time
+}
+
+// TrustedPage is the owner-promoted page at a path.
+type TrustedPage struct {
+	Path      string
+	Content   string
+	Revision  int64
+	SourceID  int64
+	UpdatedAt time.Time
+}
+
+// MemoryHit is one search or grep result.
+type MemoryHit struct {
+	Layer    string // LayerSource or LayerTrusted
+	Path     string
+	SourceID int64 // the source, or the source a trusted page was promoted from
+	Snippet  string
+	Score    float64 // higher is better (search); 0 for grep
+	Line     int     // 1-based line number (grep); 0 for search
+}
+
+// MemoryPage is everything stored at one path.
+type MemoryPage struct {
+	Path     string
+	Trusted  *TrustedPage
+	Sources  []Source // oldest first
+	Revision int64    // the path's revision, for optimistic concurrency
+}
+
+// MemoryEntry summarises one path for browsing.
+type MemoryEntry struct {
+	Path      string
+	Sources   int64
+	Trusted   bool
+	Revision  int64
+	UpdatedAt time.Time
+}
+
+// NewAuditRecord is an audit record to append.
+type NewAuditRecord struct {
+	Type      string
+	Origin    string
+	SessionID string
+	Payload   json.RawMessage
+}
+
+// AuditRecord is a stored audit record. Hash covers PrevHash and the record's content.
+type AuditRecord struct {
+	ID        int64
+	TS        time.Time
+	Type      string
+	Origin    string
+	SessionID string
+	Payload   json.RawMessage
+	PrevHash  string
+	Hash      string
+}
+
+// AuditReport is the outcome of VerifyAudit. When OK is false, FirstBadID
+// names the first record found inconsistent and Problem says how.
+type AuditReport struct {
+	Records    int64
+	OK         bool
+	FirstBadID int64
+	Problem    string
+}

@@ -1,0 +1,184 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/openprogram/openprogram/sessions"
+)
+
+func micros(t time.Time) int64     { return t.UnixMicro() }
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+func nowMicros() int64             { return time.Now().UnixMicro() }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+const sessionColumns = `id, agent_id, title, source, created_at, updated_at, coalesce(head_id, ''), archived`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanSession(r scanner) (sessions.Session, error) {
+	var (
+		s                sessions.Session
+		created, updated int64
+		archived         int
+	)
+	if err := r.Scan(&s.ID, &s.AgentID, &s.Title, &s.Source, &created, &updated, &s.HeadID, &archived); err != nil {
+		return sessions.Session{}, err
+	}
+	s.CreatedAt, s.UpdatedAt, s.Archived = fromMicros(created), fromMicros(updated), archived != 0
+	return s, nil
+}
+
+// CreateSession implements [sessions.Store].
+func (s *Store) CreateSession(ctx context.Context, in sessions.Session) (sessions.Session, error) {
+	if in.ID == "" {
+		return sessions.Session{}, errors.New("create session: empty id; the caller chooses the session id")
+	}
+	now := nowMicros()
+	created, updated := now, now
+	if !in.CreatedAt.IsZero() {
+		created = micros(in.CreatedAt)
+	}
+	if !in.UpdatedAt.IsZero() {
+		updated = micros(in.UpdatedAt)
+	} else if !in.CreatedAt.IsZero() {
+		updated = created
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO sessions (id, agent_id, title, source, created_at, updated_at, head_id, archived)
+		VALUES (?, ?, ?, ?, ?, ?, NULL, ?) ON CONFLICT (id) DO NOTHING`,
+		in.ID, in.AgentID, in.Title, in.Source, created, updated, boolInt(in.Archived))
+	if err != nil {
+		return sessions.Session{}, fmt.Errorf("create session %q: %w", in.ID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return sessions.Session{}, fmt.Errorf("create session %q: %w", in.ID, err)
+	} else if n == 0 {
+		return sessions.Session{}, fmt.Errorf("create session %q: %w", in.ID, sessions.ErrExists)
+	}
+	out := in
+	out.HeadID = ""
+	out.CreatedAt, out.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return out, nil
+}
+
+// GetSession implements [sessions.Store].
+func (s *Store) GetSession(ctx context.Context, id string) (sessions.Session, error) {
+	got, err := scanSession(s.r.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, sessions.ErrNotFound)
+	}
+	if err != nil {
+		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, err)
+	}
+	return got, nil
+}
+
+// ListSessions implements [sessions.Store]. It walks the partial index
+// sessions_list and stops after limit rows.
+func (s *Store) ListSessions(ctx context.Context, limit int) ([]sessions.Session, error) {
+	if limit <= 0 {
+		return []sessions.Session{}, nil
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, agent_id, title, source, created_at, updated_at, coalesce(head_id, ''), 0
+		FROM sessions INDEXED BY sessions_list
+		WHERE archived = 0 ORDER BY updated_at DESC, id DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	defer rows.Close()
+	out := make([]sessions.Session, 0, min(limit, 128))
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		out = append(out, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return out, nil
+}
+
+// UpdateSession implements [sessions.Store].
+func (s *Store) UpdateSession(ctx context.Context, id string, u sessions.SessionUpdate) (sessions.Session, error) {
+	var title, archived any
+	if u.Title != nil {
+		title = *u.Title
+	}
+	if u.Archived != nil {
+		archived = boolInt(*u.Archived)
+	}
+	got, err := scanSession(s.w.QueryRowContext(ctx, `UPDATE sessions SET
+			title = coalesce(?1, title),
+			archived = coalesce(?2, archived),
+			updated_at = CASE WHEN ?1 IS NULL AND ?2 IS NULL THEN updated_at ELSE max(updated_at, ?3) END
+		WHERE id = ?4 RETURNING `+sessionColumns, title, archived, nowMicros(), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sessions.Session{}, fmt.Errorf("update session %q: %w", id, sessions.ErrNotFound)
+	}
+	if err != nil {
+		return sessions.Session{}, fmt.Errorf("update session %q: %w", id, err)
+	}
+	return got, nil
+}
+
+// DeleteSession implements [sessions.Store]. Messages go with the session
+// (foreign-key cascade), and so does its turn lease.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("delete session %q: %w", id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("delete session %q: %w", id, err)
+		} else if n == 0 {
+			return fmt.Errorf("delete session %q: %w", id, sessions.ErrNotFound)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM turn_leases WHERE session_id = ?`, id); err != nil {
+			return fmt.Errorf("delete session %q: drop lease: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// writeTx runs fn in a BEGIN IMMEDIATE transaction on the writer connection.
+func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin write transaction: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// readTx runs fn in a read transaction: one consistent WAL snapshot.
+func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("begin read transaction: %w", err)
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+func validJSON(raw json.RawMessage) bool {
+	return len(raw) == 0 || json.Valid(raw)
+}

@@ -1,0 +1,209 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/openprogram/openprogram/sessions"
+)
+
+// Tamperer edits a backend's audit table behind the Store's back, the way an
+// attacker with database access would. Ids are audit record ids.
+type Tamperer interface {
+	// EditAuditPayload overwrites the stored payload of record id, leaving
+	// its hashes as they were.
+	EditAuditPayload(ctx context.Context, id int64, payload string) error
+	// DeleteAudit deletes record id.
+	DeleteAudit(ctx context.Context, id int64) error
+	// SwapAudit exchanges every stored column but the id between records a
+	// and b (their hashes included), reordering the chain.
+	SwapAudit(ctx context.Context, a, b int64) error
+}
+
+// Option configures Run.
+type Option func(*config)
+
+type config struct {
+	second func(t *testing.T, s sessions.Store) sessions.Store
+	tamper func(t *testing.T, s sessions.Store) Tamperer
+}
+
+// WithSecondHandle supplies a second, independent handle (its own
+// connection pool, as another process would have) on the database behind s.
+// The lease-contention and cross-handle concurrency tests need it; without
+// it they fail. The function registers the handle's Close with t.Cleanup.
+func WithSecondHandle(second func(t *testing.T, s sessions.Store) sessions.Store) Option {
+	return func(c *config) { c.second = second }
+}
+
+// WithTamperer supplies raw write access to the audit table behind s for
+// the audit tamper tests; without it they fail.
+func WithTamperer(tamper func(t *testing.T, s sessions.Store) Tamperer) Option {
+	return func(c *config) { c.tamper = tamper }
+}
+
+// Run runs the conformance suite. open must return a new, empty store (its
+// own database) and register its Close with t.Cleanup; Run calls it once per
+// subtest. Backends call it from a test:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, openTemp,
+//			storetest.WithSecondHandle(reopen),
+//			storetest.WithTamperer(tamperer))
+//	}
+func Run(t *testing.T, open func(t *testing.T) sessions.Store, opts ...Option) {
+	t.Helper()
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	h := &harness{open: open, cfg: c}
+	groups := []struct {
+		name  string
+		tests []test
+	}{
+		{"Sessions", sessionTests},
+		{"Messages", messageTests},
+		{"Lease", leaseTests},
+		{"Memory", memoryTests},
+		{"Audit", auditTests},
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			for _, tc := range g.tests {
+				t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
+			}
+		})
+	}
+}
+
+type test struct {
+	name string
+	fn   func(t *testing.T, h *harness)
+}
+
+type harness struct {
+	open func(t *testing.T) sessions.Store
+	cfg  config
+}
+
+func (h *harness) store(t *testing.T) sessions.Store {
+	t.Helper()
+	s := h.open(t)
+	if s == nil {
+		t.Fatal("storetest: open returned a nil Store")
+	}
+	return s
+}
+
+// pair returns two independent handles on one fresh database.
+func (h *harness) pair(t *testing.T) (a, b sessions.Store) {
+	t.Helper()
+	if h.cfg.second == nil {
+		t.Fatal("storetest: this test needs a second handle on the same database; pass storetest.WithSecondHandle to Run")
+	}
+	a = h.store(t)
+	b = h.cfg.second(t, a)
+	if b == nil {
+		t.Fatal("storetest: WithSecondHandle returned a nil Store")
+	}
+	return a, b
+}
+
+func (h *harness) tamperer(t *testing.T, s sessions.Store) Tamperer {
+	t.Helper()
+	if h.cfg.tamper == nil {
+		t.Fatal("storetest: audit tamper tests need raw table access; pass storetest.WithTamperer to Run")
+	}
+	return h.cfg.tamper(t, s)
+}
+
+func ctxT(t *testing.T) context.Context {
+	return t.Context()
+}
+
+// timeTolerance absorbs storage precision (microseconds or coarser) and
+// time zone: stores may return UTC.
+const timeTolerance = time.Millisecond
+
+var cmpOpts = []cmp.Option{
+	cmpopts.EquateApproxTime(timeTolerance),
+	cmp.Comparer(jsonEqual),
+	// nil and empty slices are equal, except JSON documents (compared above).
+	cmp.FilterValues(func(x, y any) bool {
+		_, isJSON := x.(json.RawMessage)
+		return !isJSON
+	}, cmpopts.EquateEmpty()),
+}
+
+// jsonEqual compares JSON documents by value: backends may normalise
+// whitespace and key order.
+func jsonEqual(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return string(a) == string(b)
+	}
+	return cmp.Equal(va, vb)
+}
+
+func mustCreate(t *testing.T, s sessions.Store, sess sessions.Session) sessions.Session {
+	t.Helper()
+	got, err := s.CreateSession(ctxT(t), sess)
+	if err != nil {
+		t.Fatalf("CreateSession(%q) error: %v", sess.ID, err)
+	}
+	return got
+}
+
+func mustAppend(t *testing.T, s sessions.Store, sessionID, parentID string, moveHead bool, msgs ...sessions.NewMessage) []sessions.Message {
+	t.Helper()
+	got, err := s.AppendMessages(ctxT(t), sessionID, parentID, msgs, moveHead)
+	if err != nil {
+		t.Fatalf("AppendMessages(%q, %q, %d msgs) error: %v", sessionID, parentID, len(msgs), err)
+	}
+	if len(got) != len(msgs) {
+		t.Fatalf("AppendMessages returned %d messages, want %d", len(got), len(msgs))
+	}
+	return got
+}
+
+func mustGetSession(t *testing.T, s sessions.Store, id string) sessions.Session {
+	t.Helper()
+	got, err := s.GetSession(ctxT(t), id)
+	if err != nil {
+		t.Fatalf("GetSession(%q) error: %v", id, err)
+	}
+	return got
+}
+
+func user(content string) sessions.NewMessage {
+	return sessions.NewMessage{Role: sessions.RoleUser, Content: content}
+}
+
+func assistant(content string) sessions.NewMessage {
+	return sessions.NewMessage{Role: sessions.RoleAssistant, Content: content}
+}
+
+func ids(msgs []sessions.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.ID
+	}
+	return out
+}
+
+func sessionIDs(ss []sessions.Session) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.ID
+	}
+	return out
+}
