@@ -1,0 +1,454 @@
+package bash
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/runtime/tool"
+)
+
+// Defaults for [Options].
+const (
+	DefaultTimeout        = 30 * time.Second
+	MaxTimeout            = 10 * time.Minute
+	DefaultKillGrace      = 2 * time.Second
+	DefaultDrainTimeout   = 2 * time.Second
+	DefaultMaxOutputBytes = 30_000
+	DefaultMaxUpdateLines = 10_000
+)
+
+// Reason codes bash reports in Details["reason_code"].
+const (
+	ReasonExitNonZero = "EXIT_NONZERO"
+	ReasonNoWorkDir   = "NO_WORKDIR"
+	ReasonStart       = "START_FAILED"
+)
+
+// Options configure the bash tool. Zero values mean defaults.
+type Options struct {
+	// WorkDirs: the command runs in the first one when the call's
+	// tool.CallInfo has none. With neither, calls fail with NO_WORKDIR.
+	WorkDirs []string
+	// Shell is the program run as `<Shell> -c <command>` (default "bash").
+	Shell string
+	// Env is the base environment (default os.Environ()). Secrets are
+	// always removed: OPENPROGRAM_MCP_TOKEN, OPENPROGRAM_DATABASE_URL,
+	// every *_API_KEY, and the names in StripEnv.
+	Env      []string
+	StripEnv []string
+	// DefaultTimeout applies without timeout_ms (default 30 s); timeout_ms
+	// is capped at MaxTimeout (10 min).
+	DefaultTimeout time.Duration
+	// KillGrace is how long the process group has between SIGTERM and
+	// SIGKILL (default 2 s).
+	KillGrace time.Duration
+	// DrainTimeout bounds the wait for the output pipe once the command
+	// is over, in case a process outside the group still holds it
+	// (default 2 s).
+	DrainTimeout time.Duration
+	// MaxOutputBytes caps the output in the result, head and tail kept
+	// (default 30 000).
+	MaxOutputBytes int
+	// MaxUpdateLines caps how many output lines are streamed as updates
+	// (default 10 000).
+	MaxUpdateLines int
+	// KeepBackground leaves processes the command started in the
+	// background running after it exits. By default the whole process
+	// group is terminated when the command finishes, so nothing a tool
+	// call started outlives it.
+	KeepBackground bool
+}
+
+type bashTool struct {
+	o Options
+}
+
+// New returns the bash tool; nil opts means defaults.
+func New(opts *Options) tool.Tool {
+	b := &bashTool{}
+	if opts != nil {
+		b.o = *opts
+	}
+	o := &b.o
+	if o.Shell == "" {
+		o.Shell = "bash"
+	}
+	if o.DefaultTimeout <= 0 {
+		o.DefaultTimeout = DefaultTimeout
+	}
+	if o.KillGrace <= 0 {
+		o.KillGrace = DefaultKillGrace
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if o.MaxUpdateLines <= 0 {
+		o.MaxUpdateLines = DefaultMaxUpdateLines
+	}
+	return b
+}
+
+const schema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "minLength": 1, "description": "The command, run as bash -c in the working directory."},
+    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds. Default 30000, at most 600000."},
+    "description": {"type": "string", "description": "A few words saying what the command does."}
+  },
+  "required": ["command"],
+  "additionalProperties": false
+}`
+
+type args struct {
+	Command     string `json:"command"`
+	TimeoutMS   int64  `json:"timeout_ms"`
+	Description string `json:"description"`
+}
+
+func (b *bashTool) Name() string { return "bash" }
+func (b *bashTool) Description() string {
+	return "Run a shell command (bash -c) in the working directory, in its own process group. Output lines stream as progress; the result holds the output and the exit code. On timeout or cancellation the whole process group is killed (SIGTERM, then SIGKILL)."
+}
+func (b *bashTool) InputSchema() json.RawMessage { return json.RawMessage(schema) }
+func (b *bashTool) Capability() authz.Capability { return authz.CapProcessExec }
+
+func (b *bashTool) timeout(a args) time.Duration {
+	d := b.o.DefaultTimeout
+	if a.TimeoutMS > 0 {
+		d = time.Duration(a.TimeoutMS) * time.Millisecond
+	}
+	return min(d, MaxTimeout)
+}
+
+// TimeoutHint implements tool.TimeoutHinter: the command's own timeout
+// plus the time needed to kill the group and drain its output.
+func (b *bashTool) TimeoutHint(raw json.RawMessage) time.Duration {
+	var a args
+	_ = json.Unmarshal(raw, &a)
+	return b.timeout(a) + 2*b.o.KillGrace + b.o.DrainTimeout + 5*time.Second
+}
+
+func (b *bashTool) Execute(ctx context.Context, _ string, raw json.RawMessage, update func(string)) (tool.Result, error) {
+	var a args
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return tool.ErrorResult(tool.ReasonInvalidArguments, "bash: decode arguments: "+err.Error()), nil
+	}
+	if update == nil {
+		update = func(string) {}
+	}
+	dirs := b.o.WorkDirs
+	if info, ok := tool.CallFrom(ctx); ok && len(info.WorkDirs) > 0 {
+		dirs = info.WorkDirs
+	}
+	if len(dirs) == 0 {
+		return tool.ErrorResult(ReasonNoWorkDir, "bash: no working directory is configured"), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return tool.Result{}, err
+	}
+	timeout := b.timeout(a)
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return tool.Result{}, fmt.Errorf("bash: create output pipe: %w", err)
+	}
+	cmd := exec.Command(b.o.Shell, "-c", a.Command)
+	cmd.Dir = dirs[0]
+	cmd.Env = filterEnv(b.env(), b.o.StripEnv)
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return tool.ErrorResult(ReasonStart, fmt.Sprintf("bash: start %s: %v", b.o.Shell, err)), nil
+	}
+	pw.Close()
+	pgid := cmd.Process.Pid
+
+	out := newHeadTail(b.o.MaxOutputBytes)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		b.readLines(pr, out, update)
+	}()
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- cmd.Wait() }()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var waitErr error
+	timedOut, cancelled := false, false
+	select {
+	case waitErr = <-waitDone:
+	case <-ctx.Done():
+		cancelled = true
+	case <-timer.C:
+		timedOut = true
+	}
+	killed := false
+	if cancelled || timedOut {
+		waitErr = b.terminate(pgid, waitDone)
+		killed = true
+	}
+	if !b.o.KeepBackground {
+		// Whatever the command left in its group goes too.
+		b.reapGroup(pgid)
+	}
+	drain := time.NewTimer(b.o.DrainTimeout)
+	select {
+	case <-readDone:
+	case <-drain.C:
+		pr.Close() // unblocks the reader; a process outside the group holds the pipe
+		<-readDone
+	}
+	drain.Stop()
+	pr.Close()
+
+	code := -1
+	if cmd.ProcessState != nil {
+		code = cmd.ProcessState.ExitCode()
+	}
+	var status string
+	var ws syscall.WaitStatus
+	if cmd.ProcessState != nil {
+		ws, _ = cmd.ProcessState.Sys().(syscall.WaitStatus)
+	}
+	switch {
+	case timedOut:
+		status = fmt.Sprintf("[timed out after %s; process group killed]", timeout)
+	case cancelled:
+		status = "[cancelled; process group killed]"
+	case ws.Signaled():
+		status = fmt.Sprintf("[killed by signal %s]", ws.Signal())
+	case waitErr != nil && cmd.ProcessState == nil:
+		status = fmt.Sprintf("[wait failed: %v]", waitErr)
+	default:
+		status = fmt.Sprintf("[exit code: %d]", code)
+	}
+	text := out.String()
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	text += status
+	res := tool.Result{
+		Content: []tool.Content{tool.Text(text)},
+		Details: map[string]any{"exit_code": code, "output_bytes": out.total, "killed": killed},
+	}
+	switch {
+	case timedOut:
+		res.IsError = true
+		res.Details[tool.DetailReasonCode] = tool.ReasonTimeout
+		res.Details[tool.DetailTimeout] = true
+	case cancelled:
+		res.IsError = true
+		res.Details[tool.DetailReasonCode] = tool.ReasonCancelled
+		res.Details[tool.DetailCancelled] = true
+	case code != 0:
+		res.IsError = true
+		res.Details[tool.DetailReasonCode] = ReasonExitNonZero
+	}
+	return res, nil
+}
+
+func (b *bashTool) env() []string {
+	if b.o.Env != nil {
+		return b.o.Env
+	}
+	return os.Environ()
+}
+
+// terminate sends SIGTERM to the group, SIGKILL after the grace period,
+// and returns the shell's wait result.
+func (b *bashTool) terminate(pgid int, waitDone <-chan error) error {
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	grace := time.NewTimer(b.o.KillGrace)
+	defer grace.Stop()
+	select {
+	case err := <-waitDone:
+		return err
+	case <-grace.C:
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return <-waitDone
+}
+
+// reapGroup makes sure no process of the group survives: SIGTERM, a grace
+// period, then SIGKILL, then a bounded wait until the group is gone.
+func (b *bashTool) reapGroup(pgid int) {
+	if !groupAlive(pgid) {
+		return
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	if waitGone(pgid, b.o.KillGrace) {
+		return
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	waitGone(pgid, b.o.KillGrace)
+}
+
+func waitGone(pgid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if !groupAlive(pgid) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// groupAlive reports whether a live (non-zombie) process is in the group.
+// It scans /proc, because orphaned zombies stay in the group until their
+// new parent reaps them and kill(-pgid, 0) counts them; without /proc it
+// falls back to kill(-pgid, 0).
+func groupAlive(pgid int) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return syscall.Kill(-pgid, 0) == nil
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		pg, state, ok := procGroup(pid)
+		if ok && pg == pgid && state != 'Z' && state != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+// procGroup reads the process group and state of pid from /proc/<pid>/stat.
+func procGroup(pid int) (pgid int, state byte, ok bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 3 {
+		return 0, 0, false
+	}
+	pg, err := strconv.Atoi(f[2])
+	if err != nil || len(f[0]) == 0 {
+		return 0, 0, false
+	}
+	return pg, f[0][0], true
+}
+
+// readLines copies the pipe into out and streams complete lines (long
+// lines in chunks) through update.
+func (b *bashTool) readLines(r io.Reader, out *headTail, update func(string)) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	lines := 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			out.Write(chunk)
+			if lines < b.o.MaxUpdateLines {
+				update(strings.TrimSuffix(strings.TrimSuffix(string(chunk), "\n"), "\r"))
+				lines++
+				if lines == b.o.MaxUpdateLines {
+					update(fmt.Sprintf("[output beyond %d lines is not streamed]", lines))
+				}
+			}
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
+}
+
+// headTail keeps the first and last bytes of a stream, up to max in all.
+type headTail struct {
+	max   int
+	head  []byte
+	tail  []byte
+	total int
+}
+
+func newHeadTail(max int) *headTail { return &headTail{max: max} }
+
+func (h *headTail) Write(p []byte) {
+	h.total += len(p)
+	hmax := h.max / 2
+	if n := hmax - len(h.head); n > 0 {
+		k := min(n, len(p))
+		h.head = append(h.head, p[:k]...)
+		p = p[k:]
+	}
+	if len(p) == 0 {
+		return
+	}
+	tmax := h.max - hmax
+	h.tail = append(h.tail, p...)
+	if len(h.tail) > 2*tmax {
+		h.tail = append(h.tail[:0], h.tail[len(h.tail)-tmax:]...)
+	}
+}
+
+func (h *headTail) String() string {
+	tmax := h.max - h.max/2
+	tail := h.tail
+	if len(tail) > tmax {
+		tail = tail[len(tail)-tmax:]
+	}
+	dropped := h.total - len(h.head) - len(tail)
+	if dropped <= 0 {
+		return string(h.head) + string(tail)
+	}
+	return fmt.Sprintf("%s\n[... %d bytes truncated ...]\n%s", h.head, dropped, tail)
+}
+
+// filterEnv drops the variables a tool must never see.
+func filterEnv(env, extra []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if isSecretEnv(name, extra) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func isSecretEnv(name string, extra []string) bool {
+	upper := strings.ToUpper(name)
+	switch {
+	case upper == "OPENPROGRAM_MCP_TOKEN", upper == "OPENPROGRAM_DATABASE_URL",
+		strings.HasSuffix(upper, "_API_KEY"):
+		return true
+	}
+	for _, e := range extra {
+		if strings.EqualFold(e, name) {
+			return true
+		}
+	}
+	return false
+}
+
+var _ tool.TimeoutHinter = (*bashTool)(nil)

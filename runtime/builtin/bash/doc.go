@@ -1,0 +1,19 @@
+// Package bash implements the bash tool: `bash -c <command>` in the first
+// working directory, in its own process group.
+//
+//	t := bash.New(&bash.Options{WorkDirs: []string{"/home/me/project"}})
+//	res := executor.Execute(ctx, t, "call-1", json.RawMessage(`{"command":"go test ./...","timeout_ms":120000}`), onLine)
+//
+// Output (stdout and stderr interleaved) streams line by line through the
+// update callback; the result holds the output (head and tail when long)
+// and the exit code, and a non-zero exit is an IsError result. On timeout
+// (default 30 s, at most 10 min) or cancellation the whole process group
+// gets SIGTERM and, after a grace period, SIGKILL, so no child or
+// grandchild survives; by default whatever the command left running in
+// its group is terminated when it exits too. The output pipe is drained
+// with a bound, so a process that escaped the group (setsid) cannot hang
+// the call.
+//
+// The environment is inherited without secrets: OPENPROGRAM_MCP_TOKEN,
+// OPENPROGRAM_DATABASE_URL and every *_API_KEY are removed.
+package bash

@@ -1,0 +1,66 @@
+package builtin
+
+import (
+	"fmt"
+
+	"github.com/openprogram/openprogram/runtime/builtin/bash"
+	"github.com/openprogram/openprogram/runtime/builtin/files"
+	"github.com/openprogram/openprogram/runtime/builtin/memory"
+	"github.com/openprogram/openprogram/runtime/builtin/todo"
+	"github.com/openprogram/openprogram/runtime/tool"
+	"github.com/openprogram/openprogram/sessions"
+)
+
+// Deps is what the built-in tools need. Per-call facts (session, caller
+// authority, working directories of the call) travel in tool.CallInfo.
+type Deps struct {
+	// Store backs the memory tools; nil leaves them out.
+	Store sessions.Store
+	// WorkDirs confine the file tools and give bash its directory when a
+	// call carries none.
+	WorkDirs []string
+	// Todos keeps the todo lists (nil: a new in-memory store).
+	Todos *todo.Store
+	// Files and Bash tune those tools (nil: defaults). Their WorkDirs, if
+	// empty, are taken from Deps.WorkDirs.
+	Files *files.Options
+	Bash  *bash.Options
+}
+
+// Register adds the built-in tools to reg, in this order: the memory
+// tools (when Deps.Store is set), read, write, edit, apply_patch, glob,
+// grep, list, bash, todo_create, todo_update, todo_list. It stops at the
+// first registration error (a duplicate name, for instance).
+func Register(reg *tool.Registry, deps Deps) error {
+	var ts []tool.Tool
+	if deps.Store != nil {
+		ts = append(ts, memory.Tools(deps.Store)...)
+	}
+	fo := files.Options{}
+	if deps.Files != nil {
+		fo = *deps.Files
+	}
+	if len(fo.WorkDirs) == 0 {
+		fo.WorkDirs = deps.WorkDirs
+	}
+	ts = append(ts, files.Tools(&fo)...)
+	bo := bash.Options{}
+	if deps.Bash != nil {
+		bo = *deps.Bash
+	}
+	if len(bo.WorkDirs) == 0 {
+		bo.WorkDirs = deps.WorkDirs
+	}
+	ts = append(ts, bash.New(&bo))
+	todos := deps.Todos
+	if todos == nil {
+		todos = todo.NewStore()
+	}
+	ts = append(ts, todo.Tools(todos)...)
+	for _, t := range ts {
+		if err := reg.Register(t); err != nil {
+			return fmt.Errorf("register built-in tools: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package files
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestGlobMatch(t *testing.T) {
+	cases := []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"**/*.go", "a.go", true},
+		{"**/*.go", "x/y/a.go", true},
+		{"**/*.go", "x/y/a.txt", false},
+		{"*.go", "x/a.go", false},
+		{"x/**", "x/a/b", true},
+		{"x/**", "y/a", false},
+		{"x/**/b", "x/b", true},
+		{"x/**/b", "x/1/2/b", true},
+		{"x/**/**/b", "x/1/b", true},
+		{"a?c", "abc", true},
+		{"[ab]*", "b1", true},
+		{"./src/*.ts", "src/a.ts", true},
+	}
+	for _, c := range cases {
+		g, err := parseGlob(c.pattern)
+		if err != nil {
+			t.Fatalf("parseGlob(%q) = %v", c.pattern, err)
+		}
+		if got := g.match(c.path); got != c.want {
+			t.Errorf("match(%q, %q) = %v, want %v", c.pattern, c.path, got, c.want)
+		}
+	}
+	g, _ := parseGlob("src/*/x.go")
+	for dir, want := range map[string]bool{"src": true, "src/a": true, "src/a/b": false, "lib": false} {
+		if got := g.mayContain(dir); got != want {
+			t.Errorf("mayContain(%q) = %v, want %v", dir, got, want)
+		}
+	}
+}
+
+func TestParsePatchAndApplyHunks(t *testing.T) {
+	ops, err := parsePatch("*** Begin Patch\r\n*** Update File: f\r\n@@ -1,3 +1,3 @@\r\n a\r\n-b\r\n+B\r\n\r\n*** End Patch\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ops) != 1 || len(ops[0].hunks) != 1 || ops[0].hunks[0].header != "" || len(ops[0].hunks[0].lines) != 3 {
+		t.Fatalf("parsePatch = %+v, want one hunk of 3 lines without header", ops)
+	}
+	cases := []struct {
+		name, content, patch, want string
+	}{
+		{"trailing spaces tolerated", "a  \nb\nc\n", "*** Begin Patch\n*** Update File: f\n a\n-b\n+B\n*** End Patch", "a  \nB\nc\n"},
+		{"no trailing newline kept", "a\nb", "*** Begin Patch\n*** Update File: f\n a\n-b\n+c\n*** End Patch", "a\nc"},
+		{"pure insertion appends", "a\n", "*** Begin Patch\n*** Update File: f\n+z\n*** End Patch", "a\nz\n"},
+		{"eof anchor", "x\ny\nx\n", "*** Begin Patch\n*** Update File: f\n-x\n+X\n*** End of File\n*** End Patch", "x\ny\nX\n"},
+		{"hunks in order", "k\nv\nk\nv\n", "*** Begin Patch\n*** Update File: f\n@@\n k\n-v\n+1\n@@\n k\n-v\n+2\n*** End Patch", "k\n1\nk\n2\n"},
+		{"empty context line", "a\n\nb\n", "*** Begin Patch\n*** Update File: f\n a\n\n-b\n+c\n*** End Patch", "a\n\nc\n"},
+		{"indented marker text as context", "x\n *** note\ny\n", "*** Begin Patch\n*** Update File: f\n x\n  *** note\n-y\n+z\n*** End Patch", "x\n *** note\nz\n"},
+	}
+	for _, c := range cases {
+		ops, err := parsePatch(c.patch)
+		if err != nil {
+			t.Errorf("%s: parsePatch = %v", c.name, err)
+			continue
+		}
+		got, err := applyHunks(c.content, ops[0])
+		if err != nil {
+			t.Errorf("%s: applyHunks = %v", c.name, err)
+			continue
+		}
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
+		}
+	}
+	for _, bad := range []string{
+		"",
+		"*** Begin Patch\n*** End Patch",
+		"*** Begin Patch\n*** Frobnicate: x\n*** End Patch",
+		"*** Begin Patch\n*** Add File: x\nno plus\n*** End Patch",
+		"*** Begin Patch\n*** Delete File: x\ncontent\n*** End Patch",
+		"*** Begin Patch\n*** Move to: y\n*** End Patch",
+		"*** Begin Patch\n*** Update File: x\n@@\n*** End Patch",
+		"*** Begin Patch\n*** Add File:  spaced\n+x\n*** End Patch",
+	} {
+		if _, err := parsePatch(bad); err == nil {
+			t.Errorf("parsePatch(%q) = nil error", bad)
+		}
+	}
+}
+
+func TestCommitRollsBackWhenARenameFails(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	upd := write("upd.txt", "old\n")
+	del := write("del.txt", "gone?\n")
+	src := write("src.txt", "moving\n")
+	plan := []change{
+		{kind: opUpdate, target: upd, data: []byte("new\n"), perm: 0o644},
+		{kind: opDelete, target: del},
+		{kind: opUpdate, from: src, target: filepath.Join(dir, "dst.txt"), data: []byte("moving\n"), perm: 0o644},
+		{kind: opAdd, target: filepath.Join(dir, "add.txt"), data: []byte("added\n"), perm: 0o644},
+	}
+	for failAt := 1; failAt <= 6; failAt++ {
+		calls := 0
+		commitRename = func(a, b string) error {
+			calls++
+			if calls == failAt {
+				return errors.New("injected rename failure")
+			}
+			return os.Rename(a, b)
+		}
+		err := commit(plan)
+		commitRename = os.Rename
+		if err == nil {
+			t.Fatalf("failAt %d: commit succeeded", failAt)
+		}
+		got := map[string]string{}
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+			got[e.Name()] = string(b)
+		}
+		want := map[string]string{"upd.txt": "old\n", "del.txt": "gone?\n", "src.txt": "moving\n"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("failAt %d: directory after rollback (-want +got):\n%s", failAt, diff)
+		}
+	}
+	if err := commit(plan); err != nil {
+		t.Fatalf("commit = %v", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if diff := cmp.Diff([]string{"add.txt", "dst.txt", "upd.txt"}, names); diff != "" {
+		t.Errorf("after commit (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,20 @@
+// Package gate puts the authorization gate (CONTRACT.md section 3) in front
+// of a runtime tool.
+//
+//	req := authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk,
+//		Authority: clientAuthority, WorkDirs: []string{"/home/me/project"}}
+//	gated := gate.Wrap(t, req, &gate.Options{SessionID: sessionID, Bus: bus, OnDenied: audit})
+//	res := executor.Execute(ctx, gated, callID, args, update)
+//
+// The wrapped tool runs [authz.Decide] before every call and never calls
+// the inner tool on a denial. A denial is a result with IsError set, the
+// decision's message as text and Details {"denied": true, "reason_code":
+// ..., "capability": ...}. Beyond Decide, the gate also requires the tier
+// to hold the capability the tool itself declares.
+//
+// A decision that needs approval (an interactive owner, a tool off the
+// safe list) asks an approval question through [Options.Questions] and
+// runs the tool only when the answer is allow; without a question registry
+// it is denied. MCP requests are non-interactive, so for them Decide denies
+// at once and no question is ever opened.
+package gate

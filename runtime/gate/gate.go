@@ -1,0 +1,156 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/runtime/events"
+	"github.com/openprogram/openprogram/runtime/questions"
+	"github.com/openprogram/openprogram/runtime/tool"
+)
+
+// ReasonApprovalDenied is the reason code when an approval question was
+// declined, timed out, cancelled or answered with anything but allow.
+const ReasonApprovalDenied = "APPROVAL_DENIED"
+
+// Options configure [Wrap]. The zero value of each field means "none".
+type Options struct {
+	// Questions asks the owner when a decision needs approval. Without it
+	// such calls are denied (APPROVAL_UNAVAILABLE_NON_INTERACTIVE).
+	Questions *questions.Registry
+	// SessionID is the session approval questions are raised on, and the
+	// CallInfo session when the context carries none.
+	SessionID string
+	// Bus receives a tool.denied event for every denial.
+	Bus *events.Bus
+	// OnDenied is called with every denial's decision (for audit).
+	OnDenied func(d authz.Decision)
+	// ApprovalTimeout bounds an approval question (0: the registry default).
+	ApprovalTimeout time.Duration
+}
+
+// Wrap returns a tool that runs [authz.Decide] for req before every call of
+// t and never calls t on a denial; a denial is an IsError result whose text
+// is the decision's message and whose Details hold denied, reason_code and
+// capability. Beyond Decide it also denies a tool whose declared
+// capability the tier lacks, and asks an approval question when the
+// decision needs one and opts.Questions is set.
+//
+// The call's context gets a [tool.CallInfo] with req's authority and
+// source (always: the inner tool acts under exactly what was checked),
+// req's working directories when req has any, and opts.SessionID when the
+// context carries no session.
+func Wrap(t tool.Tool, req authz.Request, opts *Options) tool.Tool {
+	g := &gated{inner: t, req: req}
+	g.req.Rules = slices.Clone(req.Rules)
+	g.req.WorkDirs = slices.Clone(req.WorkDirs)
+	if opts != nil {
+		g.opts = *opts
+	}
+	return tool.Guarded(t, g.check)
+}
+
+type gated struct {
+	inner tool.Tool
+	req   authz.Request
+	opts  Options
+}
+
+// check is the tool.Guard: the decision, an approval question when one is
+// needed, and the CallInfo the tool runs with.
+func (g *gated) check(ctx context.Context, callID string, args json.RawMessage) (context.Context, tool.Result, bool) {
+	name := g.inner.Name()
+	d := authz.Decide(g.req, name, args)
+	if d.Allowed && !g.req.Authority.Tier.Has(g.inner.Capability()) {
+		d = authz.Decision{
+			ReasonCode: authz.ReasonCapability,
+			Capability: g.inner.Capability(),
+			Message:    fmt.Sprintf("authority tier %s does not allow %s", g.req.Authority.Tier, g.inner.Capability()),
+		}
+	}
+	if d.NeedsApproval {
+		d = g.approve(ctx, callID, d)
+	}
+	if !d.Allowed {
+		return nil, g.deny(ctx, callID, d), false
+	}
+	return g.withCall(ctx), tool.Result{}, true
+}
+
+// approve turns a NeedsApproval decision into an allowed or denied one.
+func (g *gated) approve(ctx context.Context, callID string, d authz.Decision) authz.Decision {
+	name := g.inner.Name()
+	if g.opts.Questions == nil || g.sessionID(ctx) == "" {
+		return authz.Decision{
+			ReasonCode: authz.ReasonApprovalUnavailable,
+			Capability: d.Capability,
+			Message:    fmt.Sprintf("approval unavailable: %s, and no one can be asked", d.Message),
+		}
+	}
+	ans, err := g.opts.Questions.Ask(ctx, questions.Question{
+		SessionID: g.sessionID(ctx),
+		Kind:      questions.KindApproval,
+		Prompt:    fmt.Sprintf("Allow tool %s (%s)? %s", name, d.Capability, d.Message),
+		Options:   []string{"allow", "deny"},
+		Timeout:   g.opts.ApprovalTimeout,
+		Data:      map[string]any{"tool": name, "capability": string(d.Capability), "call_id": callID},
+	})
+	if err != nil {
+		return authz.Decision{ReasonCode: ReasonApprovalDenied, Capability: d.Capability, Message: fmt.Sprintf("approval for %s could not be asked: %v", name, err)}
+	}
+	if ans.Approved() {
+		return authz.Decision{Allowed: true, Capability: d.Capability, Message: fmt.Sprintf("allowed: approval for %s was granted", name)}
+	}
+	why := string(ans.Status)
+	if ans.Status == questions.StatusAnswered {
+		why = "refused"
+	}
+	return authz.Decision{ReasonCode: ReasonApprovalDenied, Capability: d.Capability, Message: fmt.Sprintf("approval for %s was not granted (%s)", name, why)}
+}
+
+func (g *gated) sessionID(ctx context.Context) string {
+	if info, ok := tool.CallFrom(ctx); ok && info.SessionID != "" {
+		return info.SessionID
+	}
+	return g.opts.SessionID
+}
+
+func (g *gated) withCall(ctx context.Context) context.Context {
+	info, _ := tool.CallFrom(ctx)
+	info.Authority = g.req.Authority
+	info.Source = g.req.Source
+	if len(g.req.WorkDirs) > 0 {
+		info.WorkDirs = slices.Clone(g.req.WorkDirs)
+	}
+	if info.SessionID == "" {
+		info.SessionID = g.opts.SessionID
+	}
+	return tool.WithCall(ctx, info)
+}
+
+func (g *gated) deny(ctx context.Context, callID string, d authz.Decision) tool.Result {
+	if g.opts.OnDenied != nil {
+		g.opts.OnDenied(d)
+	}
+	g.opts.Bus.Publish(events.Event{
+		Type:      events.ToolDenied,
+		SessionID: g.sessionID(ctx),
+		Data: map[string]any{
+			"tool": g.inner.Name(), "call_id": callID,
+			"reason_code": d.ReasonCode, "capability": string(d.Capability),
+		},
+	})
+	return tool.Result{
+		Content: []tool.Content{tool.Text(d.Message)},
+		IsError: true,
+		Details: map[string]any{
+			tool.DetailDenied:     true,
+			tool.DetailReasonCode: d.ReasonCode,
+			tool.DetailCapability: string(d.Capability),
+		},
+	}
+}

@@ -1,0 +1,409 @@
+package gate_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/runtime/events"
+	"github.com/openprogram/openprogram/runtime/gate"
+	"github.com/openprogram/openprogram/runtime/questions"
+	"github.com/openprogram/openprogram/runtime/tool"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	clientID  = "0123456789abcdef"
+	principal = "owner/install/fedcba9876543210"
+)
+
+func pairedAuthority(t *testing.T) authz.Authority {
+	t.Helper()
+	a, err := authz.MCPClientAuthority(clientID, principal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func ownerAuthority(t *testing.T) authz.Authority {
+	t.Helper()
+	a, err := authz.OwnerAuthority(principal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// forbidden is a tool that fails the test if it is ever executed.
+func forbidden(t *testing.T, name string) tool.Tool {
+	return &tool.Func{
+		ToolName: name, Desc: "must never run", Schema: json.RawMessage(`{"type":"object"}`),
+		Cap: authz.ToolCapability(name),
+		Run: func(context.Context, string, json.RawMessage, func(string)) (tool.Result, error) {
+			t.Fatalf("tool %s executed despite a denial", name)
+			return tool.Result{}, nil
+		},
+	}
+}
+
+type denial struct {
+	name   string
+	source string
+	auth   func(*testing.T) authz.Authority
+	rules  []authz.Rule
+	tool   string
+	args   func(work string) string
+	reason string
+}
+
+func TestDenialMatrixNeverExecutes(t *testing.T) {
+	work := t.TempDir()
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(work, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	noArgs := func(string) string { return `{}` }
+	path := func(p string) func(string) string {
+		return func(w string) string {
+			b, _ := json.Marshal(map[string]string{"path": p})
+			return string(b)
+		}
+	}
+	patch := func(target string) func(string) string {
+		return func(string) string {
+			b, _ := json.Marshal(map[string]string{"patch": "*** Begin Patch\n*** Add File: " + target + "\n+x\n*** End Patch\n"})
+			return string(b)
+		}
+	}
+	const (
+		hard = authz.ReasonHardConstraint
+		capa = authz.ReasonCapability
+		rule = authz.ReasonRuleDeny
+		appr = authz.ReasonApprovalUnavailable
+	)
+	cases := []denial{
+		// 1. Hard constraints: risky tools, for every tier.
+		{name: "bash", tool: "bash", args: func(string) string { return `{"command":"true"}` }, reason: hard},
+		{name: "exec", tool: "exec", args: noArgs, reason: hard},
+		{name: "shell", tool: "shell", args: noArgs, reason: hard},
+		{name: "execute_code", tool: "execute_code", args: noArgs, reason: hard},
+		{name: "process", tool: "process", args: noArgs, reason: hard},
+		{name: "worktree_create", tool: "worktree_create", args: noArgs, reason: hard},
+		{name: "bash as owner via mcp", auth: ownerAuthority, tool: "bash", args: func(string) string { return `{"command":"true"}` }, reason: hard},
+		{name: "bash from agent_spawn", source: authz.SourceAgentSpawn, tool: "bash", args: noArgs, reason: hard},
+		// Hard constraints: writes outside the working directories.
+		{name: "write outside", tool: "write", args: path(filepath.Join(outside, "x")), reason: hard},
+		{name: "edit outside", tool: "edit", args: path("../x"), reason: hard},
+		{name: "write through symlink", tool: "write", args: path("escape/x"), reason: hard},
+		{name: "apply_patch outside", tool: "apply_patch", args: patch(filepath.Join(outside, "x")), reason: hard},
+		{name: "owner write outside", auth: ownerAuthority, tool: "write", args: path("/etc/passwd"), reason: hard},
+		// Hard constraints: dangerous files and directories.
+		{name: "write .bashrc", tool: "write", args: path(".bashrc"), reason: hard},
+		{name: "edit .git/config", tool: "edit", args: path(".git/config"), reason: hard},
+		{name: "apply_patch .env", tool: "apply_patch", args: patch(".env"), reason: hard},
+		{name: "owner write .ssh", auth: ownerAuthority, tool: "write", args: path(".ssh/authorized_keys"), reason: hard},
+		// 2. The paired tier lacks the capability.
+		{name: "read", tool: "read", args: path("a.txt"), reason: capa},
+		{name: "glob", tool: "glob", args: noArgs, reason: capa},
+		{name: "grep", tool: "grep", args: noArgs, reason: capa},
+		{name: "list", tool: "list", args: noArgs, reason: capa},
+		{name: "write inside", tool: "write", args: path("a.txt"), reason: capa},
+		{name: "edit inside", tool: "edit", args: path("a.txt"), reason: capa},
+		{name: "apply_patch inside", tool: "apply_patch", args: patch("a.txt"), reason: capa},
+		{name: "memory_promote", tool: "memory_promote", args: noArgs, reason: capa},
+		{name: "todo_create", tool: "todo_create", args: noArgs, reason: capa},
+		{name: "web_fetch", tool: "web_fetch", args: noArgs, reason: capa},
+		{name: "unclassified", tool: "frobnicate", args: noArgs, reason: capa},
+		{name: "invalid authority", auth: func(*testing.T) authz.Authority { return authz.Authority{} }, tool: "memory_status", args: noArgs, reason: capa},
+		{name: "forged client tier", auth: func(t *testing.T) authz.Authority {
+			a := pairedAuthority(t)
+			a.Tier = authz.TierOwner
+			return a
+		}, tool: "read", args: path("a.txt"), reason: capa},
+		// 3. Permission rules.
+		{name: "deny rule", tool: "memory_search", rules: []authz.Rule{{Tool: "memory_search", Action: authz.ActionDeny}}, args: noArgs, reason: rule},
+		{name: "deny glob rule", tool: "memory_get", rules: []authz.Rule{{Tool: "memory_*", Action: authz.ActionDeny}}, args: noArgs, reason: rule},
+		{name: "deny beats allow", tool: "memory_status", rules: []authz.Rule{{Tool: "memory_status", Action: authz.ActionAllow}, {Tool: "memory_status", Action: authz.ActionDeny}}, args: noArgs, reason: rule},
+		{name: "ask rule non-interactive", tool: "memory_update", rules: []authz.Rule{{Tool: "memory_update", Action: authz.ActionAsk}}, args: noArgs, reason: appr},
+		// 5. Not safe, no rule: approval is unavailable for a non-interactive source.
+		{name: "owner write inside via mcp", auth: ownerAuthority, tool: "write", args: path("a.txt"), reason: appr},
+		{name: "owner memory_promote via mcp", auth: ownerAuthority, tool: "memory_promote", args: noArgs, reason: appr},
+		{name: "owner web_fetch via agent_spawn", source: authz.SourceAgentSpawn, auth: ownerAuthority, tool: "web_fetch", args: noArgs, reason: appr},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			source := c.source
+			if source == "" {
+				source = authz.SourceMCP
+			}
+			auth := pairedAuthority
+			if c.auth != nil {
+				auth = c.auth
+			}
+			req := authz.Request{Source: source, PermissionMode: authz.ModeAsk, Authority: auth(t), Rules: c.rules, WorkDirs: []string{work}}
+			bus := events.NewBus(nil)
+			defer bus.Close()
+			sub := bus.Subscribe(events.ToolDenied)
+			defer sub.Close()
+			var onDenied []authz.Decision
+			// A question registry is present: MCP must still never ask.
+			qs := questions.New(&questions.Options{Bus: bus})
+			asked := bus.Subscribe(events.QuestionAsked)
+			defer asked.Close()
+			g := gate.Wrap(forbidden(t, c.tool), req, &gate.Options{Questions: qs, SessionID: "s1", Bus: bus, OnDenied: func(d authz.Decision) { onDenied = append(onDenied, d) }})
+
+			res, err := g.Execute(context.Background(), "call-1", json.RawMessage(c.args(work)), nil)
+			if err != nil {
+				t.Fatalf("Execute error = %v", err)
+			}
+			wantCap := string(authz.ToolCapability(c.tool))
+			want := map[string]any{"denied": true, "reason_code": c.reason, "capability": wantCap}
+			if diff := cmp.Diff(want, res.Details); diff != "" || !res.IsError {
+				t.Errorf("denial IsError=%v Details mismatch (-want +got):\n%s\ntext: %s", res.IsError, diff, res.Text())
+			}
+			if len(onDenied) != 1 || res.Text() != onDenied[0].Message || res.Text() == "" {
+				t.Errorf("content %q, OnDenied %+v: want the decision's message once", res.Text(), onDenied)
+			}
+			select {
+			case e := <-sub.C():
+				if e.Data["reason_code"] != c.reason || e.Data["tool"] != c.tool {
+					t.Errorf("tool.denied event = %+v", e)
+				}
+			default:
+				t.Errorf("no tool.denied event")
+			}
+			select {
+			case e := <-asked.C():
+				t.Errorf("an approval question was asked for a non-interactive source: %+v", e)
+			default:
+			}
+
+			// The same denial through the executor.
+			var ran atomic.Bool
+			inner := &tool.Func{ToolName: c.tool, Desc: "x", Schema: json.RawMessage(`{"type":"object"}`), Cap: authz.ToolCapability(c.tool),
+				Run: func(context.Context, string, json.RawMessage, func(string)) (tool.Result, error) {
+					ran.Store(true)
+					return tool.Result{}, nil
+				}}
+			res = tool.NewExecutor(nil).Execute(context.Background(), gate.Wrap(inner, req, nil), "call-2", json.RawMessage(c.args(work)), nil)
+			if ran.Load() || !res.IsError || res.ReasonCode() != c.reason {
+				t.Errorf("through the executor: ran=%v result=%+v, want denial %s", ran.Load(), res, c.reason)
+			}
+		})
+	}
+}
+
+func TestDeclaredCapabilityIsAlsoChecked(t *testing.T) {
+	// memory_status is memory.read in the table (paired may), but this
+	// tool declares process.exec: the gate must deny.
+	f := forbidden(t, "memory_status")
+	f.(*tool.Func).Cap = authz.CapProcessExec
+	req := authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}
+	res, _ := gate.Wrap(f, req, nil).Execute(context.Background(), "c", json.RawMessage(`{}`), nil)
+	if !res.IsError || res.ReasonCode() != authz.ReasonCapability || res.Details["capability"] != string(authz.CapProcessExec) {
+		t.Errorf("Execute = %+v, want AUTHORITY_CAPABILITY_DENIED for process.exec", res)
+	}
+}
+
+func recorder(name string, got *tool.CallInfo, ran *int) tool.Tool {
+	return &tool.Func{ToolName: name, Desc: "records", Schema: json.RawMessage(`{"type":"object"}`), Cap: authz.ToolCapability(name),
+		Run: func(ctx context.Context, _ string, _ json.RawMessage, _ func(string)) (tool.Result, error) {
+			*ran++
+			*got, _ = tool.CallFrom(ctx)
+			return tool.TextResult("ran"), nil
+		}}
+}
+
+func TestAllowedCallRunsWithCallInfo(t *testing.T) {
+	work := t.TempDir()
+	var info tool.CallInfo
+	ran := 0
+	req := authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t), WorkDirs: []string{work}}
+	g := gate.Wrap(recorder("memory_status", &info, &ran), req, &gate.Options{SessionID: "s9"})
+	res, err := g.Execute(context.Background(), "c", json.RawMessage(`{}`), nil)
+	if err != nil || res.IsError || ran != 1 {
+		t.Fatalf("Execute = %+v, %v (ran %d), want it to run", res, err, ran)
+	}
+	want := tool.CallInfo{SessionID: "s9", Authority: pairedAuthority(t), Source: authz.SourceMCP, WorkDirs: []string{work}}
+	if diff := cmp.Diff(want, info); diff != "" {
+		t.Errorf("CallInfo mismatch (-want +got):\n%s", diff)
+	}
+	// An existing CallInfo keeps its session but gets the checked authority.
+	ctx := tool.WithCall(context.Background(), tool.CallInfo{SessionID: "mine", Authority: ownerAuthority(t), Source: "cli"})
+	if _, err := g.Execute(ctx, "c", json.RawMessage(`{}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	want.SessionID = "mine"
+	if diff := cmp.Diff(want, info); diff != "" {
+		t.Errorf("CallInfo with an existing one (-want +got):\n%s", diff)
+	}
+	if g.Name() != "memory_status" || g.Capability() != authz.CapMemoryRead || string(g.InputSchema()) != `{"type":"object"}` {
+		t.Errorf("wrapper does not forward the tool's metadata")
+	}
+}
+
+func ownerCLI(t *testing.T, work string) authz.Request {
+	return authz.Request{Source: authz.SourceCLI, PermissionMode: authz.ModeAsk, Authority: ownerAuthority(t), WorkDirs: []string{work}}
+}
+
+func TestApprovalWithoutRegistryDenies(t *testing.T) {
+	work := t.TempDir()
+	res, _ := gate.Wrap(forbidden(t, "write"), ownerCLI(t, work), &gate.Options{SessionID: "s"}).
+		Execute(context.Background(), "c", json.RawMessage(`{"path":"a.txt"}`), nil)
+	if !res.IsError || res.ReasonCode() != authz.ReasonApprovalUnavailable || res.Details["denied"] != true {
+		t.Errorf("Execute = %+v, want APPROVAL_UNAVAILABLE_NON_INTERACTIVE", res)
+	}
+}
+
+func TestApprovalQuestion(t *testing.T) {
+	cases := []struct {
+		name    string
+		answer  func(reg *questions.Registry, id string)
+		wantRun bool
+	}{
+		{"allow", func(r *questions.Registry, id string) { r.Resolve(id, questions.Answer{Value: "allow"}) }, true},
+		{"yes", func(r *questions.Registry, id string) { r.Resolve(id, questions.Answer{Value: "yes"}) }, true},
+		{"deny", func(r *questions.Registry, id string) { r.Resolve(id, questions.Answer{Value: "deny"}) }, false},
+		{"declined", func(r *questions.Registry, id string) { r.CancelSession("s") }, false},
+		{"timeout", func(*questions.Registry, string) { time.Sleep(301 * time.Second) }, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				work := t.TempDir()
+				bus := events.NewBus(nil)
+				defer bus.Close()
+				asked := bus.Subscribe(events.QuestionAsked)
+				defer asked.Close()
+				reg := questions.New(&questions.Options{Bus: bus})
+				var info tool.CallInfo
+				ran := 0
+				g := gate.Wrap(recorder("write", &info, &ran), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"})
+				var res tool.Result
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					res, _ = g.Execute(context.Background(), "c", json.RawMessage(`{"path":"a.txt"}`), nil)
+				}()
+				e := <-asked.C()
+				id := e.Data["question_id"].(string)
+				if e.Data["kind"] != "approval" || e.SessionID != "s" {
+					t.Errorf("question.asked = %+v, want an approval on s", e)
+				}
+				if q, ok := reg.Get(id); !ok || q.Data["tool"] != "write" {
+					t.Errorf("Get(%s) = %+v, %v", id, q, ok)
+				}
+				c.answer(reg, id)
+				<-done
+				if c.wantRun {
+					if res.IsError || ran != 1 {
+						t.Errorf("Execute = %+v (ran %d), want the tool to run", res, ran)
+					}
+					return
+				}
+				if ran != 0 || !res.IsError || res.ReasonCode() != gate.ReasonApprovalDenied || res.Details["denied"] != true {
+					t.Errorf("Execute = %+v (ran %d), want APPROVAL_DENIED", res, ran)
+				}
+			})
+		})
+	}
+}
+
+func TestApprovalWaitIsContextAware(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		work := t.TempDir()
+		reg := questions.New(nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, _ := gate.Wrap(forbidden(t, "write"), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"}).
+			Execute(ctx, "c", json.RawMessage(`{"path":"a.txt"}`), nil)
+		if res.ReasonCode() != gate.ReasonApprovalDenied {
+			t.Errorf("Execute = %+v, want APPROVAL_DENIED after ctx ended", res)
+		}
+		if n := len(reg.Pending("s")); n != 0 {
+			t.Errorf("%d questions left pending", n)
+		}
+	})
+}
+
+func TestTimeoutHintForwarded(t *testing.T) {
+	inner := hinted{Func: forbidden(t, "bash").(*tool.Func)}
+	g := gate.Wrap(inner, authz.Request{}, nil)
+	h, ok := g.(tool.TimeoutHinter)
+	if !ok || h.TimeoutHint(nil) != 42*time.Second {
+		t.Errorf("gate does not forward TimeoutHint")
+	}
+}
+
+type hinted struct{ *tool.Func }
+
+func (hinted) TimeoutHint(json.RawMessage) time.Duration { return 42 * time.Second }
+
+func TestDenialComesBeforeArgumentValidation(t *testing.T) {
+	strict := &tool.Func{ToolName: "bash", Desc: "x", Cap: authz.CapProcessExec,
+		Schema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}},"required":["command"],"additionalProperties":false}`),
+		Run: func(context.Context, string, json.RawMessage, func(string)) (tool.Result, error) {
+			t.Error("bash executed")
+			return tool.Result{}, nil
+		}}
+	g := gate.Wrap(strict, authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}, nil)
+	res := tool.NewExecutor(nil).Execute(context.Background(), g, "c", json.RawMessage(`{"nonsense":1}`), nil)
+	if res.ReasonCode() != authz.ReasonHardConstraint {
+		t.Errorf("Execute(bash, invalid args) = %+v, want the hard-constraint denial first", res)
+	}
+	// Allowed calls still get their arguments validated, also when the
+	// gated tool is called directly.
+	var info tool.CallInfo
+	ran := 0
+	rec := recorder("memory_status", &info, &ran).(*tool.Func)
+	rec.Schema = json.RawMessage(`{"type":"object","additionalProperties":false}`)
+	g = gate.Wrap(rec, authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}, nil)
+	for name, run := range map[string]func() tool.Result{
+		"executor": func() tool.Result {
+			return tool.NewExecutor(nil).Execute(context.Background(), g, "c", json.RawMessage(`{"x":1}`), nil)
+		},
+		"direct": func() tool.Result {
+			r, _ := g.Execute(context.Background(), "c", json.RawMessage(`{"x":1}`), nil)
+			return r
+		},
+	} {
+		if res := run(); res.ReasonCode() != tool.ReasonInvalidArguments || ran != 0 {
+			t.Errorf("%s: allowed call with invalid args = %+v (ran %d), want INVALID_ARGUMENTS", name, res, ran)
+		}
+	}
+}
+
+func TestApprovalWaitIsNotBoundByTheToolTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		work := t.TempDir()
+		bus := events.NewBus(nil)
+		defer bus.Close()
+		asked := bus.Subscribe(events.QuestionAsked)
+		defer asked.Close()
+		reg := questions.New(&questions.Options{Bus: bus})
+		var info tool.CallInfo
+		ran := 0
+		g := gate.Wrap(recorder("write", &info, &ran), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"})
+		ex := tool.NewExecutor(&tool.ExecutorOptions{Timeout: time.Second})
+		go func() {
+			e := <-asked.C()
+			time.Sleep(100 * time.Second)
+			reg.Resolve(e.Data["question_id"].(string), questions.Answer{Value: "allow"})
+		}()
+		res := ex.Execute(context.Background(), g, "c", json.RawMessage(`{"path":"a.txt"}`), nil)
+		if res.IsError || ran != 1 {
+			t.Errorf("Execute after a 100s approval with a 1s tool timeout = %+v (ran %d), want it to run", res, ran)
+		}
+	})
+}

@@ -1,0 +1,314 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Executor defaults.
+const (
+	DefaultTimeout        = 2 * time.Minute
+	DefaultMaxResultBytes = 100_000
+	DefaultMaxImageBytes  = 10 << 20
+	DefaultStopGrace      = 10 * time.Second
+)
+
+// ExecutorOptions configure an [Executor]. The zero value of each field
+// means its default.
+type ExecutorOptions struct {
+	// Timeout bounds one call (default DefaultTimeout). A tool implementing
+	// [TimeoutHinter] may ask for another bound per call.
+	Timeout time.Duration
+	// MaxResultBytes caps the text of a result (default
+	// DefaultMaxResultBytes); longer text keeps its head and tail around a
+	// "[... N bytes truncated ...]" marker.
+	MaxResultBytes int
+	// MaxImageBytes caps one image block (default DefaultMaxImageBytes); a
+	// larger image is replaced by a text note.
+	MaxImageBytes int
+	// StopGrace is how long Execute waits, after the call's context ends,
+	// for the tool to stop and report (default DefaultStopGrace). A tool
+	// still running after that is abandoned and logged.
+	StopGrace time.Duration
+	// Logger receives panics and abandoned tools (nil: discard).
+	Logger *slog.Logger
+}
+
+// Executor runs tools: every caller goes through it. It validates
+// arguments against the tool's schema, applies a timeout, recovers
+// panics, caps the result size and delivers update strings in order,
+// never after Execute returns. It is safe for concurrent use.
+type Executor struct {
+	timeout   time.Duration
+	maxBytes  int
+	maxImage  int
+	stopGrace time.Duration
+	log       *slog.Logger
+}
+
+// NewExecutor returns an executor; nil opts means defaults.
+func NewExecutor(opts *ExecutorOptions) *Executor {
+	var o ExecutorOptions
+	if opts != nil {
+		o = *opts
+	}
+	e := &Executor{timeout: o.Timeout, maxBytes: o.MaxResultBytes, maxImage: o.MaxImageBytes, stopGrace: o.StopGrace, log: o.Logger}
+	if e.timeout <= 0 {
+		e.timeout = DefaultTimeout
+	}
+	if e.maxBytes <= 0 {
+		e.maxBytes = DefaultMaxResultBytes
+	}
+	if e.maxImage <= 0 {
+		e.maxImage = DefaultMaxImageBytes
+	}
+	if e.stopGrace <= 0 {
+		e.stopGrace = DefaultStopGrace
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return e
+}
+
+type outcome struct {
+	res      Result
+	err      error
+	panicked bool
+}
+
+// updater serialises update calls and stops them once the call is over.
+type updater struct {
+	mu     sync.Mutex
+	fn     func(string)
+	closed bool
+}
+
+func (u *updater) send(s string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed || u.fn == nil {
+		return
+	}
+	u.fn(s)
+}
+
+// close waits for an update in progress and drops all later ones.
+func (u *updater) close() {
+	u.mu.Lock()
+	u.closed = true
+	u.mu.Unlock()
+}
+
+// Execute runs t with args and always returns a Result: invalid arguments
+// (reason INVALID_ARGUMENTS), a returned error (TOOL_ERROR), a panic
+// (PANIC), the timeout (TIMEOUT, Details["timeout"]=true) and a cancelled
+// ctx (CANCELLED, Details["cancelled"]=true) are IsError results. update
+// may be nil.
+func (e *Executor) Execute(ctx context.Context, t Tool, callID string, args json.RawMessage, update func(string)) Result {
+	if t == nil {
+		return ErrorResult(ReasonToolError, "no tool given to execute")
+	}
+	for {
+		g, ok := t.(*guarded)
+		if !ok {
+			break
+		}
+		if ctx.Err() != nil {
+			return cancelledResult(t.Name(), false)
+		}
+		gctx, res, allowed := e.runGuard(ctx, g, callID, args)
+		if !allowed {
+			e.capResult(&res)
+			return res
+		}
+		ctx, t = gctx, g.inner
+	}
+	if err := ValidateArgs(t, args); err != nil {
+		reason := ReasonInvalidArguments
+		var se *SchemaError
+		if errors.As(err, &se) {
+			reason = ReasonToolError
+		}
+		return ErrorResult(reason, err.Error())
+	}
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if ctx.Err() != nil {
+		return cancelledResult(t.Name(), false)
+	}
+	timeout := e.timeout
+	if h, ok := t.(TimeoutHinter); ok {
+		if d := h.TimeoutHint(args); d > 0 {
+			timeout = d
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	u := &updater{fn: update}
+	done := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		defer func() {
+			if p := recover(); p != nil {
+				e.log.Error("runtime tool panicked", "tool", t.Name(), "call_id", callID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				o = outcome{panicked: true, err: fmt.Errorf("%v", p)}
+			}
+			done <- o
+		}()
+		o.res, o.err = t.Execute(cctx, callID, args, u.send)
+	}()
+
+	var o outcome
+	stopped := true
+	select {
+	case o = <-done:
+	case <-cctx.Done():
+		grace := time.NewTimer(e.stopGrace)
+		select {
+		case o = <-done:
+		case <-grace.C:
+			stopped = false
+			e.log.Warn("runtime tool did not stop after its context ended; abandoning it", "tool", t.Name(), "call_id", callID)
+		}
+		grace.Stop()
+	}
+	u.close()
+
+	ownTimeout := cctx.Err() != nil && ctx.Err() == nil
+	var res Result
+	switch {
+	case o.panicked:
+		res = ErrorResult(ReasonPanic, fmt.Sprintf("tool %s panicked: %v", t.Name(), o.err))
+	case !stopped || (o.err != nil && cctx.Err() != nil):
+		res = cancelledResult(t.Name(), ownTimeout)
+	case o.err != nil:
+		res = ErrorResult(ReasonToolError, fmt.Sprintf("tool %s failed: %v", t.Name(), o.err))
+	default:
+		res = o.res
+		if res.IsError && cctx.Err() != nil && res.ReasonCode() == "" {
+			res.Details = withDetail(res.Details, DetailReasonCode, ReasonCancelled)
+			if ownTimeout {
+				res.Details[DetailReasonCode] = ReasonTimeout
+				res.Details[DetailTimeout] = true
+			} else {
+				res.Details[DetailCancelled] = true
+			}
+		}
+		if res.IsError && len(res.Content) == 0 {
+			res.Content = []Content{Text(fmt.Sprintf("tool %s failed", t.Name()))}
+		}
+	}
+	e.capResult(&res)
+	return res
+}
+
+// runGuard runs a guard, turning a panic into a PANIC result.
+func (e *Executor) runGuard(ctx context.Context, g *guarded, callID string, args json.RawMessage) (gctx context.Context, res Result, allowed bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.log.Error("runtime tool guard panicked", "tool", g.Name(), "call_id", callID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			gctx, res, allowed = nil, ErrorResult(ReasonPanic, fmt.Sprintf("guard of tool %s panicked: %v", g.Name(), p)), false
+		}
+	}()
+	gctx, res, allowed = g.guard(ctx, callID, args)
+	if allowed && gctx == nil {
+		gctx = ctx
+	}
+	if !allowed {
+		if !res.IsError {
+			res.IsError = true
+		}
+		if len(res.Content) == 0 {
+			res.Content = []Content{Text(fmt.Sprintf("tool %s was not allowed to run", g.Name()))}
+		}
+	}
+	return gctx, res, allowed
+}
+
+func cancelledResult(name string, timeout bool) Result {
+	if timeout {
+		r := ErrorResult(ReasonTimeout, fmt.Sprintf("tool %s timed out", name))
+		r.Details[DetailTimeout] = true
+		return r
+	}
+	r := ErrorResult(ReasonCancelled, fmt.Sprintf("tool %s was cancelled", name))
+	r.Details[DetailCancelled] = true
+	return r
+}
+
+// withDetail returns d (allocated if nil, copied otherwise so a tool's
+// shared map is never mutated) with k set to v.
+func withDetail(d map[string]any, k string, v any) map[string]any {
+	out := make(map[string]any, len(d)+2)
+	for key, val := range d {
+		out[key] = val
+	}
+	out[k] = v
+	return out
+}
+
+// capResult applies the text and image limits.
+func (e *Executor) capResult(r *Result) {
+	total := 0
+	over := false
+	for _, c := range r.Content {
+		switch c.Type {
+		case TypeText:
+			total += len(c.Text)
+		case TypeImage:
+			over = over || len(c.Data) > e.maxImage
+		}
+	}
+	if total <= e.maxBytes && !over {
+		return
+	}
+	content := make([]Content, 0, len(r.Content))
+	budget := e.maxBytes
+	for _, c := range r.Content {
+		switch {
+		case c.Type == TypeText && len(c.Text) <= budget:
+			budget -= len(c.Text)
+		case c.Type == TypeText:
+			c.Text, _ = TruncateMiddle(c.Text, budget)
+			budget = 0
+		case c.Type == TypeImage && len(c.Data) > e.maxImage:
+			c = Text(fmt.Sprintf("[image of %d bytes (%s) omitted: larger than %d bytes]", len(c.Data), c.MediaType, e.maxImage))
+		}
+		content = append(content, c)
+	}
+	r.Content = content
+	r.Details = withDetail(r.Details, DetailTruncated, true)
+}
+
+// TruncateMiddle returns s unchanged when it is at most max bytes long;
+// otherwise its head and tail (about max bytes together, cut at UTF-8
+// boundaries) around a "\n[... N bytes truncated ...]\n" marker, and true.
+func TruncateMiddle(s string, max int) (string, bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	if max < 0 {
+		max = 0
+	}
+	head := max / 2
+	tail := max - head
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	start := len(s) - tail
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return fmt.Sprintf("%s\n[... %d bytes truncated ...]\n%s", s[:head], start-head, s[start:]), true
+}

@@ -1,0 +1,178 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/openprogram/openprogram/authz"
+)
+
+// Content types of [Content.Type].
+const (
+	TypeText  = "text"
+	TypeImage = "image"
+)
+
+// Content is one block of a tool result: text, or an image given as bytes
+// and a media type ("image/png", ...).
+type Content struct {
+	Type      string
+	Text      string
+	Data      []byte
+	MediaType string
+}
+
+// Text returns a text content block.
+func Text(s string) Content { return Content{Type: TypeText, Text: s} }
+
+// Image returns an image content block.
+func Image(data []byte, mediaType string) Content {
+	return Content{Type: TypeImage, Data: data, MediaType: mediaType}
+}
+
+// Keys and values used in [Result.Details]. Details are diagnostics only:
+// [Result.IsError] is the one failure flag.
+const (
+	DetailReasonCode = "reason_code"
+	DetailDenied     = "denied"
+	DetailTimeout    = "timeout"
+	DetailCancelled  = "cancelled"
+	DetailTruncated  = "truncated"
+	DetailCapability = "capability"
+)
+
+// Reason codes the [Executor] sets in Details["reason_code"].
+const (
+	ReasonInvalidArguments = "INVALID_ARGUMENTS"
+	ReasonToolError        = "TOOL_ERROR"
+	ReasonPanic            = "PANIC"
+	ReasonTimeout          = "TIMEOUT"
+	ReasonCancelled        = "CANCELLED"
+)
+
+// Result is what a tool execution produced. IsError is the only failure
+// flag: timeouts, panics, non-zero exits, denials and failures a tool
+// reports all set it. Details holds diagnostics (reason_code, denied,
+// timeout, ...) and is never the source of truth.
+type Result struct {
+	Content []Content
+	IsError bool
+	Details map[string]any
+}
+
+// Text returns the concatenation of the result's text blocks, separated by
+// newlines.
+func (r Result) Text() string {
+	var n int
+	for _, c := range r.Content {
+		if c.Type == TypeText {
+			n += len(c.Text) + 1
+		}
+	}
+	b := make([]byte, 0, n)
+	for _, c := range r.Content {
+		if c.Type != TypeText {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, '\n')
+		}
+		b = append(b, c.Text...)
+	}
+	return string(b)
+}
+
+// ReasonCode returns Details["reason_code"] as a string ("" if absent).
+func (r Result) ReasonCode() string {
+	s, _ := r.Details[DetailReasonCode].(string)
+	return s
+}
+
+// TextResult returns a successful result holding one text block.
+func TextResult(s string) Result { return Result{Content: []Content{Text(s)}} }
+
+// ErrorResult returns a failed result holding one text block and, when
+// reasonCode is not empty, Details["reason_code"].
+func ErrorResult(reasonCode, msg string) Result {
+	r := Result{Content: []Content{Text(msg)}, IsError: true}
+	if reasonCode != "" {
+		r.Details = map[string]any{DetailReasonCode: reasonCode}
+	}
+	return r
+}
+
+// Tool is a runtime tool. Execute is called by an [Executor] (never
+// directly by callers), with arguments already validated against
+// InputSchema. update reports progress lines; cancellation is ctx.
+// A tool reports its own failures as a Result with IsError set; a returned
+// error is an unexpected failure and becomes an IsError result too.
+type Tool interface {
+	Name() string
+	Description() string
+	// InputSchema is a JSON Schema (draft 2020-12) for the arguments object.
+	InputSchema() json.RawMessage
+	// Capability is the authz capability a caller needs to run the tool.
+	Capability() authz.Capability
+	Execute(ctx context.Context, callID string, args json.RawMessage, update func(string)) (Result, error)
+}
+
+// TimeoutHinter is implemented by tools that bound their own running time
+// (bash's timeout_ms). When it returns a positive duration the [Executor]
+// uses it instead of its default timeout for that call.
+type TimeoutHinter interface {
+	TimeoutHint(args json.RawMessage) time.Duration
+}
+
+// Func is a [Tool] built from fields.
+type Func struct {
+	ToolName string
+	Desc     string
+	Schema   json.RawMessage
+	Cap      authz.Capability
+	Run      func(ctx context.Context, callID string, args json.RawMessage, update func(string)) (Result, error)
+}
+
+// Name implements [Tool].
+func (f *Func) Name() string { return f.ToolName }
+
+// Description implements [Tool].
+func (f *Func) Description() string { return f.Desc }
+
+// InputSchema implements [Tool].
+func (f *Func) InputSchema() json.RawMessage { return f.Schema }
+
+// Capability implements [Tool].
+func (f *Func) Capability() authz.Capability { return f.Cap }
+
+// Execute implements [Tool] by calling Run.
+func (f *Func) Execute(ctx context.Context, callID string, args json.RawMessage, update func(string)) (Result, error) {
+	if f.Run == nil {
+		return Result{}, errors.New("tool " + f.ToolName + " has no Run function")
+	}
+	return f.Run(ctx, callID, args, update)
+}
+
+// CallInfo is what a tool may know about the call it serves: the session,
+// the speaker's authority, the request source ("mcp", "cli", ...) and the
+// working directories. The gate and the turn loop attach it to the context.
+type CallInfo struct {
+	SessionID string
+	Authority authz.Authority
+	Source    string
+	WorkDirs  []string
+}
+
+type callKey struct{}
+
+// WithCall returns a context carrying info.
+func WithCall(ctx context.Context, info CallInfo) context.Context {
+	return context.WithValue(ctx, callKey{}, info)
+}
+
+// CallFrom returns the CallInfo attached by [WithCall], if any.
+func CallFrom(ctx context.Context) (CallInfo, bool) {
+	info, ok := ctx.Value(callKey{}).(CallInfo)
+	return info, ok
+}
