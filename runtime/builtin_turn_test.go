@@ -1,0 +1,77 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/builtin"
+	"github.com/openprogram/openprogram/runtime/events"
+	"github.com/openprogram/openprogram/runtime/tool"
+)
+
+// An owner turn running the real bash tool: cancelling the turn kills the
+// command's whole process group, children included.
+func TestCancelKillsBashGroup(t *testing.T) {
+	store := openStore(t, "")
+	createSession(t, store, "s1")
+	work := t.TempDir()
+	reg := tool.NewRegistry()
+	if err := builtin.Register(reg, builtin.Deps{Store: store, WorkDirs: []string{work}}); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(work, "child.pid")
+	p := script(t, `{"turns":[{"tool_calls":[{"name":"bash","arguments":{"command":"sleep 60 & echo $! > child.pid; wait","timeout_ms":120000}}]},{"text":"never"}]}`)
+	bus := events.NewBus(nil)
+	defer bus.Close()
+	started := bus.Subscribe(events.ToolStart)
+	defer started.Close()
+	rt := runtime.New(runtime.Options{Store: store, Registry: reg, Provider: p, Bus: bus})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		<-started.C()
+		// Wait until the child is running, then cancel the turn.
+		for range 500 {
+			if data, err := os.ReadFile(pidFile); err == nil && strings.TrimSpace(string(data)) != "" {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	req := runtime.TurnRequest{SessionID: "s1", Text: "run it", Source: authz.SourceCLI, PermissionMode: authz.ModeBypass,
+		Authority: ownerAuthority(t), WorkDirs: []string{work}}
+	start := time.Now()
+	_, err := rt.ProcessUserTurn(ctx, req)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("ProcessUserTurn error = %v, want context.Canceled", err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("turn took %s to stop", d)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the command never started: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("child process %d survived the cancelled turn", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	userOnly(t, store, "s1", "run it")
+}

@@ -1,0 +1,93 @@
+package runtime_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/provider"
+)
+
+func TestNewProvider(t *testing.T) {
+	scriptPath := filepath.Join(t.TempDir(), "script.json")
+	if err := os.WriteFile(scriptPath, []byte(`{"turns":[{"text":"hi"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"OPENAI_API_KEY": "sk-openai-secret", "ANTHROPIC_API_KEY": "sk-ant-secret", "MY_KEY": "sk-mine-secret"}
+	getenv := func(k string) string { return env[k] }
+	noenv := func(string) string { return "" }
+
+	ok := []struct {
+		name   string
+		cfg    provider.Config
+		getenv func(string) string
+		want   string // provider name
+	}{
+		{"openai", provider.Config{Provider: "openai", Model: "gpt-4o-mini"}, getenv, "openai"},
+		{"openai custom env", provider.Config{Provider: "OpenAI", Model: "m", BaseURL: "https://openrouter.ai/api/v1", APIKeyEnv: "MY_KEY"}, getenv, "openai"},
+		{"openai loopback keyless", provider.Config{Provider: "openai", Model: "qwen2.5:7b", BaseURL: "http://127.0.0.1:11434/v1"}, noenv, "openai"},
+		{"anthropic", provider.Config{Provider: "anthropic", Model: "claude-sonnet-4-5"}, getenv, "anthropic"},
+		{"scripted path", provider.Config{Provider: "scripted", Script: scriptPath}, noenv, "scripted"},
+		{"scripted file url", provider.Config{Provider: "scripted", Script: "file://" + scriptPath}, noenv, "scripted"},
+	}
+	for _, tt := range ok {
+		p, err := runtime.NewProvider(tt.cfg, tt.getenv)
+		if err != nil {
+			t.Errorf("%s: NewProvider(%+v) = %v", tt.name, tt.cfg, err)
+			continue
+		}
+		if p.Name() != tt.want {
+			t.Errorf("%s: provider name = %q, want %q", tt.name, p.Name(), tt.want)
+		}
+	}
+
+	bad := []struct {
+		name     string
+		cfg      provider.Config
+		getenv   func(string) string
+		keys     []string
+		contains []string
+	}{
+		{"nothing", provider.Config{}, getenv, []string{"model.provider", "model.name"},
+			[]string{"openprogram config set model.provider openai", "openprogram config set model.name", "OPENAI_API_KEY"}},
+		{"unknown", provider.Config{Provider: "gpt"}, getenv, []string{"model.provider"}, []string{`"gpt" is not one of openai, anthropic, scripted`}},
+		{"openai no model", provider.Config{Provider: "openai"}, getenv, []string{"model.name"}, []string{"openprogram config set model.name"}},
+		{"openai no key", provider.Config{Provider: "openai", Model: "m"}, noenv, []string{"model.api_key_env", "OPENAI_API_KEY"},
+			[]string{"export OPENAI_API_KEY=", "model.api_key_env", "loopback"}},
+		{"openai remote no key", provider.Config{Provider: "openai", Model: "m", BaseURL: "http://10.0.0.5:8000/v1", APIKeyEnv: "VLLM_KEY"}, getenv,
+			[]string{"model.api_key_env", "VLLM_KEY"}, []string{"export VLLM_KEY=", "http://10.0.0.5:8000/v1"}},
+		{"openai bad url", provider.Config{Provider: "openai", Model: "m", BaseURL: "ftp://x"}, getenv, []string{"model.base_url"}, []string{"not an http(s) URL"}},
+		{"key in api_key_env", provider.Config{Provider: "openai", Model: "m", APIKeyEnv: "sk-pasted-key"}, getenv, []string{"model.api_key_env"},
+			[]string{"must name an environment variable"}},
+		{"anthropic no key", provider.Config{Provider: "anthropic", Model: "m"}, noenv, []string{"model.api_key_env", "ANTHROPIC_API_KEY"},
+			[]string{"export ANTHROPIC_API_KEY="}},
+		{"anthropic no model", provider.Config{Provider: "anthropic"}, getenv, []string{"model.name"}, []string{"model.name"}},
+		{"scripted no path", provider.Config{Provider: "scripted"}, noenv, []string{"model.script"}, []string{"openprogram config set model.script"}},
+		{"scripted missing file", provider.Config{Provider: "scripted", Script: filepath.Join(t.TempDir(), "nope.json")}, noenv,
+			[]string{"model.script"}, []string{"no such file"}},
+	}
+	for _, tt := range bad {
+		_, err := runtime.NewProvider(tt.cfg, tt.getenv)
+		ce, ok := errors.AsType[*runtime.ConfigError](err)
+		if !ok {
+			t.Errorf("%s: NewProvider error = %v, want *ConfigError", tt.name, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.keys, ce.Keys); diff != "" {
+			t.Errorf("%s: keys (-want +got):\n%s", tt.name, diff)
+		}
+		for _, s := range tt.contains {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%s: error %q does not contain %q", tt.name, err, s)
+			}
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: error %q leaks a key", tt.name, err)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+// Package runtime runs OpenProgram's model-driven agent turns: it takes a
+// session's turn lease, builds the model's history from the active branch,
+// stores the user message, loops model -> gated tools -> model, stores the
+// reply and moves the head, and reports progress on the event bus.
+//
+//	store, _ := sessions.Open(ctx, "sqlite:/home/me/.openprogram/openprogram.db")
+//	reg := tool.NewRegistry()
+//	_ = builtin.Register(reg, builtin.Deps{Store: store})
+//	p, perr := runtime.NewProvider(provider.Config{Provider: "openai", Model: "gpt-4o-mini"}, os.Getenv)
+//	rt := runtime.New(runtime.Options{Store: store, Registry: reg, Bus: bus, Questions: qs,
+//		Provider: p, ProviderErr: perr, SystemPrompt: cfg.SystemPrompt})
+//
+//	auth, _ := authz.MCPClientAuthority(clientID, principalID)
+//	res, err := rt.ProcessUserTurn(ctx, runtime.TurnRequest{
+//		SessionID: "mcp_0123", Text: "What do my notes say about the release?",
+//		AgentID: "main", Source: authz.SourceMCP, PermissionMode: authz.ModeAsk,
+//		Rules: rules, WorkDirs: []string{"/home/me/project"}, Authority: auth, RequestID: "42",
+//	})
+//	switch {
+//	case errors.Is(err, sessions.ErrBusy): // another turn runs on the session
+//	case errors.Is(err, context.Canceled): // cancelled: only the user message was stored
+//	case err != nil: // invalid request or store failure
+//	case res.Failed: // res.Text says why (res.ErrorClass); it is stored too
+//	default: // res.Text is the answer
+//	}
+//
+// # Authority
+//
+// A [TurnRequest] carries the speaker's six authority fields; they are
+// validated and used as they are, for the tools offered to the model (those
+// whose capability the tier holds) and for the gate in front of every tool
+// call. Nothing in the request can raise the tier. The user message is
+// stored with the authority in its [Metadata]; a non-owner's text reaches
+// the model as a JSON speaker envelope
+// {"speaker_kind","speaker_id","speaker_display","content"}, and the system
+// prompt ends with [SpeakerNote], so a paired client cannot pose as the
+// owner.
+//
+// # Cancellation
+//
+// Cancelling the context passed to [Runtime.ProcessUserTurn] stops the turn
+// at once: no model call, tool execution or message write happens after the
+// cancel is seen; the in-flight HTTP request and running tools are cancelled
+// (bash kills its process group); a model answer arriving late is
+// discarded; the session's pending questions are declined; the lease is
+// released with a fresh context. The user message stays, no assistant
+// message is written, and the error matches the context's error.
+//
+// # Failures
+//
+// A turn that cannot get a model answer — no provider configured, a
+// provider error after retries, the step limit — stores an assistant
+// message holding the failure text (Metadata.Failed) and returns a
+// [TurnResult] with Failed set and a nil error. Failure texts are never sent
+// back to the model.
+//
+// # Events
+//
+// On Options.Bus: turn.start {request_id, session_id}; turn.text {request_id,
+// text, chars} with assistant text, the first fragment at once and then at
+// most one event per 250 ms or 200 characters, plus one at the end of each
+// model step; tool.start {request_id, tool, call_id}; tool.end {request_id,
+// tool, call_id, is_error}; turn.end {request_id, session_id, failed,
+// error_class, cancelled}, published after the lease is released. No event
+// holds user text or tool arguments.
+//
+// # Providers
+//
+// [NewProvider] turns the model section of config.json into a provider (see
+// package [github.com/openprogram/openprogram/runtime/provider]); a
+// configuration that cannot work is a [*ConfigError] naming the keys to
+// set, and with no provider every turn fails with that text.
+package runtime

@@ -1,0 +1,51 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/provider"
+	"github.com/openprogram/openprogram/runtime/provider/scripted"
+	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/sqlite"
+)
+
+func ExampleRuntime_ProcessUserTurn() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "openprogram-example")
+	defer os.RemoveAll(dir)
+	store, err := sqlite.Open(ctx, "sqlite:"+filepath.Join(dir, "openprogram.db"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer store.Close()
+	if _, err := store.CreateSession(ctx, sessions.Session{ID: "demo", AgentID: "main", Source: "mcp"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	script, _ := scripted.Parse([]byte(`{"turns":[{"text":"Hello from the script."}]}`))
+	rt := runtime.New(runtime.Options{Store: store, Provider: scripted.New(script)})
+	auth, _ := authz.MCPClientAuthority("0123456789abcdef", "owner/install/fedcba9876543210")
+	res, err := rt.ProcessUserTurn(ctx, runtime.TurnRequest{
+		SessionID: "demo", Text: "Hi!", AgentID: "main",
+		Source: authz.SourceMCP, PermissionMode: authz.ModeAsk, Authority: auth,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Text, res.Failed)
+	// Output: [scripted] Hello from the script. false
+}
+
+func ExampleNewProvider() {
+	_, err := runtime.NewProvider(provider.Config{Provider: "openai", Model: "gpt-4o-mini"}, func(string) string { return "" })
+	fmt.Println(err)
+	// Output: model provider not configured: the openai provider needs an API key for the OpenAI API: export OPENAI_API_KEY=<key> before starting openprogram (or name another variable with `openprogram config set model.api_key_env NAME`); a local server on a loopback model.base_url needs no key
+}

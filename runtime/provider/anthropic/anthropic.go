@@ -1,0 +1,362 @@
+// Package anthropic is the Anthropic Messages API provider, streaming, with
+// tool use.
+//
+// The client never reads the ANTHROPIC_* environment variables or profile
+// files itself: the key, base URL and model come only from [Options], and the
+// SDK's own retries are off so that [provider.WithRetry] is the one retry
+// policy.
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	ant "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+
+	"github.com/openprogram/openprogram/runtime/provider"
+	"github.com/openprogram/openprogram/runtime/provider/internal/wire"
+)
+
+// DefaultBaseURL is the Anthropic API root, used when Options.BaseURL is
+// empty. A custom base URL is the root too: requests go to <base>/v1/messages.
+const DefaultBaseURL = "https://api.anthropic.com/"
+
+// DefaultKeyEnv is the environment variable the key is read from when
+// model.api_key_env is not set.
+const DefaultKeyEnv = "ANTHROPIC_API_KEY"
+
+// DefaultMaxTokens is the output limit sent when a request sets none (the
+// Messages API requires one).
+const DefaultMaxTokens = 8192
+
+// Options configure a Provider.
+type Options struct {
+	// Model is the model name sent with each request (model.name). Required.
+	Model string
+	// BaseURL is the API root (model.base_url). Empty means [DefaultBaseURL].
+	BaseURL string
+	// APIKey authenticates the requests. Required.
+	APIKey string
+	// HTTPClient sends the requests. Nil means a client without an overall
+	// timeout (the context bounds each call).
+	HTTPClient *http.Client
+}
+
+// Provider streams Messages API replies. It is safe for concurrent use.
+type Provider struct {
+	model    string
+	messages ant.MessageService
+}
+
+// New returns a Provider for opts. It fails when the model or key is
+// missing or the base URL is not an http(s) URL; errors never contain the key.
+func New(opts Options) (*Provider, error) {
+	if strings.TrimSpace(opts.Model) == "" {
+		return nil, errors.New("anthropic provider: model name is empty: set model.name")
+	}
+	if opts.APIKey == "" {
+		return nil, errors.New("anthropic provider: no API key")
+	}
+	base := opts.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("anthropic provider: base URL %q is not an http(s) URL: fix model.base_url", base)
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = wire.HTTPClient()
+	}
+	return &Provider{
+		model: opts.Model,
+		// The service, unlike ant.NewClient, reads nothing from the
+		// environment or the user's profile files.
+		messages: ant.NewMessageService(
+			option.WithBaseURL(base),
+			option.WithHTTPClient(hc),
+			option.WithAPIKey(opts.APIKey),
+			option.WithMaxRetries(0),
+			option.WithMiddleware(wire.ErrorMiddleware),
+		),
+	}, nil
+}
+
+// Name returns "anthropic".
+func (p *Provider) Name() string { return "anthropic" }
+
+// Stream sends req as one streamed Messages request.
+func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
+	if ctx.Err() != nil {
+		return provider.Response{}, provider.Cancelled(ctx)
+	}
+	params, err := p.params(req)
+	if err != nil {
+		return provider.Response{}, &provider.Error{Class: provider.ClassInvalidRequest, Err: err}
+	}
+	stream := p.messages.NewStreaming(ctx, params)
+	defer stream.Close()
+
+	type partialCall struct {
+		id, name string
+		args     strings.Builder
+	}
+	var (
+		text    strings.Builder
+		calls   []*partialCall
+		byIndex = map[int64]*partialCall{}
+		stop    string
+		stopped bool
+	)
+	emit := func(s string) {
+		if s == "" {
+			return
+		}
+		text.WriteString(s)
+		if onDelta != nil {
+			onDelta(provider.Delta{Text: s})
+		}
+	}
+	for stream.Next() {
+		ev := stream.Current()
+		switch ev.Type {
+		case "content_block_start":
+			switch ev.ContentBlock.Type {
+			case "text":
+				emit(ev.ContentBlock.Text)
+			case "tool_use":
+				pc := &partialCall{id: ev.ContentBlock.ID, name: ev.ContentBlock.Name}
+				byIndex[ev.Index] = pc
+				calls = append(calls, pc)
+			}
+		case "content_block_delta":
+			switch ev.Delta.Type {
+			case "text_delta":
+				emit(ev.Delta.Text)
+			case "input_json_delta":
+				if pc := byIndex[ev.Index]; pc != nil {
+					pc.args.WriteString(ev.Delta.PartialJSON)
+				}
+			}
+		case "message_delta":
+			if ev.Delta.StopReason != "" {
+				stop = string(ev.Delta.StopReason)
+			}
+		case "message_stop":
+			stopped = true
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return provider.Response{}, classify(ctx, err)
+	}
+	if ctx.Err() != nil {
+		return provider.Response{}, provider.Cancelled(ctx)
+	}
+	if !stopped {
+		return provider.Response{}, &provider.Error{Class: provider.ClassNetwork,
+			Err: errors.New("the stream ended before message_stop")}
+	}
+	resp := provider.Response{Text: text.String(), StopReason: stopReason(stop)}
+	for _, pc := range calls {
+		args := strings.TrimSpace(pc.args.String())
+		if args == "" {
+			args = "{}"
+		}
+		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: pc.id, Name: pc.name, Arguments: json.RawMessage(args)})
+	}
+	return resp, nil
+}
+
+func stopReason(s string) string {
+	switch s {
+	case "end_turn", "stop_sequence":
+		return provider.StopEnd
+	case "tool_use":
+		return provider.StopToolUse
+	case "max_tokens":
+		return provider.StopMaxTokens
+	}
+	return s
+}
+
+func (p *Provider) params(req provider.Request) (ant.MessageNewParams, error) {
+	model := req.Model
+	if model == "" {
+		model = p.model
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	params := ant.MessageNewParams{Model: model, MaxTokens: int64(maxTokens)}
+	system := []string{}
+	if req.System != "" {
+		system = append(system, req.System)
+	}
+
+	// The Messages API wants alternating user and assistant turns, with tool
+	// results as user content: merge neighbours that map to the same role.
+	var (
+		role   string
+		blocks []ant.ContentBlockParamUnion
+	)
+	flush := func() {
+		if len(blocks) == 0 {
+			return
+		}
+		if role == provider.RoleAssistant {
+			params.Messages = append(params.Messages, ant.NewAssistantMessage(blocks...))
+		} else {
+			params.Messages = append(params.Messages, ant.NewUserMessage(blocks...))
+		}
+		blocks = nil
+	}
+	add := func(r string, b ant.ContentBlockParamUnion) {
+		if r != role {
+			flush()
+			role = r
+		}
+		blocks = append(blocks, b)
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case provider.RoleSystem:
+			if m.Content != "" {
+				system = append(system, m.Content)
+			}
+		case provider.RoleUser:
+			if m.Content != "" {
+				add(provider.RoleUser, ant.NewTextBlock(m.Content))
+			}
+		case provider.RoleAssistant:
+			if m.Content != "" {
+				add(provider.RoleAssistant, ant.NewTextBlock(m.Content))
+			}
+			for _, tc := range m.ToolCalls {
+				add(provider.RoleAssistant, ant.NewToolUseBlock(tc.ID, toolInput(tc.Arguments), tc.Name))
+			}
+		case provider.RoleTool:
+			r := ant.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+			if m.IsError {
+				r.IsError = param.NewOpt(true)
+			}
+			if m.Content != "" {
+				r.Content = []ant.ToolResultBlockParamContentUnion{{OfText: &ant.TextBlockParam{Text: m.Content}}}
+			}
+			add(provider.RoleUser, ant.ContentBlockParamUnion{OfToolResult: &r})
+		default:
+			return params, fmt.Errorf("message role %q is not one of system, user, assistant, tool", m.Role)
+		}
+	}
+	flush()
+	for _, s := range system {
+		params.System = append(params.System, ant.TextBlockParam{Text: s})
+	}
+	for _, t := range req.Tools {
+		schema, err := inputSchema(t.InputSchema)
+		if err != nil {
+			return params, fmt.Errorf("input schema of tool %q: %w", t.Name, err)
+		}
+		tp := ant.ToolParam{Name: t.Name, InputSchema: schema}
+		if t.Description != "" {
+			tp.Description = param.NewOpt(t.Description)
+		}
+		params.Tools = append(params.Tools, ant.ToolUnionParam{OfTool: &tp})
+	}
+	return params, nil
+}
+
+// toolInput returns the arguments of a past tool call as the object the API
+// wants; arguments that were not a JSON object are sent as an empty one (the
+// tool result that follows already told the model they were invalid).
+func toolInput(args json.RawMessage) any {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(args, &obj) != nil || obj == nil {
+		return map[string]any{}
+	}
+	return args
+}
+
+func inputSchema(raw json.RawMessage) (ant.ToolInputSchemaParam, error) {
+	var s ant.ToolInputSchemaParam
+	if len(raw) == 0 {
+		return s, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return s, err
+	}
+	if props, ok := m["properties"]; ok {
+		s.Properties = props
+	}
+	if req, ok := m["required"].([]any); ok {
+		for _, r := range req {
+			if name, ok := r.(string); ok {
+				s.Required = append(s.Required, name)
+			}
+		}
+	}
+	for k, v := range m {
+		switch k {
+		case "type", "properties", "required":
+		default:
+			if s.ExtraFields == nil {
+				s.ExtraFields = map[string]any{}
+			}
+			s.ExtraFields[k] = v
+		}
+	}
+	return s, nil
+}
+
+const streamErrPrefix = "received error while streaming: "
+
+// classify turns an SDK error into a [*provider.Error].
+func classify(ctx context.Context, err error) *provider.Error {
+	if ctx.Err() != nil {
+		return provider.Cancelled(ctx)
+	}
+	if pe, ok := errors.AsType[*provider.Error](err); ok {
+		return pe
+	}
+	if apiErr, ok := errors.AsType[*ant.Error](err); ok {
+		// An error event inside a stream (HTTP error responses are handled
+		// by ErrorMiddleware before the SDK sees them).
+		b := wire.ParseBody([]byte(apiErr.RawJSON()))
+		if b.Type == "" {
+			b.Type = string(apiErr.Type())
+		}
+		if b.Message == "" {
+			b.Message = apiErr.Message
+		}
+		status := apiErr.StatusCode
+		if status < 400 {
+			status = 0
+		}
+		return &provider.Error{Class: wire.Classify(status, b), Status: status, Err: errors.New(nonEmpty(b.Message, "error event in the stream"))}
+	}
+	if data, ok := strings.CutPrefix(err.Error(), streamErrPrefix); ok {
+		b := wire.ParseBody([]byte(data))
+		return &provider.Error{Class: wire.Classify(0, b), Err: errors.New(nonEmpty(b.Message, "error event in the stream"))}
+	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return wire.TransportError(ctx, err)
+}
+
+func nonEmpty(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}

@@ -1,0 +1,296 @@
+// Package openai is the OpenAI-compatible Chat Completions provider: the
+// OpenAI API itself and every server that speaks its wire format (Ollama,
+// vLLM, llama.cpp, LM Studio, OpenRouter), selected by the base URL.
+//
+// Replies are streamed; tool calls arrive as function tool calls. The
+// client never reads the OPENAI_* environment variables itself: the key,
+// base URL and model come only from [Options], and the SDK's own retries are
+// off so that [provider.WithRetry] is the one retry policy.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/openprogram/openprogram/runtime/provider"
+	"github.com/openprogram/openprogram/runtime/provider/internal/wire"
+)
+
+// DefaultBaseURL is the OpenAI API, used when Options.BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1/"
+
+// DefaultKeyEnv is the environment variable the key is read from when
+// model.api_key_env is not set.
+const DefaultKeyEnv = "OPENAI_API_KEY"
+
+// Options configure a Provider.
+type Options struct {
+	// Model is the model name sent with each request (model.name). Required.
+	Model string
+	// BaseURL is the API root, ending in /v1 for most servers
+	// (model.base_url). Empty means [DefaultBaseURL].
+	BaseURL string
+	// APIKey is sent as a bearer token. It may be empty only for a loopback
+	// BaseURL (see [KeyRequired]).
+	APIKey string
+	// HTTPClient sends the requests. Nil means a client without an overall
+	// timeout (the context bounds each call).
+	HTTPClient *http.Client
+}
+
+// Provider streams Chat Completions. It is safe for concurrent use.
+type Provider struct {
+	model   string
+	baseURL string
+	chat    oai.ChatCompletionService
+}
+
+// KeyRequired reports whether a server at baseURL ("" for the OpenAI API)
+// needs an API key: every server does except one on a loopback address
+// (localhost, 127.0.0.0/8, ::1), where local model servers run without one.
+func KeyRequired(baseURL string) bool {
+	if baseURL == "" {
+		return true
+	}
+	return !wire.IsLoopback(baseURL)
+}
+
+// New returns a Provider for opts. It fails when the model is missing, the
+// base URL is not an http(s) URL, or the key is missing where one is needed;
+// errors never contain the key.
+func New(opts Options) (*Provider, error) {
+	if strings.TrimSpace(opts.Model) == "" {
+		return nil, errors.New("openai provider: model name is empty: set model.name")
+	}
+	base := opts.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai provider: base URL %q is not an http(s) URL: fix model.base_url", base)
+	}
+	if opts.APIKey == "" && KeyRequired(opts.BaseURL) {
+		return nil, errors.New("openai provider: no API key for a non-loopback base URL")
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = wire.HTTPClient()
+	}
+	reqOpts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+		option.WithMiddleware(wire.ErrorMiddleware),
+	}
+	if opts.APIKey != "" {
+		reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey))
+	}
+	return &Provider{
+		model:   opts.Model,
+		baseURL: base,
+		// The service, unlike oai.NewClient, reads nothing from the environment.
+		chat: oai.NewChatCompletionService(reqOpts...),
+	}, nil
+}
+
+// Name returns "openai".
+func (p *Provider) Name() string { return "openai" }
+
+// Stream sends req as one streamed Chat Completions request.
+func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
+	if ctx.Err() != nil {
+		return provider.Response{}, provider.Cancelled(ctx)
+	}
+	params, err := p.params(req)
+	if err != nil {
+		return provider.Response{}, &provider.Error{Class: provider.ClassInvalidRequest, Err: err}
+	}
+	stream := p.chat.NewStreaming(ctx, params)
+	defer stream.Close()
+
+	var (
+		text     strings.Builder
+		calls    []*partialCall
+		byIndex  = map[int64]*partialCall{}
+		finish   string
+		finished bool
+	)
+	for stream.Next() {
+		chunk := stream.Current()
+		for _, ch := range chunk.Choices {
+			if ch.Index != 0 {
+				continue // one choice is requested; ignore any other
+			}
+			if d := ch.Delta.Content; d != "" {
+				text.WriteString(d)
+				if onDelta != nil {
+					onDelta(provider.Delta{Text: d})
+				}
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				pc := byIndex[tc.Index]
+				// Some servers send every call whole at index 0; a new id
+				// at a known index starts a new call.
+				if pc == nil || (tc.ID != "" && pc.id != "" && tc.ID != pc.id) {
+					pc = &partialCall{}
+					byIndex[tc.Index] = pc
+					calls = append(calls, pc)
+				}
+				if tc.ID != "" {
+					pc.id = tc.ID
+				}
+				if tc.Function.Name != "" {
+					pc.name += tc.Function.Name
+				}
+				pc.args.WriteString(tc.Function.Arguments)
+			}
+			if ch.FinishReason != "" {
+				finish, finished = ch.FinishReason, true
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return provider.Response{}, classify(ctx, err)
+	}
+	if ctx.Err() != nil {
+		return provider.Response{}, provider.Cancelled(ctx)
+	}
+	if !finished {
+		return provider.Response{}, &provider.Error{Class: provider.ClassNetwork,
+			Err: errors.New("the stream ended before the reply finished (no finish_reason; does the server stream?)")}
+	}
+	resp := provider.Response{Text: text.String(), StopReason: stopReason(finish)}
+	for i, pc := range calls {
+		args := strings.TrimSpace(pc.args.String())
+		if args == "" {
+			args = "{}"
+		}
+		id := pc.id
+		if id == "" {
+			id = fmt.Sprintf("call_%d", i)
+		}
+		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: id, Name: pc.name, Arguments: json.RawMessage(args)})
+	}
+	if len(resp.ToolCalls) > 0 && resp.StopReason == provider.StopEnd {
+		// Some servers say "stop" while returning calls; the calls win.
+		resp.StopReason = provider.StopToolUse
+	}
+	return resp, nil
+}
+
+type partialCall struct {
+	id, name string
+	args     strings.Builder
+}
+
+func stopReason(finish string) string {
+	switch finish {
+	case "stop":
+		return provider.StopEnd
+	case "tool_calls", "function_call":
+		return provider.StopToolUse
+	case "length":
+		return provider.StopMaxTokens
+	}
+	return finish
+}
+
+func (p *Provider) params(req provider.Request) (oai.ChatCompletionNewParams, error) {
+	model := req.Model
+	if model == "" {
+		model = p.model
+	}
+	params := oai.ChatCompletionNewParams{Model: shared.ChatModel(model)}
+	if req.System != "" {
+		params.Messages = append(params.Messages, oai.SystemMessage(req.System))
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case provider.RoleSystem:
+			params.Messages = append(params.Messages, oai.SystemMessage(m.Content))
+		case provider.RoleUser:
+			params.Messages = append(params.Messages, oai.UserMessage(m.Content))
+		case provider.RoleAssistant:
+			var a oai.ChatCompletionAssistantMessageParam
+			if m.Content != "" || len(m.ToolCalls) == 0 {
+				a.Content.OfString = param.NewOpt(m.Content)
+			}
+			for _, tc := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
+						ID:       tc.ID,
+						Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: string(tc.Arguments)},
+					},
+				})
+			}
+			params.Messages = append(params.Messages, oai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		case provider.RoleTool:
+			params.Messages = append(params.Messages, oai.ToolMessage(m.Content, m.ToolCallID))
+		default:
+			return params, fmt.Errorf("message role %q is not one of system, user, assistant, tool", m.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		var schema shared.FunctionParameters
+		if len(t.InputSchema) > 0 {
+			if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+				return params, fmt.Errorf("input schema of tool %q: %w", t.Name, err)
+			}
+		}
+		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
+		if t.Description != "" {
+			fn.Description = param.NewOpt(t.Description)
+		}
+		params.Tools = append(params.Tools, oai.ChatCompletionFunctionTool(fn))
+	}
+	if req.MaxTokens > 0 {
+		// The OpenAI API wants max_completion_tokens; most compatible
+		// servers still read only max_tokens.
+		if p.baseURL == DefaultBaseURL {
+			params.MaxCompletionTokens = param.NewOpt(int64(req.MaxTokens))
+		} else {
+			params.MaxTokens = param.NewOpt(int64(req.MaxTokens))
+		}
+	}
+	return params, nil
+}
+
+// classify turns an SDK error into a [*provider.Error].
+func classify(ctx context.Context, err error) *provider.Error {
+	if ctx.Err() != nil {
+		return provider.Cancelled(ctx)
+	}
+	if apiErr, ok := errors.AsType[*oai.Error](err); ok {
+		// ErrorMiddleware handles error responses; this is a fallback.
+		var h http.Header
+		if apiErr.Response != nil {
+			h = apiErr.Response.Header
+		}
+		return wire.HTTPError(apiErr.StatusCode, h, []byte(apiErr.RawJSON()))
+	}
+	if se, ok := errors.AsType[*ssestream.StreamError](err); ok {
+		b := wire.ParseBody(se.Event.Data)
+		msg := b.Message
+		if msg == "" {
+			msg = "error event in the stream"
+		}
+		return &provider.Error{Class: wire.Classify(0, b), Err: errors.New(msg)}
+	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return wire.TransportError(ctx, err)
+}

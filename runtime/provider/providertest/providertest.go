@@ -1,0 +1,359 @@
+// Package providertest runs fake model endpoints for tests: an
+// [httptest.Server] that answers each request with the next canned [Reply],
+// streamed event by event, and records what it was sent and whether the
+// client hung up early. Builders produce replies in the OpenAI Chat
+// Completions and Anthropic Messages streaming formats, so a test can drive
+// the real providers without a network or a key.
+//
+//	srv := providertest.New(t, providertest.Reply{Body: providertest.OpenAIText("gpt-test", "Hello", " there")})
+//	p, _ := openai.New(openai.Options{Model: "gpt-test", BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()})
+package providertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Reply is one canned answer.
+type Reply struct {
+	// Status is the HTTP status; 0 means 200.
+	Status int
+	// Header is added to the response. For a 200 reply Content-Type
+	// defaults to text/event-stream.
+	Header http.Header
+	// Body is the response body. For a streaming reply it is split into
+	// SSE events at blank lines, and each event is written and flushed on
+	// its own.
+	Body string
+	// EventDelay is waited before each event after the first.
+	EventDelay time.Duration
+	// HoldAfter, when > 0, makes the server stop after writing that many
+	// events and wait until the client hangs up (or the test ends); the rest
+	// of Body is never sent. The hang-up is counted by [Server.Aborted].
+	HoldAfter int
+	// DropAfter, when > 0, makes the server close the connection abruptly
+	// after that many events, as a broken network would.
+	DropAfter int
+}
+
+// Request is what the server received.
+type Request struct {
+	Method string
+	Path   string
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the request body into v.
+func (r Request) JSON(v any) error { return json.Unmarshal(r.Body, v) }
+
+// Server is a fake model endpoint. URL is its root (no path).
+type Server struct {
+	*httptest.Server
+
+	mu       sync.Mutex
+	replies  []Reply
+	requests []Request
+	aborted  int
+	held     chan struct{} // receives when a request starts holding
+	abortCh  chan struct{} // receives when a held request is aborted by the client
+	done     chan struct{}
+}
+
+// New starts a Server answering with replies in order; once they run out it
+// answers 500. The server is closed when the test ends.
+func New(t testing.TB, replies ...Reply) *Server {
+	t.Helper()
+	s := &Server{
+		replies: replies,
+		held:    make(chan struct{}, 64),
+		abortCh: make(chan struct{}, 64),
+		done:    make(chan struct{}),
+	}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(func() {
+		close(s.done)
+		s.Client().CloseIdleConnections()
+		s.Close()
+	})
+	return s
+}
+
+// Enqueue appends replies to answer later requests with.
+func (s *Server) Enqueue(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.replies = append(s.replies, replies...)
+}
+
+// Requests returns the requests received so far, oldest first.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// Aborted returns how many held requests the client hung up on.
+func (s *Server) Aborted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.aborted
+}
+
+// Held returns a channel that receives once each time a request reaches
+// its HoldAfter point.
+func (s *Server) Held() <-chan struct{} { return s.held }
+
+// WaitAborted waits until a held request has been aborted by the client,
+// and reports false if ctx ends first.
+func (s *Server) WaitAborted(ctx context.Context) bool {
+	select {
+	case <-s.abortCh:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	var rep Reply
+	ok := len(s.replies) > 0
+	if ok {
+		rep, s.replies = s.replies[0], s.replies[1:]
+	}
+	s.mu.Unlock()
+	if !ok {
+		http.Error(w, `{"error":{"message":"providertest: no reply left","type":"server_error"}}`, http.StatusInternalServerError)
+		return
+	}
+	for k, vs := range rep.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	status := rep.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if status != http.StatusOK {
+		if w.Header().Get("Content-Type") == "" {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, rep.Body)
+		return
+	}
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "text/event-stream")
+	}
+	w.WriteHeader(status)
+	flusher, _ := w.(http.Flusher)
+	flush := func() {
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	flush()
+	for i, ev := range Events(rep.Body) {
+		if rep.HoldAfter > 0 && i == rep.HoldAfter {
+			s.hold(r.Context())
+			return
+		}
+		if rep.DropAfter > 0 && i == rep.DropAfter {
+			drop(w)
+			return
+		}
+		if i > 0 && rep.EventDelay > 0 {
+			select {
+			case <-time.After(rep.EventDelay):
+			case <-r.Context().Done():
+				s.countAbort()
+				return
+			case <-s.done:
+				return
+			}
+		}
+		if _, err := io.WriteString(w, ev); err != nil {
+			return
+		}
+		flush()
+	}
+}
+
+func (s *Server) hold(ctx context.Context) {
+	select {
+	case s.held <- struct{}{}:
+	default:
+	}
+	select {
+	case <-ctx.Done():
+		s.countAbort()
+	case <-s.done:
+	}
+}
+
+func (s *Server) countAbort() {
+	s.mu.Lock()
+	s.aborted++
+	s.mu.Unlock()
+	select {
+	case s.abortCh <- struct{}{}:
+	default:
+	}
+}
+
+func drop(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic("providertest: response writer cannot be hijacked")
+	}
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	_ = buf.Flush()
+	_ = conn.Close()
+}
+
+// Events splits an SSE body into its events, each keeping its terminating
+// blank line.
+func Events(body string) []string {
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	var out []string
+	for body != "" {
+		i := strings.Index(body, "\n\n")
+		if i < 0 {
+			out = append(out, body)
+			break
+		}
+		if ev := body[:i+2]; strings.TrimSpace(ev) != "" {
+			out = append(out, ev)
+		}
+		body = body[i+2:]
+	}
+	return out
+}
+
+// Call is a tool call for the reply builders. Arguments is JSON text.
+type Call struct {
+	ID, Name, Arguments string
+}
+
+// OpenAIText returns a Chat Completions stream that says fragments, one
+// chunk each, and finishes with "stop".
+func OpenAIText(model string, fragments ...string) string {
+	var b bytes.Buffer
+	openAIChunk(&b, model, map[string]any{"role": "assistant", "content": ""}, nil)
+	for _, f := range fragments {
+		openAIChunk(&b, model, map[string]any{"content": f}, nil)
+	}
+	stop := "stop"
+	openAIChunk(&b, model, map[string]any{}, &stop)
+	b.WriteString("data: [DONE]\n\n")
+	return b.String()
+}
+
+// OpenAIToolCalls returns a Chat Completions stream that says text (if not
+// empty) and then requests calls, each call's arguments split in two chunks
+// as the OpenAI API does, finishing with "tool_calls".
+func OpenAIToolCalls(model, text string, calls ...Call) string {
+	var b bytes.Buffer
+	openAIChunk(&b, model, map[string]any{"role": "assistant", "content": nil}, nil)
+	if text != "" {
+		openAIChunk(&b, model, map[string]any{"content": text}, nil)
+	}
+	for i, c := range calls {
+		openAIChunk(&b, model, map[string]any{"tool_calls": []any{map[string]any{
+			"index": i, "id": c.ID, "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": ""},
+		}}}, nil)
+		half := len(c.Arguments) / 2
+		for _, part := range []string{c.Arguments[:half], c.Arguments[half:]} {
+			openAIChunk(&b, model, map[string]any{"tool_calls": []any{map[string]any{
+				"index": i, "function": map[string]any{"arguments": part},
+			}}}, nil)
+		}
+	}
+	stop := "tool_calls"
+	openAIChunk(&b, model, map[string]any{}, &stop)
+	b.WriteString("data: [DONE]\n\n")
+	return b.String()
+}
+
+func openAIChunk(b *bytes.Buffer, model string, delta map[string]any, finish *string) {
+	chunk := map[string]any{
+		"id": "chatcmpl-providertest", "object": "chat.completion.chunk", "created": 1730000000,
+		"model": model, "system_fingerprint": "fp_providertest",
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}},
+	}
+	data, err := json.Marshal(chunk)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Fprintf(b, "data: %s\n\n", data)
+}
+
+// AnthropicText returns a Messages stream that says fragments and ends the
+// turn.
+func AnthropicText(model string, fragments ...string) string {
+	return AnthropicToolUse(model, strings.Join(fragments, "\x00"))
+}
+
+// AnthropicToolUse returns a Messages stream with a text block (if text is
+// not empty; NUL bytes split it into deltas) followed by a tool_use block
+// per call, ending with stop_reason "tool_use" (or "end_turn" without
+// calls).
+func AnthropicToolUse(model, text string, calls ...Call) string {
+	var b bytes.Buffer
+	event := func(name string, v any) {
+		data, err := json.Marshal(v)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", name, data)
+	}
+	event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": "msg_providertest", "type": "message", "role": "assistant", "content": []any{}, "model": model,
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 25, "output_tokens": 1},
+	}})
+	index := 0
+	if text != "" {
+		event("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "text", "text": ""}})
+		event("ping", map[string]any{"type": "ping"})
+		for _, f := range strings.Split(text, "\x00") {
+			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "text_delta", "text": f}})
+		}
+		event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+		index++
+	}
+	for _, c := range calls {
+		event("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{
+			"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{},
+		}})
+		half := len(c.Arguments) / 2
+		for _, part := range []string{"", c.Arguments[:half], c.Arguments[half:]} {
+			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
+		}
+		event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+		index++
+	}
+	stop := "end_turn"
+	if len(calls) > 0 {
+		stop = "tool_use"
+	}
+	event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 15}})
+	event("message_stop", map[string]any{"type": "message_stop"})
+	return b.String()
+}

@@ -1,0 +1,503 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/runtime/events"
+	"github.com/openprogram/openprogram/runtime/gate"
+	"github.com/openprogram/openprogram/runtime/provider"
+	"github.com/openprogram/openprogram/runtime/tool"
+	"github.com/openprogram/openprogram/sessions"
+)
+
+// TurnRequest is one user message to answer. Everything the turn may do
+// follows from Authority (validated, used as is), Source and the rest; no
+// field can raise the authority tier, and Source "cli" (the one source
+// without hard constraints) is refused for anyone but the owner.
+type TurnRequest struct {
+	// SessionID names an existing session. Required.
+	SessionID string
+	// Text is what the speaker said. Required, not blank.
+	Text string
+	// AgentID is recorded with the user message.
+	AgentID string
+	// Source is where the request comes from: authz.SourceMCP,
+	// authz.SourceAgentSpawn or authz.SourceCLI. Required.
+	Source string
+	// PermissionMode is authz.ModeAsk or authz.ModeBypass ("" means ask).
+	PermissionMode string
+	// Rules are the permission rules (config tools.permission_rules).
+	Rules []authz.Rule
+	// WorkDirs are absolute working directories for file tools.
+	WorkDirs []string
+	// Authority is the speaker's six authority fields.
+	Authority authz.Authority
+	// RequestID is an opaque id copied into every event of the turn.
+	RequestID string
+}
+
+// TurnResult is how a turn ended. Failed turns (no provider configured, a
+// provider error after retries, the step limit) still store an assistant
+// message holding the failure text, and return a nil error.
+type TurnResult struct {
+	// Text is the assistant's final reply, or the failure text.
+	Text string
+	// UserMessageID and AssistantMessageID name the stored messages.
+	UserMessageID      string
+	AssistantMessageID string
+	// Failed reports that the turn did not produce a model answer.
+	Failed bool
+	// ErrorClass says why, when Failed: a provider.Class value,
+	// ErrorClassMaxSteps or ErrorClassNotConfigured.
+	ErrorClass string
+}
+
+// Error classes of a failed turn beyond the provider's classes.
+const (
+	ErrorClassMaxSteps      = "max_steps"
+	ErrorClassNotConfigured = "not_configured"
+)
+
+// ErrInvalidTurn is wrapped by the error of a malformed [TurnRequest].
+var ErrInvalidTurn = errors.New("invalid turn request")
+
+// Text progress is published at most once per progressInterval unless
+// progressChars have accumulated, and at the end of every model step.
+const (
+	progressInterval = 250 * time.Millisecond
+	progressChars    = 200
+)
+
+// Reason codes of tool results the turn loop makes itself.
+const (
+	reasonUnknownTool = "UNKNOWN_TOOL"
+	reasonStepLimit   = "STEP_LIMIT"
+)
+
+func (req TurnRequest) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidTurn, fmt.Sprintf(format, args...))
+	}
+	if strings.TrimSpace(req.SessionID) == "" {
+		return bad("session id is empty")
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return bad("text is blank")
+	}
+	if err := req.Authority.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidTurn, err)
+	}
+	switch req.Source {
+	case "":
+		return bad("source is empty; use %q, %q or %q", authz.SourceMCP, authz.SourceAgentSpawn, authz.SourceCLI)
+	case authz.SourceCLI:
+		if req.Authority.SpeakerKind != authz.SpeakerKindOwner {
+			return bad("source %q is only for the owner, not speaker kind %q", authz.SourceCLI, req.Authority.SpeakerKind)
+		}
+	}
+	switch req.PermissionMode {
+	case "", authz.ModeAsk, authz.ModeBypass:
+	default:
+		return bad("permission mode %q is not %q or %q", req.PermissionMode, authz.ModeAsk, authz.ModeBypass)
+	}
+	for _, r := range req.Rules {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidTurn, err)
+		}
+	}
+	for _, d := range req.WorkDirs {
+		if !filepath.IsAbs(d) {
+			return bad("working directory %q is not absolute", d)
+		}
+	}
+	return nil
+}
+
+// errStopped is returned inside a turn once it observes its context ended.
+var errStopped = errors.New("turn stopped")
+
+// ProcessUserTurn answers req.Text in session req.SessionID:
+//
+//  1. take the session's turn lease (held elsewhere: an error wrapping
+//     sessions.ErrBusy, and nothing is written);
+//  2. read the active branch as the model's history;
+//  3. store the user message under the head (moving the head), with the
+//     speaker's authority in its metadata; a non-owner's text reaches the
+//     model inside a JSON speaker envelope;
+//  4. call the model, run the tools it asks for through the gate with the
+//     request's authority, and call it again, at most Options.MaxSteps
+//     model calls;
+//  5. store the tool-call, tool-result and final assistant messages as one
+//     chain under the user message and move the head, in one transaction;
+//  6. release the lease.
+//
+// Events: turn.start, turn.text (coalesced text progress), tool.start,
+// tool.end and turn.end, each with the request id; none holds user text or
+// tool arguments.
+//
+// Cancelling ctx stops the turn at once: no model call, tool execution or
+// message write happens after the cancel is seen, running tools are
+// cancelled, a late model answer is discarded, the session's pending
+// questions are declined and the lease is released. The user message
+// stays; no assistant message is written. The error then matches ctx's
+// error with errors.Is and the result is zero.
+func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnResult, error) {
+	if err := req.validate(); err != nil {
+		return TurnResult{}, err
+	}
+	sid := req.SessionID
+	if ctx.Err() != nil {
+		return TurnResult{}, fmt.Errorf("turn on session %q: %w", sid, ctx.Err())
+	}
+	owner := "turn/" + rand.Text()
+	store := r.opts.Store
+	if err := store.AcquireTurn(ctx, sid, owner, r.opts.LeaseTTL); err != nil {
+		if ctx.Err() != nil {
+			return TurnResult{}, fmt.Errorf("turn on session %q: %w", sid, ctx.Err())
+		}
+		return TurnResult{}, fmt.Errorf("start turn on session %q: %w", sid, err)
+	}
+
+	turnCtx, cancelTurn := context.WithCancelCause(ctx)
+	declineOnCancel := context.AfterFunc(turnCtx, func() { r.cancelQuestions(sid) })
+	stopRenew := r.keepLease(turnCtx, cancelTurn, sid, owner)
+	r.publish(events.TurnStart, sid, map[string]any{"request_id": req.RequestID, "session_id": sid})
+
+	cleaned := false
+	cleanup := func() {
+		cleaned = true
+		declineOnCancel()
+		stopRenew()
+		cancelTurn(nil)
+		r.release(ctx, sid, owner)
+	}
+	defer func() {
+		if !cleaned { // a panic in a provider: still free the session
+			cleanup()
+		}
+	}()
+
+	t := &turn{r: r, req: req}
+	res, err := t.run(turnCtx)
+
+	stopped := errors.Is(err, errStopped)
+	cause := context.Cause(turnCtx)
+	cleanup()
+	if stopped {
+		r.cancelQuestions(sid)
+	}
+	r.publish(events.TurnEnd, sid, map[string]any{
+		"request_id": req.RequestID, "session_id": sid,
+		"failed": res.Failed, "error_class": res.ErrorClass, "cancelled": stopped,
+	})
+	switch {
+	case stopped && ctx.Err() != nil:
+		return TurnResult{}, fmt.Errorf("turn on session %q: %w", sid, ctx.Err())
+	case stopped:
+		return TurnResult{}, fmt.Errorf("turn on session %q: %w", sid, cause)
+	case err != nil:
+		return TurnResult{}, fmt.Errorf("turn on session %q: %w", sid, err)
+	}
+	return res, nil
+}
+
+func (r *Runtime) cancelQuestions(sid string) {
+	if r.opts.Questions != nil {
+		r.opts.Questions.CancelSession(sid)
+	}
+}
+
+func (r *Runtime) publish(typ, sid string, data map[string]any) {
+	if r.opts.Bus != nil {
+		r.opts.Bus.Publish(events.Event{Type: typ, SessionID: sid, Data: data})
+	}
+}
+
+// keepLease renews the turn lease every third of its TTL until the turn
+// ends; losing it cancels the turn. The returned func stops renewing and
+// waits for the renewer to exit.
+func (r *Runtime) keepLease(ctx context.Context, cancelTurn context.CancelCauseFunc, sid, owner string) func() {
+	ttl := r.opts.LeaseTTL
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(ttl / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			cctx, ccancel := context.WithTimeout(rctx, ttl/3)
+			err := r.opts.Store.RenewTurn(cctx, sid, owner, ttl)
+			ccancel()
+			switch {
+			case errors.Is(err, sessions.ErrLeaseLost):
+				r.logger.Warn("turn lease lost; stopping the turn", "session_id", sid)
+				cancelTurn(fmt.Errorf("renew turn lease: %w", err))
+				return
+			case err != nil && rctx.Err() == nil:
+				r.logger.Warn("renew turn lease", "session_id", sid, "err", err)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// release drops the lease with a fresh context, so that a cancelled turn
+// still releases it.
+func (r *Runtime) release(ctx context.Context, sid, owner string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := r.opts.Store.ReleaseTurn(rctx, sid, owner); err != nil {
+		r.logger.Warn("release turn lease (it expires on its own)", "session_id", sid, "err", err)
+	}
+}
+
+// turn is the state of one ProcessUserTurn call.
+type turn struct {
+	r      *Runtime
+	req    TurnRequest
+	userID string
+	chain  []sessions.NewMessage
+}
+
+func (t *turn) run(ctx context.Context) (TurnResult, error) {
+	store, sid := t.r.opts.Store, t.req.SessionID
+	branch, err := store.Branch(ctx, sid)
+	if err != nil {
+		return t.storeErr(ctx, "read the active branch", err)
+	}
+	parent := ""
+	if len(branch) > 0 {
+		parent = branch[len(branch)-1].ID
+	}
+	msgs := history(branch)
+
+	if ctx.Err() != nil {
+		return TurnResult{}, errStopped
+	}
+	auth := t.req.Authority
+	user := sessions.NewMessage{Role: sessions.RoleUser, Content: t.req.Text,
+		Metadata: Metadata{Authority: &auth, Source: t.req.Source, AgentID: t.req.AgentID}.encode()}
+	saved, err := store.AppendMessages(ctx, sid, parent, storable([]sessions.NewMessage{user}), true)
+	if err != nil {
+		return t.storeErr(ctx, "store the user message", err)
+	}
+	t.userID = saved[0].ID
+	msgs = append(msgs, provider.Message{Role: provider.RoleUser, Content: modelText(t.req.Text, &auth)})
+
+	p := t.r.opts.Provider
+	if p == nil {
+		return t.fail(ctx, ErrorClassNotConfigured, "Turn failed: "+t.r.opts.ProviderErr.Error())
+	}
+	specs, tools := t.offer()
+	prog := &progress{interval: progressInterval, chars: progressChars,
+		emit: func(text string, total int) {
+			t.r.publish(events.TextProgress, sid, map[string]any{"request_id": t.req.RequestID, "text": text, "chars": total})
+		}}
+	for step := 0; ; step++ {
+		if step == t.r.opts.MaxSteps {
+			return t.fail(ctx, ErrorClassMaxSteps, fmt.Sprintf(
+				"Turn failed: the model was still calling tools after %d steps, the limit of one turn; ask again to continue", step))
+		}
+		if ctx.Err() != nil {
+			return TurnResult{}, errStopped
+		}
+		resp, err := p.Stream(ctx, provider.Request{System: t.r.system, Messages: msgs, Tools: specs}, func(d provider.Delta) {
+			prog.add(d.Text)
+		})
+		if ctx.Err() != nil {
+			return TurnResult{}, errStopped // a late answer is discarded
+		}
+		prog.flush()
+		if err != nil {
+			return t.fail(ctx, string(provider.ClassOf(err)), "Turn failed: "+err.Error())
+		}
+		if len(resp.ToolCalls) == 0 {
+			t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: resp.Text,
+				Metadata: Metadata{Provider: p.Name(), StopReason: resp.StopReason}.encode()})
+			return t.write(ctx, TurnResult{Text: resp.Text})
+		}
+
+		calls := make([]ToolCallData, len(resp.ToolCalls))
+		for i, c := range resp.ToolCalls {
+			calls[i] = ToolCallData{ID: c.ID, Name: c.Name, Arguments: safeArgs(c.Arguments)}
+		}
+		t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: resp.Text,
+			Metadata: Metadata{ToolCalls: calls, Provider: p.Name()}.encode()})
+		am := provider.Message{Role: provider.RoleAssistant, Content: resp.Text}
+		for _, c := range calls {
+			am.ToolCalls = append(am.ToolCalls, provider.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		msgs = append(msgs, am)
+
+		last := step == t.r.opts.MaxSteps-1
+		for i, c := range calls {
+			var res tool.Result
+			if last {
+				// The model could never see these results: do not run them.
+				res = tool.ErrorResult(reasonStepLimit, "[not run] the turn reached its step limit")
+			} else {
+				if ctx.Err() != nil {
+					return TurnResult{}, errStopped
+				}
+				res = t.execute(ctx, tools, c, resp.ToolCalls[i].Arguments)
+				if ctx.Err() != nil {
+					return TurnResult{}, errStopped
+				}
+			}
+			text := resultText(res)
+			denied, _ := res.Details[tool.DetailDenied].(bool)
+			t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleTool, Content: text,
+				Metadata: Metadata{ToolCallID: c.ID, ToolName: c.Name, IsError: res.IsError, Denied: denied, ReasonCode: res.ReasonCode()}.encode()})
+			msgs = append(msgs, provider.Message{Role: provider.RoleTool, Content: text, ToolCallID: c.ID, ToolName: c.Name, IsError: res.IsError})
+		}
+	}
+}
+
+// offer returns the tools the speaker's tier may use: their specs for the
+// model and the tools by name.
+func (t *turn) offer() ([]provider.ToolSpec, map[string]tool.Tool) {
+	if t.r.opts.Registry == nil {
+		return nil, nil
+	}
+	var specs []provider.ToolSpec
+	tools := map[string]tool.Tool{}
+	for _, tl := range t.r.opts.Registry.List() {
+		if !t.req.Authority.Tier.Has(tl.Capability()) {
+			continue
+		}
+		specs = append(specs, provider.ToolSpec{Name: tl.Name(), Description: tl.Description(), InputSchema: tl.InputSchema()})
+		tools[tl.Name()] = tl
+	}
+	return specs, tools
+}
+
+// execute runs one tool call through the gate. A registered tool that was
+// not offered still goes through the gate, which denies it with its reason.
+func (t *turn) execute(ctx context.Context, offered map[string]tool.Tool, c ToolCallData, args json.RawMessage) tool.Result {
+	sid := t.req.SessionID
+	name := clip(c.Name, 64)
+	t.r.publish(events.ToolStart, sid, map[string]any{"request_id": t.req.RequestID, "tool": name, "call_id": clip(c.ID, 128)})
+	tl, ok := offered[c.Name]
+	if !ok && t.r.opts.Registry != nil {
+		tl, ok = t.r.opts.Registry.Get(c.Name)
+	}
+	var res tool.Result
+	if !ok {
+		res = tool.ErrorResult(reasonUnknownTool, fmt.Sprintf("tool %q is not available; use one of the tools you were given", name))
+	} else {
+		areq := authz.Request{Source: t.req.Source, PermissionMode: t.req.PermissionMode, Authority: t.req.Authority,
+			Rules: t.req.Rules, WorkDirs: t.req.WorkDirs}
+		gopts := &gate.Options{Questions: t.r.opts.Questions, SessionID: sid, Bus: t.r.opts.Bus}
+		if t.r.opts.OnDenied != nil {
+			gopts.OnDenied = func(d authz.Decision) { t.r.opts.OnDenied(sid, d) }
+		}
+		cctx := tool.WithCall(ctx, tool.CallInfo{SessionID: sid, Authority: t.req.Authority, Source: t.req.Source, WorkDirs: t.req.WorkDirs})
+		res = t.r.exec.Execute(cctx, gate.Wrap(tl, areq, gopts), c.ID, args, nil)
+	}
+	t.r.publish(events.ToolEnd, sid, map[string]any{"request_id": t.req.RequestID, "tool": name, "call_id": clip(c.ID, 128), "is_error": res.IsError})
+	return res
+}
+
+// fail ends the turn with a failure text stored as the assistant message.
+func (t *turn) fail(ctx context.Context, class, text string) (TurnResult, error) {
+	t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: text,
+		Metadata: Metadata{Failed: true, ErrorClass: class}.encode()})
+	return t.write(ctx, TurnResult{Text: text, Failed: true, ErrorClass: class})
+}
+
+// write stores the turn's chain under the user message and moves the head,
+// in one transaction.
+func (t *turn) write(ctx context.Context, res TurnResult) (TurnResult, error) {
+	if ctx.Err() != nil {
+		return TurnResult{}, errStopped
+	}
+	saved, err := t.r.opts.Store.AppendMessages(ctx, t.req.SessionID, t.userID, storable(t.chain), true)
+	if err != nil {
+		return t.storeErr(ctx, "store the reply", err)
+	}
+	res.UserMessageID = t.userID
+	res.AssistantMessageID = saved[len(saved)-1].ID
+	return res, nil
+}
+
+func (t *turn) storeErr(ctx context.Context, what string, err error) (TurnResult, error) {
+	if ctx.Err() != nil {
+		return TurnResult{}, errStopped
+	}
+	return TurnResult{}, fmt.Errorf("%s: %w", what, err)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
+}
+
+// progress coalesces streamed text into turn.text events: the first
+// fragment at once (the model has started), then one when chars characters
+// have accumulated or interval has passed since the last event, checked as
+// text arrives (no timer), and one at the end of each step.
+type progress struct {
+	interval time.Duration
+	chars    int
+	last     time.Time
+	buf      strings.Builder
+	pending  int // characters in buf
+	total    int // characters published so far
+	emit     func(text string, total int)
+}
+
+func (p *progress) add(s string) {
+	p.buf.WriteString(s)
+	p.pending += utf8.RuneCountInString(s)
+	if p.pending >= p.chars || time.Since(p.last) >= p.interval {
+		p.flush()
+	}
+}
+
+func (p *progress) flush() {
+	if p.pending == 0 && p.buf.Len() == 0 {
+		return
+	}
+	text := p.buf.String()
+	p.buf.Reset()
+	p.total += p.pending
+	p.pending = 0
+	p.last = time.Now()
+	p.emit(text, p.total)
+}
+
+// storable makes message text safe for every store backend: PostgreSQL text
+// cannot hold NUL bytes or invalid UTF-8 (a binary tool output, a prompt
+// with \u0000), so both become U+FFFD, the same on every backend.
+func storable(msgs []sessions.NewMessage) []sessions.NewMessage {
+	for i := range msgs {
+		c := msgs[i].Content
+		if utf8.ValidString(c) && !strings.ContainsRune(c, 0) {
+			continue
+		}
+		c = strings.ToValidUTF8(c, "\uFFFD")
+		msgs[i].Content = strings.ReplaceAll(c, "\x00", "\uFFFD")
+	}
+	return msgs
+}
