@@ -1,0 +1,265 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
+	"github.com/openprogram/openprogram/runtime/events"
+	"github.com/openprogram/openprogram/runtime/questions"
+)
+
+// errRequestCancelled answers a request whose work was cancelled.
+var errRequestCancelled = &jsonrpc.Error{Code: stdio.CodeRequestCancelled, Message: contracts.TextRequestCancelled}
+
+// connection is the state of one Serve call: the prompt_send requests
+// running on it and the question subscription that declines their
+// questions.
+type connection struct {
+	s *Server
+
+	mu        sync.Mutex
+	byID      map[jsonrpc.ID]*promptRecord
+	bySession map[string]*promptRecord
+	closed    bool // no new prompt_send once the connection is closing
+
+	questionSub *events.Subscription
+	questionsWG sync.WaitGroup
+}
+
+func newConnection(s *Server) *connection {
+	return &connection{
+		s:         s,
+		byID:      map[jsonrpc.ID]*promptRecord{},
+		bySession: map[string]*promptRecord{},
+	}
+}
+
+// start subscribes to question.asked: a question raised on a session with
+// a prompt_send running on this connection is declined at once, since no
+// one on an MCP connection can answer it. Questions of other sessions are
+// left alone.
+func (c *connection) start() {
+	c.questionSub = c.s.bus.Subscribe(events.QuestionAsked)
+	c.questionsWG.Add(1)
+	go func() {
+		defer c.questionsWG.Done()
+		for ev := range c.questionSub.C() {
+			c.declineIfActive(ev)
+		}
+	}()
+}
+
+// stop ends the question subscription.
+func (c *connection) stop() {
+	c.questionSub.Close()
+	c.questionsWG.Wait()
+}
+
+func (c *connection) declineIfActive(ev events.Event) {
+	if !c.hasActive(ev.SessionID) {
+		return
+	}
+	id, _ := ev.Data["question_id"].(string)
+	if id == "" {
+		return
+	}
+	if c.s.questions.Resolve(id, questions.Answer{Status: questions.StatusDeclined}) {
+		c.s.log.Info("declined a question on an MCP turn", "session_id", ev.SessionID, "question_id", id)
+	}
+}
+
+func (c *connection) hasActive(sessionID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bySession[sessionID] != nil
+}
+
+// middleware wraps every request go-sdk dispatches: it recovers panics,
+// validates tools/call arguments against the frozen schemas before any
+// handler runs (so -32601/-32602 reach the wire as JSON-RPC errors), keeps
+// tools/list in contract order, and answers cancelled calls with the code-0
+// cancellation error.
+func (c *connection) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				c.s.log.Error("MCP handler panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				if method == "tools/call" {
+					res, err = executionFailed(), nil
+				} else {
+					res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+				}
+			}
+			if ctx.Err() != nil && method == "tools/call" {
+				res, err = nil, errRequestCancelled
+			}
+			var werr *jsonrpc.Error
+			if r := stdio.RequestOf(req); r != nil && errors.As(err, &werr) {
+				// go-sdk rewrites -32601 messages; the connection restores ours.
+				r.SetError(werr)
+			}
+		}()
+		switch method {
+		case "tools/call":
+			call, ok := req.(*mcp.CallToolRequest)
+			if !ok || call.Params == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `invalid params: missing "params"`}
+			}
+			args, verr := contracts.Validate(call.Params.Name, call.Params.Arguments)
+			if verr != nil {
+				return nil, verr
+			}
+			return next(withArgs(ctx, args), method, req)
+		case "initialize":
+			if ir, ok := req.(*mcp.ServerRequest[*mcp.InitializeParams]); ok && ir.Params != nil && ir.Params.ClientInfo != nil {
+				// Diagnostics only: clientInfo never affects identity or scope.
+				c.s.log.Info("MCP client initializing", "client_id", c.s.clientID,
+					"client_name", clip(ir.Params.ClientInfo.Name), "client_version", clip(ir.Params.ClientInfo.Version),
+					"protocol_version", clip(ir.Params.ProtocolVersion))
+			}
+		case "tools/list":
+			res, err = next(ctx, method, req)
+			if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				return contractToolList(list), nil
+			}
+			return res, err
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// listToolsResult is a tools/list result as protocol 2025-11-25 defines
+// it. go-sdk's ListToolsResult also carries the 2026-07-28 cache fields
+// (ttlMs, cacheScope) on every protocol version.
+type listToolsResult struct {
+	mcp.ResultBase
+	NextCursor string      `json:"nextCursor,omitempty"`
+	Tools      []*mcp.Tool `json:"tools"`
+}
+
+// contractToolList returns list in contract order (go-sdk sorts tools by
+// name) without the cache fields.
+func contractToolList(list *mcp.ListToolsResult) *listToolsResult {
+	order := contracts.Names()
+	tools := slices.Clone(list.Tools)
+	slices.SortStableFunc(tools, func(a, b *mcp.Tool) int {
+		return slices.Index(order, a.Name) - slices.Index(order, b.Name)
+	})
+	if tools == nil {
+		tools = []*mcp.Tool{}
+	}
+	return &listToolsResult{ResultBase: mcp.ResultBase{Meta: list.Meta}, NextCursor: list.NextCursor, Tools: tools}
+}
+
+type argsKey struct{}
+
+// withArgs carries the validated arguments from the middleware to the tool
+// handler.
+func withArgs(ctx context.Context, args map[string]any) context.Context {
+	return context.WithValue(ctx, argsKey{}, args)
+}
+
+// decodeArgs decodes the validated arguments into a contracts args struct.
+func decodeArgs(ctx context.Context, v any) error {
+	args, ok := ctx.Value(argsKey{}).(map[string]any)
+	if !ok {
+		return errors.New("tool arguments were not validated")
+	}
+	data, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Errorf("encode validated arguments: %w", err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode validated arguments: %w", err)
+	}
+	return nil
+}
+
+// toolHandler returns the handler of one of the six tools.
+func (c *connection) toolHandler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var (
+			res *mcp.CallToolResult
+			err error
+		)
+		switch name {
+		case contracts.SessionsList:
+			res, err = c.sessionsList(ctx)
+		case contracts.SessionGet:
+			var a contracts.SessionGetArgs
+			if err = decodeArgs(ctx, &a); err == nil {
+				res, err = c.sessionGet(ctx, a.SessionID)
+			}
+		case contracts.PromptSend:
+			var a contracts.PromptSendArgs
+			if err = decodeArgs(ctx, &a); err == nil {
+				res, err = c.promptSend(ctx, req, a)
+			}
+		case contracts.PromptCancel:
+			var a contracts.PromptCancelArgs
+			if err = decodeArgs(ctx, &a); err == nil {
+				res, err = c.promptCancel(ctx, a.SessionID)
+			}
+		case contracts.ToolsList:
+			res, err = c.toolsList()
+		case contracts.ToolCall:
+			var a contracts.ToolCallArgs
+			if err = decodeArgs(ctx, &a); err == nil {
+				res, err = c.toolCall(ctx, req, a)
+			}
+		default:
+			err = fmt.Errorf("no handler for tool %q", name)
+		}
+		var werr *jsonrpc.Error
+		if err != nil && !errors.As(err, &werr) {
+			// Only protocol errors travel as errors; anything else is an
+			// execution error, with details on stderr only.
+			c.s.log.Error("MCP tool failed", "tool", name, "error", err)
+			return executionFailed(), nil
+		}
+		return res, err
+	}
+}
+
+// executionFailed is the isError result of any failure inside a handler.
+func executionFailed() *mcp.CallToolResult {
+	return textError(contracts.TextToolExecutionFailed)
+}
+
+// textError is an isError result holding one text.
+func textError(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: true}
+}
+
+// payloadResult is a successful result holding one JSON payload.
+func payloadResult(v any) (*mcp.CallToolResult, error) {
+	res, err := contracts.TextResult(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode payload: %w", err)
+	}
+	return res, nil
+}
+
+// errorPayload is an isError result holding {"error": text[, "reason": r]}.
+func errorPayload(text, reason string) *mcp.CallToolResult {
+	return contracts.ErrorResult(contracts.ErrorPayload{Error: text, Reason: reason})
+}
+
+// clip bounds a client-supplied string for the log.
+func clip(s string) string {
+	const limit = 128
+	if len(s) <= limit {
+		return s
+	}
+	return s[:limit] + "..."
+}

@@ -1,0 +1,681 @@
+// Package stdio is the newline-delimited JSON-RPC connection mcpserver runs
+// go-sdk over.
+//
+// go-sdk's own stdio transport ends the session on the first line that is not
+// JSON-RPC, accepts batches, answers a cancelled request with whatever the
+// handler returned, drops responses that are still due when stdin reaches EOF,
+// and rewrites the message of every -32601 error a handler returns. [Conn]
+// fixes these at the wire:
+//
+//   - every line is checked before go-sdk sees it: not JSON gets -32700, JSON
+//     that is not a JSON-RPC 2.0 message (arrays included) gets -32600, and
+//     reading goes on;
+//   - requests for methods outside [Options.Methods] get -32601, and requests
+//     other than initialize and ping before the initialize response get
+//     -32600, so go-sdk never answers them;
+//   - a request the peer cancelled with notifications/cancelled is answered
+//     {"code":0,"message":"Request cancelled"}, whatever its handler returns;
+//   - on EOF the connection keeps writing while requests are in flight, for at
+//     most [Options.DrainTimeout], then calls [Options.OnDrainTimeout], stops
+//     writing and reports EOF;
+//   - an error set with [Request.SetError] reaches the wire as set.
+package stdio
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Defaults for [Options].
+const (
+	DefaultMaxLineLength = 16 << 20
+	DefaultDrainTimeout  = 3 * time.Second
+)
+
+// JSON-RPC and MCP method names the connection itself looks at.
+const (
+	methodInitialize = "initialize"
+	methodPing       = "ping"
+	methodCancelled  = "notifications/cancelled"
+)
+
+// CodeRequestCancelled and MessageRequestCancelled are the error a cancelled
+// request is answered with (what the reference SDK sends).
+const (
+	CodeRequestCancelled    = 0
+	MessageRequestCancelled = "Request cancelled"
+)
+
+// maxSafeInteger bounds numeric request ids: go-sdk decodes ids through
+// float64, so a larger integer would come back as a different number.
+const maxSafeInteger = 1<<53 - 1
+
+// requestKey is the key under which a request's [Request] rides in
+// mcp.RequestExtra.TokenInfo.Extra (stdio has no bearer token of its own).
+const requestKey = "openprogram.jsonrpc.request"
+
+// Options configure a [Conn]. The zero value is usable but serves no methods.
+type Options struct {
+	// Methods lists the request methods the server answers (initialize and
+	// ping included). Requests for any other method are answered -32601 by
+	// the connection. Notifications are always passed on.
+	Methods []string
+	// MaxLineLength bounds one inbound line in bytes; 0 means
+	// DefaultMaxLineLength. A longer line is answered -32600 and skipped.
+	MaxLineLength int
+	// DrainTimeout bounds how long responses still due are awaited after
+	// EOF; 0 means DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// OnDrainTimeout, if set, is called once when DrainTimeout expires with
+	// requests still in flight, after writing has stopped and before Read
+	// reports EOF (which cancels every remaining handler context).
+	OnDrainTimeout func()
+	// Logger receives diagnostics (never line contents); nil discards.
+	Logger *slog.Logger
+}
+
+// Conn is an mcp.Connection and mcp.Transport over a reader and a writer
+// carrying newline-delimited JSON-RPC. Its Connect method returns the Conn
+// itself and must be used once.
+type Conn struct {
+	in      io.Reader
+	out     io.Writer
+	methods map[string]bool
+	maxLine int
+	drain   time.Duration
+	onDrain func()
+	log     *slog.Logger
+
+	incoming  chan jsonrpc.Message // from the read loop to Read
+	eof       chan struct{}        // closed by the read loop when input ends
+	closed    chan struct{}        // closed by Close
+	closeOnce sync.Once
+	startOnce sync.Once
+
+	writeMu sync.Mutex // serialises writes to out
+
+	mu           sync.Mutex
+	inflight     map[jsonrpc.ID]*Request
+	changed      chan struct{} // closed and replaced whenever inflight shrinks
+	initID       *jsonrpc.ID   // id of the initialize request in flight
+	initialized  bool          // an initialize request was answered with a result
+	writesClosed bool          // set after the drain timeout: nothing more is written
+	eofReported  bool
+}
+
+// New returns a connection reading in and writing out. It starts reading
+// only when go-sdk first calls Read.
+func New(in io.Reader, out io.Writer, opts Options) *Conn {
+	c := &Conn{
+		in:       in,
+		out:      out,
+		methods:  make(map[string]bool, len(opts.Methods)),
+		maxLine:  opts.MaxLineLength,
+		drain:    opts.DrainTimeout,
+		onDrain:  opts.OnDrainTimeout,
+		log:      opts.Logger,
+		incoming: make(chan jsonrpc.Message),
+		eof:      make(chan struct{}),
+		closed:   make(chan struct{}),
+		inflight: make(map[jsonrpc.ID]*Request),
+		changed:  make(chan struct{}),
+	}
+	for _, m := range opts.Methods {
+		c.methods[m] = true
+	}
+	if c.maxLine <= 0 {
+		c.maxLine = DefaultMaxLineLength
+	}
+	if c.drain <= 0 {
+		c.drain = DefaultDrainTimeout
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Connect implements mcp.Transport.
+func (c *Conn) Connect(context.Context) (mcp.Connection, error) { return c, nil }
+
+// SessionID implements mcp.Connection; stdio has no session id.
+func (c *Conn) SessionID() string { return "" }
+
+// Read implements mcp.Connection. It returns the next well-formed message;
+// after the input ends it waits for in-flight requests (see
+// [Options.DrainTimeout]) and then returns io.EOF.
+func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.startOnce.Do(func() { go c.readLoop() })
+	select {
+	case msg := <-c.incoming:
+		return msg, nil
+	case <-c.eof:
+		return nil, c.drainThenEOF(ctx)
+	case <-c.closed:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// drainThenEOF waits until no request is in flight or the drain timeout
+// expires, and returns io.EOF.
+func (c *Conn) drainThenEOF(ctx context.Context) error {
+	timer := time.NewTimer(c.drain)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		if c.eofReported || len(c.inflight) == 0 {
+			c.eofReported = true
+			c.mu.Unlock()
+			return io.EOF
+		}
+		changed := c.changed
+		n := len(c.inflight)
+		c.mu.Unlock()
+		select {
+		case <-changed:
+		case <-c.closed:
+			return io.EOF
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			c.log.Warn("stdin closed with requests still running; cancelling them", "requests", n)
+			c.Abort()
+			return io.EOF
+		}
+	}
+}
+
+// Abort stops all writing, calls [Options.OnDrainTimeout] if set, and makes
+// Read report EOF. Responses of requests still in flight are never written.
+// It is what the drain timeout does, and what a caller does to stop serving
+// at once.
+func (c *Conn) Abort() {
+	c.mu.Lock()
+	first := !c.writesClosed
+	c.writesClosed = true
+	c.eofReported = true
+	c.mu.Unlock()
+	if first && c.onDrain != nil {
+		c.onDrain()
+	}
+	c.closeOnce.Do(func() { close(c.closed) })
+}
+
+// Write implements mcp.Connection. Writes are serialised; each message is
+// one line. A response to a request the peer cancelled is replaced by the
+// code-0 cancellation error; a response whose request carries an error set
+// by [Request.SetError] gets that error.
+func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var answered *Request
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		msg, answered = c.finish(resp)
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err == nil {
+		err = c.writeLine(data)
+	} else {
+		err = fmt.Errorf("encode JSON-RPC message: %w", err)
+	}
+	if answered != nil {
+		close(answered.answered)
+	}
+	return err
+}
+
+// finish retires the request resp answers and returns the response to send
+// and the retired request (nil when resp answers none in flight).
+func (c *Conn) finish(resp *jsonrpc.Response) (*jsonrpc.Response, *Request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.inflight[resp.ID]
+	if r == nil {
+		return resp, nil
+	}
+	delete(c.inflight, resp.ID)
+	close(c.changed)
+	c.changed = make(chan struct{})
+	if c.initID != nil && *c.initID == resp.ID {
+		c.initID = nil
+		if resp.Error == nil {
+			c.initialized = true
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.cancelled:
+		resp = &jsonrpc.Response{ID: resp.ID, Error: &jsonrpc.Error{Code: CodeRequestCancelled, Message: MessageRequestCancelled}}
+	case r.err != nil && resp.Error != nil:
+		resp = &jsonrpc.Response{ID: resp.ID, Error: r.err}
+	}
+	return resp, r
+}
+
+func (c *Conn) writeLine(data []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.mu.Lock()
+	closed := c.writesClosed
+	c.mu.Unlock()
+	if closed {
+		return nil
+	}
+	line := make([]byte, 0, len(data)+1)
+	line = append(append(line, data...), '\n')
+	if _, err := c.out.Write(line); err != nil {
+		return fmt.Errorf("write to stdout: %w", err)
+	}
+	return nil
+}
+
+// Close implements mcp.Connection. It closes the input when it is an
+// io.Closer, to unblock the read loop.
+func (c *Conn) Close() error {
+	var err error
+	c.closeOnce.Do(func() { close(c.closed) })
+	if cl, ok := c.in.(io.Closer); ok {
+		err = cl.Close()
+	}
+	return err
+}
+
+// readLoop reads lines until the input ends or the connection closes,
+// answering bad lines itself and handing the rest to Read.
+func (c *Conn) readLoop() {
+	defer close(c.eof)
+	br := bufio.NewReaderSize(c.in, 64<<10)
+	for {
+		line, tooLong, err := c.readLine(br)
+		if line != nil || tooLong {
+			if msg := c.check(line, tooLong); msg != nil {
+				select {
+				case c.incoming <- msg:
+				case <-c.closed:
+					return
+				}
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				c.log.Warn("reading stdin failed; treating it as end of input", "error", err)
+			}
+			return
+		}
+		select {
+		case <-c.closed:
+			return
+		default:
+		}
+	}
+}
+
+// readLine returns the next line without its terminator. tooLong reports a
+// line over the limit (whose bytes are discarded). err is set once the
+// input ends; a final unterminated line is returned together with it.
+func (c *Conn) readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, rerr := br.ReadSlice('\n')
+		if !tooLong {
+			if len(buf)+len(chunk) > c.maxLine+2 { // room for "\r\n"
+				tooLong, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if errors.Is(rerr, bufio.ErrBufferFull) {
+			continue
+		}
+		if rerr != nil && len(buf) == 0 && !tooLong {
+			return nil, false, rerr
+		}
+		buf = bytes.TrimSuffix(buf, []byte("\n"))
+		buf = bytes.TrimSuffix(buf, []byte("\r"))
+		if !tooLong && len(buf) > c.maxLine {
+			tooLong, buf = true, nil
+		}
+		if buf == nil && !tooLong {
+			buf = []byte{}
+		}
+		return buf, tooLong, rerr
+	}
+}
+
+// check classifies one line. It answers lines that are not acceptable
+// requests itself and returns nil for them; otherwise it returns the message
+// to hand to go-sdk.
+func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
+	if tooLong {
+		c.log.Warn("rejected an over-long line", "limit", c.maxLine)
+		c.reject(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: line longer than %d bytes", c.maxLine))
+		return nil
+	}
+	trimmed := bytes.TrimSpace(line)
+	if len(trimmed) == 0 {
+		return nil // blank lines carry nothing
+	}
+	if !json.Valid(trimmed) {
+		c.log.Warn("rejected a line that is not JSON", "bytes", len(line))
+		c.reject(nil, jsonrpc.CodeParseError, "parse error: line is not valid JSON")
+		return nil
+	}
+	switch trimmed[0] {
+	case '[':
+		c.log.Warn("rejected a JSON-RPC batch")
+		c.reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: batches are not supported")
+		return nil
+	case '{':
+	default:
+		c.reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC object")
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &obj); err != nil {
+		c.reject(nil, jsonrpc.CodeParseError, "parse error: line is not valid JSON")
+		return nil
+	}
+	id, idErr := parseID(obj)
+	invalid := func(msg string) jsonrpc.Message {
+		c.log.Warn("rejected an invalid JSON-RPC message", "reason", msg)
+		c.reject(id, jsonrpc.CodeInvalidRequest, "invalid request: "+msg)
+		return nil
+	}
+	if idErr != "" {
+		return invalid(idErr)
+	}
+	if v, ok := obj["jsonrpc"]; !ok || string(v) != `"2.0"` {
+		return invalid(`"jsonrpc" must be "2.0"`)
+	}
+	rawMethod, isRequest := obj["method"]
+	if !isRequest {
+		return c.checkResponse(trimmed, obj, id)
+	}
+	var method string
+	if rawMethod = bytes.TrimSpace(rawMethod); rawMethod[0] != '"' || json.Unmarshal(rawMethod, &method) != nil {
+		return invalid(`"method" must be a string`)
+	}
+	if _, ok := obj["result"]; ok {
+		return invalid(`a request has no "result"`)
+	}
+	if _, ok := obj["error"]; ok {
+		return invalid(`a request has no "error"`)
+	}
+	if p, ok := obj["params"]; ok {
+		switch bytes.TrimSpace(p)[0] {
+		case '{', 'n':
+		case '[':
+			// A valid JSON-RPC request, but MCP params are objects.
+			c.reject(id, jsonrpc.CodeInvalidParams, `invalid params: "params" must be an object`)
+			return nil
+		default:
+			return invalid(`"params" must be an object`)
+		}
+	}
+	decoded, err := jsonrpc.DecodeMessage(trimmed)
+	if err != nil {
+		return invalid("cannot decode message")
+	}
+	req, ok := decoded.(*jsonrpc.Request)
+	if !ok {
+		return invalid("cannot decode message")
+	}
+	if id == nil {
+		if method == methodCancelled {
+			c.markCancelled(req.Params)
+		}
+		return req
+	}
+	return c.admit(req)
+}
+
+// checkResponse validates a response from the peer. A bad one is answered
+// with a null id: its id names a request of ours (the id spaces of the two
+// peers are separate), so echoing it could read as the answer to one of
+// the peer's own requests.
+func (c *Conn) checkResponse(line []byte, obj map[string]json.RawMessage, id *jsonrpc.ID) jsonrpc.Message {
+	invalid := func(msg string) jsonrpc.Message {
+		c.log.Warn("rejected an invalid JSON-RPC response", "reason", msg)
+		c.reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+msg)
+		return nil
+	}
+	if id == nil {
+		return invalid(`a response needs an "id"`)
+	}
+	_, hasResult := obj["result"]
+	rawErr, hasError := obj["error"]
+	if hasResult == hasError {
+		return invalid(`a response has exactly one of "result" and "error"`)
+	}
+	if hasError {
+		var e struct {
+			Code    *json.Number `json:"code"`
+			Message *string      `json:"message"`
+		}
+		if json.Unmarshal(rawErr, &e) != nil || e.Code == nil || e.Message == nil {
+			return invalid(`"error" needs an integer "code" and a string "message"`)
+		}
+		if _, err := e.Code.Int64(); err != nil {
+			return invalid(`"error" needs an integer "code" and a string "message"`)
+		}
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return invalid("cannot decode message")
+	}
+	return msg
+}
+
+// admit applies the method and initialization gates to a call and records
+// it as in flight.
+func (c *Conn) admit(req *jsonrpc.Request) jsonrpc.Message {
+	id := req.ID
+	if !c.methods[req.Method] {
+		c.log.Warn("rejected a request for an unserved method", "method", req.Method)
+		c.reject(&id, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method not found: %q", req.Method))
+		return nil
+	}
+	c.mu.Lock()
+	var msg string
+	replyID := &id
+	switch {
+	case c.inflight[id] != nil:
+		// Answering with the id would read as the answer to the request
+		// that holds it.
+		msg, replyID = "invalid request: request id already in use", nil
+	case req.Method == methodInitialize && (c.initialized || c.initID != nil):
+		msg = `invalid request: duplicate "initialize"`
+	case !c.initialized && req.Method != methodInitialize && req.Method != methodPing:
+		msg = fmt.Sprintf("invalid request: %q before initialization", req.Method)
+	}
+	if msg != "" {
+		c.mu.Unlock()
+		c.log.Warn("rejected a request", "method", req.Method, "reason", msg)
+		c.reject(replyID, jsonrpc.CodeInvalidRequest, msg)
+		return nil
+	}
+	r := &Request{id: id, method: req.Method, answered: make(chan struct{})}
+	c.inflight[id] = r
+	if req.Method == methodInitialize {
+		c.initID = &id
+	}
+	c.mu.Unlock()
+	req.Extra = &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{Extra: map[string]any{requestKey: r}}}
+	return req
+}
+
+// markCancelled flags the request a notifications/cancelled names.
+func (c *Conn) markCancelled(params json.RawMessage) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil || !id.IsValid() {
+		return
+	}
+	c.mu.Lock()
+	r := c.inflight[id]
+	isInit := c.initID != nil && *c.initID == id
+	c.mu.Unlock()
+	if r == nil || isInit { // initialize cannot be cancelled
+		return
+	}
+	r.mu.Lock()
+	r.cancelled = true
+	r.mu.Unlock()
+}
+
+// reject writes an error response the connection produced itself. A nil id
+// is written as JSON null, as JSON-RPC 2.0 requires when the id is unknown.
+func (c *Conn) reject(id *jsonrpc.ID, code int64, message string) {
+	var raw any
+	if id != nil {
+		raw = id.Raw()
+	}
+	data, err := json.Marshal(struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      any            `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}{"2.0", raw, &jsonrpc.Error{Code: code, Message: message}})
+	if err != nil {
+		c.log.Error("encode error response", "error", err)
+		return
+	}
+	if err := c.writeLine(data); err != nil {
+		c.log.Warn("write error response", "error", err)
+	}
+}
+
+// parseID extracts a request id. It returns a nil id when there is none or
+// it is unusable, and a reason when it is present but unusable.
+func parseID(obj map[string]json.RawMessage) (*jsonrpc.ID, string) {
+	raw, ok := obj["id"]
+	if !ok {
+		return nil, ""
+	}
+	const bad = `"id" must be a string or an integer`
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) > 0 && raw[0] == '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, bad
+		}
+		id, _ := jsonrpc.MakeID(s)
+		return &id, ""
+	case len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9'):
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
+			return nil, bad
+		}
+		id, _ := jsonrpc.MakeID(float64(n))
+		return &id, ""
+	}
+	return nil, bad
+}
+
+// Request is the connection's record of one request in flight. Handlers
+// find it with [RequestOf].
+type Request struct {
+	id     jsonrpc.ID
+	method string
+
+	answered chan struct{} // closed once the response is written or dropped
+
+	mu        sync.Mutex
+	cancelled bool
+	err       *jsonrpc.Error
+}
+
+// Answered is closed once the connection has written (or, after writing
+// stopped, dropped) the response to the request.
+func (r *Request) Answered() <-chan struct{} { return r.answered }
+
+// ID returns the JSON-RPC id of the request.
+func (r *Request) ID() jsonrpc.ID { return r.id }
+
+// SetError records the error the request is answered with, should its
+// handler return an error. go-sdk replaces the message of any -32601 error
+// a handler returns; the connection writes this one unchanged.
+func (r *Request) SetError(e *jsonrpc.Error) {
+	r.mu.Lock()
+	r.err = e
+	r.mu.Unlock()
+}
+
+// CancelledByPeer reports whether the peer sent notifications/cancelled for
+// the request.
+func (r *Request) CancelledByPeer() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cancelled
+}
+
+// RequestOf returns the connection's record of the request behind req, or
+// nil when req did not arrive through a [Conn].
+func RequestOf(req mcp.Request) *Request {
+	if req == nil {
+		return nil
+	}
+	extra := req.GetExtra()
+	if extra == nil || extra.TokenInfo == nil {
+		return nil
+	}
+	r, _ := extra.TokenInfo.Extra[requestKey].(*Request)
+	return r
+}
+
+// IDString renders a request id for logs and audit records: strings as
+// they are, integers in decimal.
+func IDString(id jsonrpc.ID) string {
+	switch v := id.Raw().(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		if v == math.Trunc(v) {
+			return strconv.FormatInt(int64(v), 10)
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return ""
+}
+
+// InFlight returns the ids of the requests in flight, for tests and
+// diagnostics.
+func (c *Conn) InFlight() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.inflight))
+	for id := range c.inflight {
+		out = append(out, IDString(id))
+	}
+	slices.Sort(out)
+	return out
+}

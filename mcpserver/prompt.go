@@ -1,0 +1,343 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
+	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/events"
+	"github.com/openprogram/openprogram/sessions"
+)
+
+// TurnRunner runs one user turn on a session. *runtime.Runtime implements
+// it.
+type TurnRunner interface {
+	ProcessUserTurn(ctx context.Context, req runtime.TurnRequest) (runtime.TurnResult, error)
+}
+
+// Machine-readable reasons of a prompt_send {"error":"prompt execution
+// failed"} result.
+const (
+	reasonSessionBusy        = "session_busy"
+	reasonDuplicateRequest   = "duplicate_request"
+	reasonServiceClosed      = "service_closed"
+	reasonSessionUnavailable = "session_unavailable"
+)
+
+// mainAgent is the agent of the sessions prompt_send creates.
+const mainAgent = "main"
+
+// abandonAfter bounds how long a cancelled turn is awaited before its
+// request is answered anyway.
+const abandonAfter = 10 * time.Second
+
+// errPromptCancelled is the cause a prompt_cancel gives the turn context.
+var errPromptCancelled = errors.New("cancelled by prompt_cancel")
+
+// promptRecord is one prompt_send running on a connection, keyed by its
+// JSON-RPC id and by its session.
+type promptRecord struct {
+	id        jsonrpc.ID
+	sessionID string
+	req       *stdio.Request
+	cancel    context.CancelCauseFunc
+
+	// end settles the record once: completed, or cancelled with a reason.
+	end       sync.Once
+	cancelled bool
+}
+
+// register records rec as running, or returns why it cannot run.
+func (c *connection) register(rec *promptRecord) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return reasonServiceClosed
+	case c.byID[rec.id] != nil:
+		return reasonDuplicateRequest
+	case c.bySession[rec.sessionID] != nil:
+		return reasonSessionBusy
+	}
+	c.byID[rec.id] = rec
+	c.bySession[rec.sessionID] = rec
+	return ""
+}
+
+func (c *connection) unregister(rec *promptRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byID[rec.id] == rec {
+		delete(c.byID, rec.id)
+	}
+	if c.bySession[rec.sessionID] == rec {
+		delete(c.bySession, rec.sessionID)
+	}
+}
+
+// cancelPrompt cancels a running turn and cleans up after it: it cancels
+// the turn context (no further model call, tool run or message write; the
+// runtime kills the turn's processes and releases the session lease),
+// declines the session's pending questions, removes the record and writes
+// the mcp.request.cancelled audit record. It is idempotent: only the first
+// call, and only while the turn still runs, does anything; it reports
+// whether it did.
+func (c *connection) cancelPrompt(rec *promptRecord, reason string) bool {
+	did := false
+	rec.end.Do(func() {
+		did = true
+		rec.cancelled = true
+		cause := errPromptCancelled
+		if reason != ReasonPromptCancel {
+			cause = fmt.Errorf("MCP request cancelled: %s", reason)
+		}
+		rec.cancel(cause)
+		c.s.questions.CancelSession(rec.sessionID)
+		c.unregister(rec)
+		payload := map[string]any{
+			"request_id": rec.id.Raw(),
+			"session_id": rec.sessionID,
+			"client_id":  c.s.clientID,
+			"reason":     reason,
+		}
+		c.s.audit(AuditRequestCancelled, rec.sessionID, payload)
+		c.s.bus.Publish(events.Event{Type: events.MCPRequestCancelled, SessionID: rec.sessionID, Data: payload})
+		c.s.log.Info("MCP prompt cancelled", "session_id", rec.sessionID, "reason", reason)
+	})
+	return did
+}
+
+// complete settles a turn that ran to its end; it reports false when the
+// turn was cancelled first.
+func (c *connection) complete(rec *promptRecord) bool {
+	did := false
+	rec.end.Do(func() {
+		did = true
+		c.unregister(rec)
+	})
+	return did
+}
+
+// cancelAll cancels every running turn of the connection and refuses new
+// ones.
+func (c *connection) cancelAll(reason string) {
+	c.mu.Lock()
+	c.closed = true
+	recs := make([]*promptRecord, 0, len(c.byID))
+	for _, r := range c.byID {
+		recs = append(recs, r)
+	}
+	c.mu.Unlock()
+	for _, r := range recs {
+		c.cancelPrompt(r, reason)
+	}
+}
+
+// promptSend runs one turn, in a new session or an existing one.
+func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a contracts.PromptSendArgs) (*mcp.CallToolResult, error) {
+	s := c.s
+	r := stdio.RequestOf(req)
+	if r == nil {
+		return nil, errors.New("prompt_send: the request did not come through the stdio connection")
+	}
+	var (
+		sess    sessions.Session
+		err     error
+		created = a.SessionID == ""
+	)
+	if created {
+		now := s.now()
+		sess, err = s.store.CreateSession(ctx, sessions.Session{
+			ID: s.newSessionID(), AgentID: mainAgent, Title: sessionTitle(a.Prompt), Source: authz.SourceMCP,
+			CreatedAt: now, UpdatedAt: now,
+		})
+		if err != nil {
+			s.log.Warn("prompt_send: create session failed", "error", err)
+			return errorPayload(contracts.TextPromptExecutionFailed, reasonSessionUnavailable), nil
+		}
+	} else if sess, err = s.store.GetSession(ctx, a.SessionID); err != nil {
+		if errors.Is(err, sessions.ErrNotFound) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: contracts.TextInvalidPromptSession}
+		}
+		s.log.Warn("prompt_send: load session failed", "session_id", a.SessionID, "error", err)
+		return errorPayload(contracts.TextPromptExecutionFailed, reasonSessionUnavailable), nil
+	}
+	sessionID := sess.ID
+
+	turnCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	rec := &promptRecord{id: r.ID(), sessionID: sessionID, req: r, cancel: cancel}
+	if why := c.register(rec); why != "" {
+		if created {
+			c.dropIfEmpty(ctx, sessionID)
+		}
+		return errorPayload(contracts.TextPromptExecutionFailed, why), nil
+	}
+	// The request context ends when the client cancels the request or the
+	// connection goes away; either cancels the turn with the right reason.
+	requestEnded := func() {
+		reason := ReasonConnectionClosed
+		if r.CancelledByPeer() {
+			reason = ReasonRequestCancelled
+		}
+		c.cancelPrompt(rec, reason)
+	}
+	stopWatch := context.AfterFunc(ctx, requestEnded)
+	defer stopWatch()
+
+	areq := s.authzRequest()
+	turnReq := runtime.TurnRequest{
+		SessionID:      sessionID,
+		Text:           a.Prompt,
+		AgentID:        sess.AgentID,
+		Source:         areq.Source,
+		PermissionMode: areq.PermissionMode,
+		Rules:          areq.Rules,
+		WorkDirs:       areq.WorkDirs,
+		Authority:      areq.Authority,
+		RequestID:      newTurnRequestID(),
+	}
+	prog := newProgress(ctx, req)
+	fwd := startTurnProgress(s.bus, turnReq, prog)
+	res, err := c.runTurn(turnCtx, turnReq)
+	if !stopWatch() && ctx.Err() != nil {
+		// The watcher may not have run yet: settle the record as cancelled
+		// before complete could claim it.
+		requestEnded()
+	}
+	if !c.complete(rec) {
+		// Cancelled: nothing of the turn reaches the client any more.
+		prog.close()
+		fwd.finish()
+		if created {
+			c.dropIfEmpty(ctx, sessionID)
+		}
+		return nil, errRequestCancelled
+	}
+	fwd.finish()
+	prog.close()
+	if err != nil {
+		if created {
+			c.dropIfEmpty(ctx, sessionID)
+		}
+		if errors.Is(err, sessions.ErrBusy) {
+			return errorPayload(contracts.TextPromptExecutionFailed, reasonSessionBusy), nil
+		}
+		s.log.Warn("prompt_send: turn failed", "session_id", sessionID, "error", err)
+		return errorPayload(contracts.TextPromptExecutionFailed, ""), nil
+	}
+	s.audit(AuditPromptCompleted, sessionID, map[string]any{
+		"request_id": rec.id.Raw(), "session_id": sessionID, "client_id": s.clientID, "failed": res.Failed,
+	})
+	return payloadResult(contracts.PromptSendResult{
+		SessionID: sessionID, Text: res.Text, AssistantMsgID: res.AssistantMessageID, Failed: res.Failed,
+	})
+}
+
+// runTurn runs the turn, and once ctx is cancelled waits for it at most
+// abandonAfter.
+func (c *connection) runTurn(ctx context.Context, req runtime.TurnRequest) (runtime.TurnResult, error) {
+	type outcome struct {
+		res runtime.TurnResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		defer func() {
+			if p := recover(); p != nil {
+				c.s.log.Error("turn panicked", "session_id", req.SessionID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				o = outcome{err: fmt.Errorf("turn panicked: %v", p)}
+			}
+			done <- o
+		}()
+		o.res, o.err = c.s.turns.ProcessUserTurn(ctx, req)
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(abandonAfter)
+	defer t.Stop()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-t.C:
+		c.s.log.Error("a cancelled turn did not stop; abandoning it", "session_id", req.SessionID)
+		return runtime.TurnResult{}, context.Cause(ctx)
+	}
+}
+
+// promptCancel cancels the turn prompt_send started for sessionID on this
+// connection, if it still runs, and waits (bounded) until that prompt_send
+// has been answered.
+func (c *connection) promptCancel(ctx context.Context, sessionID string) (*mcp.CallToolResult, error) {
+	c.mu.Lock()
+	rec := c.bySession[sessionID]
+	c.mu.Unlock()
+	cancelled := rec != nil && c.cancelPrompt(rec, ReasonPromptCancel)
+	if cancelled {
+		t := time.NewTimer(c.s.cancelWait)
+		select {
+		case <-rec.req.Answered():
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	return payloadResult(contracts.PromptCancelResult{SessionID: sessionID, Cancelled: cancelled})
+}
+
+// dropIfEmpty deletes a session prompt_send created when nothing was
+// written to it, so a failed or cancelled call leaves no orphan.
+func (c *connection) dropIfEmpty(ctx context.Context, sessionID string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	sess, err := c.s.store.GetSession(ctx, sessionID)
+	if err != nil {
+		if !errors.Is(err, sessions.ErrNotFound) {
+			c.s.log.Warn("prompt_send: check new session failed", "session_id", sessionID, "error", err)
+		}
+		return
+	}
+	if sess.HeadID != "" {
+		return
+	}
+	if err := c.s.store.DeleteSession(ctx, sessionID); err != nil && !errors.Is(err, sessions.ErrNotFound) {
+		c.s.log.Warn("prompt_send: delete empty session failed", "session_id", sessionID, "error", err)
+	}
+}
+
+// newTurnRequestID returns the opaque id the runtime copies into every
+// event of one turn; progress is matched to its request by it.
+func newTurnRequestID() string {
+	return "mcp_turn_" + rand.Text()
+}
+
+// sessionTitle derives a session title from the first line of a prompt.
+func sessionTitle(prompt string) string {
+	const maxRunes = 60
+	line, _, _ := strings.Cut(strings.TrimSpace(prompt), "\n")
+	line = strings.Join(strings.FieldsFunc(line, unicode.IsSpace), " ")
+	if line == "" {
+		return "MCP session"
+	}
+	if r := []rune(line); len(r) > maxRunes {
+		return strings.TrimSpace(string(r[:maxRunes-1])) + "…"
+	}
+	return line
+}

@@ -1,0 +1,98 @@
+package mcpserver
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/provider/scripted"
+)
+
+// withRuntime replaces the fake turns with the real runtime answering from
+// a scripted model.
+func withRuntime(t *testing.T, script string) func(*Options) {
+	t.Helper()
+	s, err := scripted.Parse([]byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(o *Options) {
+		o.Turns = runtime.New(runtime.Options{
+			Store: o.Store, Registry: o.Registry, Executor: o.Executor, Bus: o.Bus, Questions: o.Questions,
+			Provider: scripted.New(s),
+		})
+	}
+}
+
+// TestRealRuntimeTurn runs prompt_send through the real turn loop: the
+// model's bash call is denied by the gate with the fixed MCP authority (and
+// never runs), memory_status runs, and progress follows the runtime's own
+// events.
+func TestRealRuntimeTurn(t *testing.T) {
+	script := `{"turns": [
+		{"text": "Let me check.", "tool_calls": [{"name": "bash", "arguments": {"command": "id"}}, {"name": "memory_status"}]},
+		{"text": "All done here."}
+	]}`
+	session(t, withRuntime(t, script), func(t *testing.T, e *env, s *stepper) {
+		frames := s.call(1, contracts.PromptSend, map[string]any{"prompt": "check things"}, "rt")
+		var msgs []string
+		for _, f := range frames[:len(frames)-1] {
+			msgs = append(msgs, f["params"].(map[string]any)["message"].(string))
+		}
+		want := []string{
+			"turn started", "assistant is writing (24 characters)", // "[scripted] Let me check."
+			"tool bash started", "tool bash finished: denied",
+			"tool memory_status started", "tool memory_status finished: ok",
+			"assistant is writing (49 characters)", "turn finished",
+		}
+		if strings.Join(msgs, "|") != strings.Join(want, "|") {
+			t.Errorf("progress =\n%q\nwant\n%q", msgs, want)
+		}
+		text, isErr := resultText(t, frames[len(frames)-1:])
+		var res contracts.PromptSendResult
+		if err := contracts.DecodePayload(text, &res); err != nil || isErr {
+			t.Fatalf("prompt_send = %q (isError %v): %v", text, isErr, err)
+		}
+		if res.Failed || res.Text != scripted.Prefix+"All done here." {
+			t.Errorf("result = %+v", res)
+		}
+		if n := e.tools["bash"].timesRun(); n != 0 {
+			t.Errorf("bash ran %d times inside an MCP turn", n)
+		}
+		if n := e.tools["memory_status"].timesRun(); n != 1 {
+			t.Errorf("memory_status ran %d times, want 1", n)
+		}
+	})
+}
+
+// TestRealRuntimeCancellation cancels a turn waiting on a slow model: the
+// request gets the code-0 error, the user message stays, no assistant
+// message is written later, and the session is free again.
+func TestRealRuntimeCancellation(t *testing.T) {
+	script := `{"turns": [{"text": "too late", "delay_ms": 600000}, {"text": "second answer"}]}`
+	session(t, withRuntime(t, script), func(t *testing.T, e *env, s *stepper) {
+		if got := s.call(1, contracts.PromptSend, map[string]any{"prompt": "take your time"}); len(got) != 0 {
+			t.Fatalf("answered before the model did: %v", got)
+		}
+		s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+		if code, msg := errorCode(t, s.frames()); code != 0 || msg != contracts.TextRequestCancelled {
+			t.Errorf("cancelled prompt_send answered %v %q", code, msg)
+		}
+		text, _ := resultText(t, s.call(2, contracts.SessionGet, map[string]any{"session_id": firstSession}))
+		var msgs []contracts.Message
+		if err := contracts.DecodePayload(text, &msgs); err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) != 1 || msgs[0].Role != "user" {
+			t.Errorf("session after cancellation = %+v, want only the user message", msgs)
+		}
+		if got := e.store.auditOf(AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != ReasonRequestCancelled {
+			t.Errorf("audit = %v", got)
+		}
+		text, isErr := resultText(t, s.call(3, contracts.PromptSend, map[string]any{"prompt": "now", "session_id": firstSession}))
+		if isErr || !strings.Contains(text, "second answer") {
+			t.Errorf("next prompt_send = %q (isError %v)", text, isErr)
+		}
+	})
+}

@@ -1,0 +1,180 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/runtime/gate"
+	"github.com/openprogram/openprogram/runtime/tool"
+)
+
+// exposedTool resolves a runtime tool name for tool_call: it must be in
+// exposed_tools and in the live registry. Unknown and unexposed names are
+// indistinguishable to the caller.
+func (s *Server) exposedTool(name string) (tool.Tool, bool) {
+	if !slices.Contains(s.exposed, name) {
+		return nil, false
+	}
+	return s.registry.Get(name)
+}
+
+// tierAllows reports whether the client's tier holds both the tool's
+// declared capability and the one the contract table gives its name; the
+// gate denies a call lacking either.
+func (s *Server) tierAllows(t tool.Tool) bool {
+	return s.authority.Tier.Has(t.Capability()) && s.authority.Tier.Has(authz.ToolCapability(t.Name()))
+}
+
+// toolsList returns exposed_tools ∩ live registry ∩ tools the paired tier
+// may use, in configured order.
+func (c *connection) toolsList() (*mcp.CallToolResult, error) {
+	out := []contracts.RuntimeTool{}
+	for _, name := range c.s.exposed {
+		t, ok := c.s.registry.Get(name)
+		if !ok || !c.s.tierAllows(t) {
+			continue
+		}
+		schema := t.InputSchema()
+		if !json.Valid(schema) {
+			c.s.log.Warn("tools_list: runtime tool has an invalid input schema; hiding it", "tool", name)
+			continue
+		}
+		out = append(out, contracts.RuntimeTool{Name: t.Name(), Description: t.Description(), InputSchema: slices.Clone(schema)})
+	}
+	return payloadResult(out)
+}
+
+// toolCall runs one exposed runtime tool through the gate.
+func (c *connection) toolCall(ctx context.Context, req *mcp.CallToolRequest, a contracts.ToolCallArgs) (*mcp.CallToolResult, error) {
+	s := c.s
+	t, ok := s.exposedTool(a.Name)
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: contracts.TextRuntimeToolNotFound}
+	}
+	args := a.Arguments
+	if args == nil {
+		args = map[string]any{}
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("encode arguments of %s: %w", a.Name, err)
+	}
+	if err := tool.ValidateArgs(t, raw); err != nil {
+		var ae *tool.ArgumentsError
+		if errors.As(err, &ae) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: contracts.TextInvalidRuntimeToolArguments}
+		}
+		return nil, fmt.Errorf("validate arguments of %s: %w", a.Name, err)
+	}
+
+	var (
+		mu     sync.Mutex
+		denial *authz.Decision
+	)
+	gated := gate.Wrap(t, s.authzRequest(), &gate.Options{
+		Bus: s.bus,
+		OnDenied: func(d authz.Decision) {
+			mu.Lock()
+			denial = &d
+			mu.Unlock()
+		},
+	})
+	progress := newProgress(ctx, req)
+	res := s.executor.Execute(ctx, gated, newCallID(), raw, progress.send)
+	if ctx.Err() != nil {
+		return nil, errRequestCancelled
+	}
+	mu.Lock()
+	d := denial
+	mu.Unlock()
+	if d != nil {
+		s.audit(AuditToolDenied, "", map[string]any{
+			"tool": t.Name(), "reason_code": d.ReasonCode, "capability": string(d.Capability), "client_id": s.clientID,
+		})
+		return textError(deniedText(*d)), nil
+	}
+	if res.IsError {
+		s.log.Info("tool_call: runtime tool failed", "tool", t.Name(), "reason_code", res.ReasonCode())
+		return textError(contracts.TextRuntimeToolFailed), nil
+	}
+	content, err := toMCPContent(res.Content)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: %w", t.Name(), err)
+	}
+	return &mcp.CallToolResult{Content: content}, nil
+}
+
+// deniedText is the fixed contract text of a gate denial.
+func deniedText(d authz.Decision) string {
+	switch d.ReasonCode {
+	case authz.ReasonHardConstraint:
+		return contracts.TextDeniedHardConstraint
+	case authz.ReasonCapability:
+		return contracts.TextDeniedCapabilityPrefix + string(d.Capability)
+	case authz.ReasonRuleDeny:
+		return contracts.TextDeniedPermissionRule
+	default: // approval unavailable, required or not granted: nobody can approve over MCP
+		return contracts.TextDeniedApprovalUnavailable
+	}
+}
+
+// toMCPContent passes runtime content through: text as text, images as
+// images with their media type. Anything else is an error, never text.
+func toMCPContent(in []tool.Content) ([]mcp.Content, error) {
+	out := make([]mcp.Content, 0, len(in))
+	for i, c := range in {
+		switch c.Type {
+		case tool.TypeText:
+			out = append(out, &mcp.TextContent{Text: c.Text})
+		case tool.TypeImage:
+			if !validImageType(c.MediaType) {
+				return nil, fmt.Errorf("content %d: media type %q is not image/<token>", i, c.MediaType)
+			}
+			if len(c.Data) == 0 {
+				return nil, fmt.Errorf("content %d: image has no data", i)
+			}
+			out = append(out, &mcp.ImageContent{Data: slices.Clone(c.Data), MIMEType: c.MediaType})
+		default:
+			return nil, fmt.Errorf("content %d: unsupported type %q", i, c.Type)
+		}
+	}
+	return out, nil
+}
+
+// validImageType reports whether mt is "image/" followed by an RFC 9110
+// token.
+func validImageType(mt string) bool {
+	sub, ok := strings.CutPrefix(mt, "image/")
+	if !ok || sub == "" {
+		return false
+	}
+	for i := 0; i < len(sub); i++ {
+		ch := sub[i]
+		switch {
+		case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", ch) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// newCallID returns the id of one runtime tool call.
+func newCallID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "mcp_call_" + hex.EncodeToString(b[:])
+}

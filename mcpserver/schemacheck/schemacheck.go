@@ -1,0 +1,247 @@
+// Package schemacheck validates MCP frames against the official 2025-11-25
+// protocol schema (an embedded, unmodified copy of
+// schema/2025-11-25/schema.json from modelcontextprotocol).
+//
+// Tests use it to check every frame a server writes:
+//
+//	v, err := schemacheck.New()
+//	...
+//	if err := v.ServerFrame(line, "tools/call"); err != nil {
+//		t.Error(err)
+//	}
+//
+// or wrap the client's transport so every frame the client reads is checked:
+//
+//	transport := schemacheck.Wrap(&mcp.CommandTransport{Command: cmd}, v, func(err error) { t.Error(err) })
+//
+// A frame is checked as a whole (JSONRPCResultResponse, JSONRPCErrorResponse
+// or JSONRPCNotification) and, where the method is known, by its typed
+// definition: the result of a response against the result type of the
+// request it answers (InitializeResult, ListToolsResult, CallToolResult,
+// EmptyResult for ping, ...), a notification against its notification type
+// (ProgressNotification, ...).
+//
+// One allowance: an error response whose "id" is null passes. JSON-RPC 2.0
+// requires a null id when the id of a bad message cannot be determined
+// (parse errors, invalid requests); the MCP schema expresses the same case by
+// leaving "id" out, and has no null in RequestId.
+package schemacheck
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// SchemaJSON is the embedded MCP 2025-11-25 schema, byte for byte.
+//
+//go:embed mcp-2025-11-25.schema.json
+var SchemaJSON []byte
+
+// Validator checks values against the definitions ($defs) of one MCP schema.
+// It is safe for concurrent use.
+type Validator struct {
+	defs          map[string]*jsonschema.Schema
+	requestDefs   map[string]string // request method -> definition name
+	notifyDefs    map[string]string // notification method -> definition name
+	resultDefs    map[string]string // request method -> result definition name
+	mu            sync.Mutex
+	resolved      map[string]*jsonschema.Resolved
+	resolveErrors map[string]error
+}
+
+var (
+	defaultOnce sync.Once
+	defaultV    *Validator
+	defaultErr  error
+)
+
+// New returns a validator for the embedded 2025-11-25 schema. Every call
+// returns the same validator.
+func New() (*Validator, error) {
+	defaultOnce.Do(func() { defaultV, defaultErr = Parse(SchemaJSON) })
+	return defaultV, defaultErr
+}
+
+// Parse returns a validator for an MCP schema document (a JSON Schema
+// 2020-12 document whose $defs hold the protocol types).
+func Parse(schema []byte) (*Validator, error) {
+	var root jsonschema.Schema
+	if err := json.Unmarshal(schema, &root); err != nil {
+		return nil, fmt.Errorf("load MCP schema: %w", err)
+	}
+	if len(root.Defs) == 0 {
+		return nil, errors.New("load MCP schema: no $defs")
+	}
+	v := &Validator{
+		defs:          root.Defs,
+		requestDefs:   map[string]string{},
+		notifyDefs:    map[string]string{},
+		resultDefs:    map[string]string{},
+		resolved:      map[string]*jsonschema.Resolved{},
+		resolveErrors: map[string]error{},
+	}
+	for name, def := range root.Defs {
+		m := def.Properties["method"]
+		if m == nil || m.Const == nil {
+			continue
+		}
+		method, ok := (*m.Const).(string)
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(name, "Notification"):
+			v.notifyDefs[method] = name
+		case strings.HasSuffix(name, "Request"):
+			v.requestDefs[method] = name
+			result := strings.TrimSuffix(name, "Request") + "Result"
+			if _, ok := root.Defs[result]; !ok {
+				result = "EmptyResult"
+			}
+			v.resultDefs[method] = result
+		}
+	}
+	for _, need := range []string{"JSONRPCResultResponse", "JSONRPCErrorResponse", "JSONRPCNotification", "JSONRPCRequest", "EmptyResult"} {
+		if _, ok := root.Defs[need]; !ok {
+			return nil, fmt.Errorf("load MCP schema: no $defs/%s", need)
+		}
+	}
+	return v, nil
+}
+
+// ResultDef returns the name of the definition that results of method must
+// satisfy, such as "CallToolResult" for "tools/call".
+func (v *Validator) ResultDef(method string) (string, bool) {
+	d, ok := v.resultDefs[method]
+	return d, ok
+}
+
+func (v *Validator) resolve(name string) (*jsonschema.Resolved, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if r, ok := v.resolved[name]; ok {
+		return r, nil
+	}
+	if err, ok := v.resolveErrors[name]; ok {
+		return nil, err
+	}
+	if _, ok := v.defs[name]; !ok {
+		return nil, fmt.Errorf("no definition %q in the MCP schema", name)
+	}
+	s := &jsonschema.Schema{Ref: "#/$defs/" + name, Defs: v.defs}
+	r, err := s.Resolve(nil)
+	if err != nil {
+		err = fmt.Errorf("resolve $defs/%s: %w", name, err)
+		v.resolveErrors[name] = err
+		return nil, err
+	}
+	v.resolved[name] = r
+	return r, nil
+}
+
+// Def validates a JSON value against the named definition, such as
+// "CallToolResult".
+func (v *Validator) Def(name string, value []byte) error {
+	var inst any
+	if err := json.Unmarshal(value, &inst); err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	return v.defValue(name, inst)
+}
+
+func (v *Validator) defValue(name string, inst any) error {
+	r, err := v.resolve(name)
+	if err != nil {
+		return err
+	}
+	if err := r.Validate(inst); err != nil {
+		return fmt.Errorf("does not match $defs/%s: %w", name, err)
+	}
+	return nil
+}
+
+// ServerFrame validates one frame a server wrote. requestMethod is the
+// method of the request the frame answers, when the frame is a response
+// and the method is known; pass "" otherwise (the result is then checked
+// only as a Result). A frame that is a request (servers may send requests
+// such as ping) is checked as JSONRPCRequest and by its method.
+func (v *Validator) ServerFrame(frame []byte, requestMethod string) error {
+	frame = bytes.TrimSpace(frame)
+	if bytes.ContainsAny(frame, "\n\r") {
+		return errors.New("frame spans more than one line")
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(frame, &obj); err != nil {
+		return fmt.Errorf("frame is not a JSON object: %w", err)
+	}
+	if err := v.message(obj, requestMethod); err != nil {
+		return fmt.Errorf("frame %s: %w", clip(frame), err)
+	}
+	return nil
+}
+
+func (v *Validator) message(obj map[string]any, requestMethod string) error {
+	method, hasMethod := obj["method"].(string)
+	_, hasID := obj["id"]
+	switch {
+	case hasMethod && hasID:
+		if err := v.defValue("JSONRPCRequest", obj); err != nil {
+			return err
+		}
+		if def, ok := v.requestDefs[method]; ok {
+			return v.defValue(def, obj)
+		}
+		return nil
+	case hasMethod:
+		if err := v.defValue("JSONRPCNotification", obj); err != nil {
+			return err
+		}
+		if def, ok := v.notifyDefs[method]; ok {
+			return v.defValue(def, obj)
+		}
+		return nil
+	}
+	if _, isErr := obj["error"]; isErr {
+		if _, isResult := obj["result"]; isResult {
+			return errors.New(`a response has both "result" and "error"`)
+		}
+		if id, ok := obj["id"]; ok && id == nil {
+			// JSON-RPC 2.0: null when the id could not be determined.
+			c := make(map[string]any, len(obj))
+			for k, val := range obj {
+				if k != "id" {
+					c[k] = val
+				}
+			}
+			obj = c
+		}
+		return v.defValue("JSONRPCErrorResponse", obj)
+	}
+	if err := v.defValue("JSONRPCResultResponse", obj); err != nil {
+		return err
+	}
+	def := "Result"
+	if requestMethod != "" {
+		d, ok := v.resultDefs[requestMethod]
+		if !ok {
+			return fmt.Errorf("no result type for method %q in the MCP schema", requestMethod)
+		}
+		def = d
+	}
+	return v.defValue(def, obj["result"])
+}
+
+func clip(b []byte) string {
+	const limit = 300
+	if len(b) <= limit {
+		return string(b)
+	}
+	return string(b[:limit]) + "..."
+}

@@ -1,0 +1,321 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
+	"github.com/openprogram/openprogram/runtime/events"
+	"github.com/openprogram/openprogram/runtime/questions"
+	"github.com/openprogram/openprogram/runtime/tool"
+	"github.com/openprogram/openprogram/sessions"
+)
+
+// ServerName is serverInfo.name.
+const ServerName = "openprogram"
+
+// DefaultDrainTimeout bounds how long Serve keeps writing responses that are
+// still due after stdin ends.
+const DefaultDrainTimeout = stdio.DefaultDrainTimeout
+
+// Audit record types written by the server. Payloads never hold prompt text,
+// message content, tool arguments or the token.
+const (
+	// AuditServerStart: {client_id, version} when Serve starts.
+	AuditServerStart = "mcp.server.start"
+	// AuditServerStop: {client_id, reason} when Serve returns; reason is
+	// "eof", "cancelled" or "error".
+	AuditServerStop = "mcp.server.stop"
+	// AuditToolDenied: {tool, reason_code, capability, client_id} for every
+	// gate denial of tool_call.
+	AuditToolDenied = "mcp.tool.denied"
+	// AuditPromptCompleted: {request_id, session_id, client_id, failed} for
+	// every prompt_send turn that ran to its end.
+	AuditPromptCompleted = "mcp.prompt.completed"
+	// AuditRequestCancelled: {request_id, session_id, client_id, reason}
+	// for a prompt_send turn that was cancelled, reason one of
+	// ReasonPromptCancel, ReasonRequestCancelled, ReasonConnectionClosed.
+	AuditRequestCancelled = events.MCPRequestCancelled
+)
+
+// Reasons of [AuditRequestCancelled].
+const (
+	ReasonPromptCancel     = "prompt_cancel"
+	ReasonRequestCancelled = "request_cancelled"
+	ReasonConnectionClosed = "connection_closed"
+)
+
+// servedMethods are the only requests the server answers; the connection
+// answers any other with -32601.
+var servedMethods = []string{"initialize", "ping", "tools/list", "tools/call"}
+
+// Options configure a [Server]. Every field without a stated default is
+// required.
+type Options struct {
+	// Store holds sessions, messages and audit records.
+	Store sessions.Store
+	// Registry is the live runtime tool registry.
+	Registry *tool.Registry
+	// Executor runs runtime tools for tool_call.
+	Executor *tool.Executor
+	// Turns runs prompt_send turns.
+	Turns TurnRunner
+	// Bus carries the runtime's turn and question events.
+	Bus *events.Bus
+	// Questions is the runtime's question registry; questions raised on a
+	// session with a prompt_send running on this connection are declined.
+	Questions *questions.Registry
+
+	// ClientID is the authenticated client id (tokenauth.Authenticate).
+	ClientID string
+	// Authority is the fixed authority of every request; it must equal
+	// authz.MCPClientAuthority(ClientID, <owner principal>).
+	Authority authz.Authority
+	// ExposedTools is mcp_server.exposed_tools: the runtime tools tools_list
+	// and tool_call may reach, in order. Empty exposes none.
+	ExposedTools []string
+	// Rules are the permission rules (tools.permission_rules). Optional.
+	Rules []authz.Rule
+	// WorkDirs are the absolute working directories of runtime tools.
+	// Optional; without any, write tools are always denied.
+	WorkDirs []string
+
+	// Version is serverInfo.version. Default "(devel)".
+	Version string
+	// DrainTimeout bounds how long responses still due are awaited after
+	// stdin ends. Default DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// Logger receives diagnostics (stderr in the CLI). Nil discards.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Server is the OpenProgram MCP service. One Server may serve several
+// connections, one Serve call each; all share its options.
+type Server struct {
+	store     sessions.Store
+	registry  *tool.Registry
+	executor  *tool.Executor
+	turns     TurnRunner
+	bus       *events.Bus
+	questions *questions.Registry
+
+	clientID  string
+	authority authz.Authority
+	exposed   []string
+	rules     []authz.Rule
+	workDirs  []string
+
+	version string
+	drain   time.Duration
+	log     *slog.Logger
+	now     func() time.Time
+
+	// newSessionID makes the id of a session prompt_send creates.
+	newSessionID func() string
+	// cancelWait bounds how long prompt_cancel waits for the cancelled
+	// prompt_send to be answered.
+	cancelWait time.Duration
+}
+
+// New checks opts and returns a server. The authority is fixed here:
+// source "mcp", permission mode "ask", and exactly the paired,
+// non-interactive MCP client authority of opts.ClientID. Nothing a client
+// sends can change it.
+func New(opts Options) (*Server, error) {
+	switch {
+	case opts.Store == nil:
+		return nil, errors.New("mcpserver: Options.Store is nil; open the session store first")
+	case opts.Registry == nil:
+		return nil, errors.New("mcpserver: Options.Registry is nil; pass the runtime tool registry")
+	case opts.Executor == nil:
+		return nil, errors.New("mcpserver: Options.Executor is nil; pass a tool.Executor")
+	case opts.Turns == nil:
+		return nil, errors.New("mcpserver: Options.Turns is nil; pass the runtime")
+	case opts.Bus == nil:
+		return nil, errors.New("mcpserver: Options.Bus is nil; pass the runtime's event bus")
+	case opts.Questions == nil:
+		return nil, errors.New("mcpserver: Options.Questions is nil; pass the runtime's question registry")
+	}
+	if !authz.IsClientID(opts.ClientID) {
+		return nil, fmt.Errorf("mcpserver: client id must be 16 lowercase hex characters (got %d bytes); authenticate the client first", len(opts.ClientID))
+	}
+	want, err := authz.MCPClientAuthority(opts.ClientID, opts.Authority.PrincipalID)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	if opts.Authority != want {
+		return nil, fmt.Errorf("mcpserver: %w: the authority must be authz.MCPClientAuthority(client id, owner principal): paired, non-interactive, speaker mcp/<client id>", authz.ErrInvalidAuthority)
+	}
+	for _, r := range opts.Rules {
+		if err := r.Validate(); err != nil {
+			return nil, fmt.Errorf("mcpserver: permission rule %s: %w", r, err)
+		}
+	}
+	for _, d := range opts.WorkDirs {
+		if !filepath.IsAbs(d) {
+			return nil, fmt.Errorf("mcpserver: working directory %q is not absolute", d)
+		}
+	}
+	var exposed []string
+	for _, name := range opts.ExposedTools {
+		if name == "" {
+			return nil, errors.New("mcpserver: exposed tool names must not be empty")
+		}
+		if !slices.Contains(exposed, name) {
+			exposed = append(exposed, name)
+		}
+	}
+	s := &Server{
+		store:        opts.Store,
+		registry:     opts.Registry,
+		executor:     opts.Executor,
+		turns:        opts.Turns,
+		bus:          opts.Bus,
+		questions:    opts.Questions,
+		clientID:     opts.ClientID,
+		authority:    opts.Authority,
+		exposed:      exposed,
+		rules:        slices.Clone(opts.Rules),
+		workDirs:     slices.Clone(opts.WorkDirs),
+		version:      opts.Version,
+		drain:        opts.DrainTimeout,
+		log:          opts.Logger,
+		now:          opts.Now,
+		newSessionID: newSessionID,
+		cancelWait:   5 * time.Second,
+	}
+	if s.version == "" {
+		s.version = "(devel)"
+	}
+	if s.drain <= 0 {
+		s.drain = DefaultDrainTimeout
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s, nil
+}
+
+// newSessionID returns "mcp_" and 32 random lowercase hex characters.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "mcp_" + hex.EncodeToString(b[:])
+}
+
+// authzRequest is the gate request of every runtime tool call made for
+// this client.
+func (s *Server) authzRequest() authz.Request {
+	return authz.Request{
+		Source:         authz.SourceMCP,
+		PermissionMode: authz.ModeAsk,
+		Authority:      s.authority,
+		Rules:          slices.Clone(s.rules),
+		WorkDirs:       slices.Clone(s.workDirs),
+	}
+}
+
+// Serve runs the MCP protocol over in (the client's frames, usually
+// os.Stdin) and out (the server's frames, usually os.Stdout) until in ends.
+// Then it keeps writing the responses still due for at most the drain
+// timeout, cancels what still runs (reason connection_closed), and returns
+// nil. When ctx ends first it cancels everything at once and returns
+// ctx.Err(). A failure to write out ends the connection with that error.
+// If in is an io.Closer it is closed when the connection ends.
+//
+// Nothing but JSON-RPC frames is ever written to out.
+func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	c := newConnection(s)
+	conn := stdio.New(in, out, stdio.Options{
+		Methods:        servedMethods,
+		DrainTimeout:   s.drain,
+		OnDrainTimeout: func() { c.cancelAll(ReasonConnectionClosed) },
+		Logger:         s.log,
+	})
+	srv := c.mcpServer()
+	c.start()
+	defer c.stop()
+	s.audit(AuditServerStart, "", map[string]any{"client_id": s.clientID, "version": s.version})
+
+	ss, err := srv.Connect(ctx, conn, nil)
+	if err != nil {
+		s.audit(AuditServerStop, "", map[string]any{"client_id": s.clientID, "reason": "error"})
+		return fmt.Errorf("mcpserver: start the MCP session: %w", err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- ss.Wait() }()
+
+	reason := "eof"
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		reason = "cancelled"
+		conn.Abort()
+		err = <-waited
+	}
+	c.cancelAll(ReasonConnectionClosed)
+	switch {
+	case reason == "cancelled":
+		err = ctx.Err()
+	case err != nil:
+		reason = "error"
+		err = fmt.Errorf("mcpserver: connection failed: %w", err)
+	}
+	s.audit(AuditServerStop, "", map[string]any{"client_id": s.clientID, "reason": reason})
+	return err
+}
+
+// mcpServer builds the go-sdk server of one connection.
+func (c *connection) mcpServer() *mcp.Server {
+	s := c.s
+	srv := mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: s.version}, &mcp.ServerOptions{
+		Logger: s.log,
+		// Tools only: without this go-sdk also advertises logging.
+		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		SupportedProtocolVersions: contracts.SupportedProtocolVersions(),
+	})
+	for _, t := range contracts.Tools() {
+		srv.AddTool(t, c.toolHandler(t.Name))
+	}
+	srv.AddReceivingMiddleware(c.middleware)
+	return srv
+}
+
+// audit appends an audit record. It must not fail a request, so a store
+// failure is logged. It runs detached from any request context: records of
+// cancellations are written after the request's context ended.
+func (s *Server) audit(typ, sessionID string, payload map[string]any) {
+	data, err := json.Marshal(payload)
+	if err != nil {
+		s.log.Error("encode audit record", "type", typ, "error", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.store.AppendAudit(ctx, sessions.NewAuditRecord{
+		Type:      typ,
+		Origin:    s.authority.SpeakerID,
+		SessionID: sessionID,
+		Payload:   data,
+	}); err != nil {
+		s.log.Warn("append audit record failed", "type", typ, "error", err)
+	}
+}

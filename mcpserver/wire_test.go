@@ -1,0 +1,135 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/openprogram/openprogram/mcpserver/schemacheck"
+)
+
+// wire drives Serve over pipes with raw lines, like a client process would,
+// and collects every line the server writes. Each server line is checked
+// against the MCP schema (by the method of the request it answers).
+type wire struct {
+	t   testing.TB
+	v   *schemacheck.Validator
+	inW *io.PipeWriter
+
+	served     chan error
+	readerDone chan struct{}
+
+	mu      sync.Mutex
+	frames  [][]byte
+	taken   int
+	methods map[string]string // raw JSON id -> method of the client request
+}
+
+func startWire(ctx context.Context, t testing.TB, e *env) *wire {
+	t.Helper()
+	v, err := schemacheck.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	w := &wire{
+		t: t, v: v, inW: inW,
+		served:     make(chan error, 1),
+		readerDone: make(chan struct{}),
+		methods:    map[string]string{},
+	}
+	go func() {
+		err := e.srv.Serve(ctx, inR, outW)
+		outW.Close()
+		w.served <- err
+	}()
+	go func() {
+		defer close(w.readerDone)
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(make([]byte, 0, 64<<10), 32<<20)
+		for sc.Scan() {
+			line := bytes.Clone(sc.Bytes())
+			w.check(line)
+			w.mu.Lock()
+			w.frames = append(w.frames, line)
+			w.mu.Unlock()
+		}
+		if err := sc.Err(); err != nil {
+			t.Errorf("reading server output: %v", err)
+		}
+	}()
+	return w
+}
+
+// check validates one server line against the schema.
+func (w *wire) check(line []byte) {
+	var head struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal(line, &head); err != nil {
+		w.t.Errorf("server wrote a line that is not a JSON object: %q", line)
+		return
+	}
+	w.mu.Lock()
+	method := w.methods[string(head.ID)]
+	w.mu.Unlock()
+	if err := w.v.ServerFrame(line, method); err != nil {
+		w.t.Errorf("server frame violates the MCP schema: %v", err)
+	}
+}
+
+// send writes one client line (a newline is added).
+func (w *wire) send(line string) {
+	w.t.Helper()
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal([]byte(line), &head) == nil && head.ID != nil && head.Method != "" {
+		var c bytes.Buffer
+		if json.Compact(&c, head.ID) == nil {
+			w.mu.Lock()
+			w.methods[c.String()] = head.Method
+			w.mu.Unlock()
+		}
+	}
+	if _, err := io.WriteString(w.inW, line+"\n"); err != nil {
+		w.t.Fatalf("write client line: %v", err)
+	}
+}
+
+// take returns the server lines written since the last take.
+func (w *wire) take() [][]byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.frames[w.taken:]
+	w.taken = len(w.frames)
+	return out
+}
+
+// all returns every server line so far.
+func (w *wire) all() [][]byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([][]byte(nil), w.frames...)
+}
+
+// close ends the input (EOF), waits for Serve to return and returns its
+// error.
+func (w *wire) close() error {
+	w.inW.Close()
+	err := <-w.served
+	<-w.readerDone
+	return err
+}
+
+// handshake is the initialize exchange every session starts with.
+var handshake = []string{
+	`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wire-test","version":"1"}}}`,
+	`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+}
