@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"fmt"
+)
+
+type configCmd struct {
+	Get   configGetCmd   `cmd:"" help:"Print a setting (its default when unset)."`
+	Set   configSetCmd   `cmd:"" help:"Change a setting. VALUE is parsed as JSON when it is valid JSON, else taken as a string."`
+	Unset configUnsetCmd `cmd:"" help:"Remove a setting so it reads as its default."`
+	List  configListCmd  `cmd:"" help:"Print every setting with its value and what it is for."`
+}
+
+type configGetCmd struct {
+	Key string `arg:"" help:"Dotted key, e.g. mcp_server.exposed_tools."`
+}
+
+func (c *configGetCmd) Run(app *App) error {
+	cfg, _, err := loadAppConfig(app)
+	if err != nil {
+		return err
+	}
+	v, _, err := cfg.Get(c.Key)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	_, err = fmt.Fprintln(app.Stdout, encodeValue(v))
+	return err
+}
+
+type configSetCmd struct {
+	Key   string `arg:"" help:"Dotted key, e.g. mcp_server.exposed_tools."`
+	Value string `arg:"" help:"The value: JSON, or a plain string."`
+}
+
+func (c *configSetCmd) Run(app *App) error {
+	cfg, dir, err := loadAppConfig(app)
+	if err != nil {
+		return err
+	}
+	if _, ok := lookupKey(c.Key); !ok {
+		return usagef("unknown config key %q (known keys: %s)", c.Key, knownKeys())
+	}
+	if err := cfg.set(c.Key, parseValue(c.Value)); err != nil {
+		return fmt.Errorf("%w; config.json was not changed", err)
+	}
+	if err := ensureStateDir(dir); err != nil {
+		return err
+	}
+	return cfg.Save(dir)
+}
+
+type configUnsetCmd struct {
+	Key string `arg:"" help:"Dotted key."`
+}
+
+func (c *configUnsetCmd) Run(app *App) error {
+	cfg, dir, err := loadAppConfig(app)
+	if err != nil {
+		return err
+	}
+	if _, ok := lookupKey(c.Key); !ok {
+		return usagef("unknown config key %q (known keys: %s)", c.Key, knownKeys())
+	}
+	if _, ok := cfg.values[c.Key]; !ok {
+		return nil
+	}
+	delete(cfg.values, c.Key)
+	return cfg.Save(dir)
+}
+
+type configListCmd struct{}
+
+func (configListCmd) Run(app *App) error {
+	cfg, _, err := loadAppConfig(app)
+	if err != nil {
+		return err
+	}
+	for _, k := range configKeys {
+		v, set, _ := cfg.Get(k.name)
+		origin := "default"
+		if set {
+			origin = "set"
+		}
+		if _, err := fmt.Fprintf(app.Stdout, "%s = %s (%s)\n    %s\n", k.name, encodeValue(v), origin, k.help); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadAppConfig resolves the state directory and loads config.json from it.
+func loadAppConfig(app *App) (*Config, string, error) {
+	dir, err := app.StateDir()
+	if err != nil {
+		return nil, "", err
+	}
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	return cfg, dir, nil
+}

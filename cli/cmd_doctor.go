@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/tokenauth"
+)
+
+type doctorCmd struct{}
+
+// check is one doctor finding.
+type check struct {
+	name string
+	ok   bool
+	warn bool   // not fatal
+	info string // what was found
+	fix  string // how to fix it (when not ok)
+}
+
+// Run checks the installation and prints one line per check with a fix hint;
+// it fails (exit 1) when any check fails.
+func (doctorCmd) Run(ctx context.Context, app *App) error {
+	var checks []check
+	add := func(c check) { checks = append(checks, c) }
+
+	dir, err := app.StateDir()
+	if err != nil {
+		add(check{name: "state directory", info: err.Error(), fix: "set OPENPROGRAM_HOME to a directory you own"})
+		return report(app, checks)
+	}
+	add(stateDirCheck(dir))
+	add(tokenCheck(app, dir))
+	add(ownerCheck(dir))
+
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		add(check{name: "config", info: err.Error(), fix: "fix or remove " + filepath.Join(dir, ConfigFileName)})
+		return report(app, checks)
+	}
+	add(check{name: "config", ok: true, info: filepath.Join(dir, ConfigFileName)})
+
+	if _, err := runtime.NewProvider(providerConfig(cfg), app.Env.Get); err != nil {
+		add(check{name: "model provider", warn: true, info: err.Error(), fix: "prompts will complete with failed:true until the keys above are set"})
+	} else {
+		add(check{name: "model provider", ok: true, info: cfg.String("model.provider") + " " + cfg.String("model.name")})
+	}
+
+	u := storeURL(app.Env, cfg, dir)
+	st, err := openStore(ctx, app, cfg, dir)
+	if err != nil {
+		add(check{name: "store", info: err.Error(), fix: "check store.url / OPENPROGRAM_DATABASE_URL and that the database is reachable"})
+		return report(app, checks)
+	}
+	defer st.Close()
+	if _, err := st.ListSessions(ctx, 1); err != nil {
+		add(check{name: "store", info: err.Error(), fix: "check the database"})
+	} else {
+		add(check{name: "store", ok: true, info: storeKind(u) + ", reachable and migrated"})
+	}
+	if rep, err := st.VerifyAudit(ctx); err != nil {
+		add(check{name: "audit log", info: err.Error(), fix: "check the database"})
+	} else if !rep.OK {
+		add(check{name: "audit log", info: fmt.Sprintf("broken at record %d: %s", rep.FirstBadID, rep.Problem), fix: "the audit log was edited outside openprogram; keep a copy of the database for investigation"})
+	} else {
+		add(check{name: "audit log", ok: true, info: fmt.Sprintf("%d records, hash chain intact", rep.Records)})
+	}
+
+	if rules, err := cfg.Rules(); err != nil {
+		add(check{name: "permission rules", info: err.Error(), fix: "openprogram config set tools.permission_rules '[...]'"})
+	} else {
+		add(check{name: "permission rules", ok: true, info: fmt.Sprintf("%d rules", len(rules))})
+	}
+
+	reg, err := newRegistry(st, cfg.Strings("agent.work_dirs"))
+	if err != nil {
+		add(check{name: "runtime tools", info: err.Error()})
+		return report(app, checks)
+	}
+	exposed := resolveExposed(reg, cfg.Strings("mcp_server.exposed_tools"))
+	if len(exposed) == 0 {
+		add(check{name: "exposed tools", ok: true, info: "none exposed to MCP clients (mcp_server.exposed_tools is [])"})
+	}
+	for _, e := range exposed {
+		if e.visible {
+			add(check{name: "exposed tool " + e.name, ok: true, info: "visible to MCP clients"})
+		} else {
+			add(check{name: "exposed tool " + e.name, warn: true, info: e.why, fix: "remove it from mcp_server.exposed_tools: MCP clients will not see it"})
+		}
+	}
+	return report(app, checks)
+}
+
+func stateDirCheck(dir string) check {
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return check{name: "state directory", info: dir + " does not exist", fix: "openprogram mcp token create (creates it with mode 0700)"}
+	case err != nil:
+		return check{name: "state directory", info: err.Error()}
+	case fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir():
+		return check{name: "state directory", info: dir + " is not a plain directory", fix: "point OPENPROGRAM_HOME at a real directory"}
+	case fi.Mode().Perm()&0o077 != 0:
+		return check{name: "state directory", info: fmt.Sprintf("%s has mode %04o", dir, fi.Mode().Perm()), fix: "chmod 700 " + dir}
+	}
+	return check{name: "state directory", ok: true, info: dir + " (0700)"}
+}
+
+func tokenCheck(app *App, dir string) check {
+	path := tokenauth.Path(dir)
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		return check{name: "token", info: path + " does not exist", fix: "openprogram mcp token create"}
+	}
+	if app.Env.Get(tokenauth.EnvVar) == "" {
+		// Check the file the same way serve does, with a value that cannot match,
+		// so only a file problem can be reported.
+		_, err := tokenauth.Authenticate([]string{tokenauth.EnvVar + "=\x00doctor"}, path)
+		if err != nil && !errors.Is(err, tokenauth.ErrAuthFailed) {
+			return check{name: "token", info: err.Error(), fix: "remove the file and run openprogram mcp token create"}
+		}
+		return check{name: "token", ok: true, info: path + " (0600); " + tokenauth.EnvVar + " is not set in this shell, so it was not compared"}
+	}
+	id, err := tokenauth.Authenticate(app.Env, path)
+	if err != nil {
+		return check{name: "token", info: err.Error(), fix: "set " + tokenauth.EnvVar + " to the token printed by `openprogram mcp token create`"}
+	}
+	return check{name: "token", ok: true, info: "matches " + tokenauth.EnvVar + "; client id " + id}
+}
+
+func ownerCheck(dir string) check {
+	path := filepath.Join(dir, authz.OwnerFileName)
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		return check{name: "owner principal", ok: true, info: "not created yet (mcp serve creates it)"}
+	}
+	id, err := authz.LoadOrCreateOwnerPrincipal(dir)
+	if err != nil {
+		return check{name: "owner principal", info: err.Error(), fix: "restore " + path + " from a backup; a new one changes the install's identity"}
+	}
+	return check{name: "owner principal", ok: true, info: id}
+}
+
+func report(app *App, checks []check) error {
+	failed := 0
+	for _, c := range checks {
+		status := "ok  "
+		switch {
+		case c.ok:
+		case c.warn:
+			status = "warn"
+		default:
+			status = "FAIL"
+			failed++
+		}
+		fmt.Fprintf(app.Stdout, "%s  %-22s %s\n", status, c.name, oneLine(c.info))
+		if !c.ok && c.fix != "" {
+			fmt.Fprintf(app.Stdout, "      %-22s fix: %s\n", "", c.fix)
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(app.Stderr, "Error: %d check(s) failed; see the fix lines above\n", failed)
+		return ExitError(ExitFailure)
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/openprogram/openprogram/sessions"
+	// The two store backends register their URL schemes.
+	_ "github.com/openprogram/openprogram/sessions/postgres"
+	_ "github.com/openprogram/openprogram/sessions/sqlite"
+)
+
+// DatabaseFileName is the embedded SQLite store inside the state directory.
+const DatabaseFileName = "openprogram.db"
+
+// storeURL picks the store: OPENPROGRAM_DATABASE_URL, else config store.url,
+// else SQLite in the state directory.
+func storeURL(env Env, cfg *Config, stateDir string) string {
+	if u := env.Get(EnvDatabaseURL); u != "" {
+		return u
+	}
+	if u := cfg.String("store.url"); u != "" {
+		return u
+	}
+	return "sqlite:" + filepath.Join(stateDir, DatabaseFileName)
+}
+
+// openStore opens the configured store, creating the state dir for the
+// embedded default.
+func openStore(ctx context.Context, app *App, cfg *Config, stateDir string) (sessions.Store, error) {
+	u := storeURL(app.Env, cfg, stateDir)
+	if strings.HasPrefix(u, "sqlite:") {
+		if err := ensureStateDir(stateDir); err != nil {
+			return nil, err
+		}
+	}
+	st, err := sessions.Open(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("open the session store: %w", err)
+	}
+	return st, nil
+}
+
+type sessionsCmd struct {
+	List sessionsListCmd `cmd:"" help:"List the most recently updated sessions."`
+	Show sessionsShowCmd `cmd:"" help:"Show the active branch of a session."`
+}
+
+type sessionsListCmd struct {
+	Limit int  `short:"n" default:"100" help:"How many sessions (1-1000)."`
+	JSON  bool `name:"json" help:"Print JSON lines."`
+}
+
+func (c *sessionsListCmd) Run(ctx context.Context, app *App) error {
+	if c.Limit < 1 || c.Limit > 1000 {
+		return usagef("--limit must be between 1 and 1000")
+	}
+	cfg, dir, err := loadAppConfig(app)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, app, cfg, dir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	list, err := st.ListSessions(ctx, c.Limit)
+	if err != nil {
+		return fmt.Errorf("list sessions: %w", err)
+	}
+	if c.JSON {
+		enc := json.NewEncoder(app.Stdout)
+		enc.SetEscapeHTML(false)
+		for _, s := range list {
+			if err := enc.Encode(map[string]any{"id": s.ID, "title": s.Title, "agent_id": s.AgentID,
+				"source": s.Source, "updated_at": s.UpdatedAt.Unix(), "created_at": s.CreatedAt.Unix()}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(app.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUPDATED\tSOURCE\tTITLE")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.UpdatedAt.Local().Format(time.DateTime), s.Source, oneLine(s.Title))
+	}
+	return tw.Flush()
+}
+
+type sessionsShowCmd struct {
+	ID   string `arg:"" help:"The session id."`
+	JSON bool   `name:"json" help:"Print JSON lines."`
+}
+
+func (c *sessionsShowCmd) Run(ctx context.Context, app *App) error {
+	cfg, dir, err := loadAppConfig(app)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, app, cfg, dir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	s, err := st.GetSession(ctx, c.ID)
+	if errors.Is(err, sessions.ErrNotFound) {
+		return fmt.Errorf("session %q not found; list them with `openprogram sessions list`", c.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("load session %q: %w", c.ID, err)
+	}
+	branch, err := st.Branch(ctx, c.ID)
+	if err != nil {
+		return fmt.Errorf("load session %q: %w", c.ID, err)
+	}
+	if c.JSON {
+		enc := json.NewEncoder(app.Stdout)
+		enc.SetEscapeHTML(false)
+		for _, m := range branch {
+			if err := enc.Encode(map[string]any{"id": m.ID, "role": m.Role, "content": m.Content, "timestamp": m.CreatedAt.Unix()}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(app.Stdout, "session %s  agent=%s  source=%s  title=%q\n", s.ID, s.AgentID, s.Source, s.Title)
+	for _, m := range branch {
+		fmt.Fprintf(app.Stdout, "\n[%s] %s  %s\n%s\n", m.Role, m.ID, m.CreatedAt.Local().Format(time.DateTime), m.Content)
+	}
+	return nil
+}

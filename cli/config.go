@@ -1,0 +1,403 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/openprogram/openprogram/authz"
+)
+
+// ConfigFileName is the configuration file inside the state directory.
+const ConfigFileName = "config.json"
+
+// maxConfigBytes bounds config.json so a runaway file cannot exhaust memory.
+const maxConfigBytes = 1 << 20
+
+// configKey describes one setting: its dotted name, what it is for, the
+// value a missing key reads as, and the validator every write goes through.
+type configKey struct {
+	name     string
+	help     string
+	def      any
+	validate func(v any) error
+}
+
+var (
+	toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+	envNamePattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+)
+
+// configKeys is every key config.json may hold, in `config list` order.
+var configKeys = []configKey{
+	{"mcp_server.exposed_tools", "runtime tools MCP clients may discover and call (a JSON list; [] exposes none; read when `mcp serve` starts)", []any{}, validateToolList},
+	{"store.url", "the session store: sqlite:<path> or postgres://... (default: sqlite in the state directory)", "", validateStoreURL},
+	{"model.provider", "the model provider: openai, anthropic or scripted", "", validateEnum("openai", "anthropic", "scripted")},
+	{"model.name", "the model name sent to the provider", "", validateString},
+	{"model.base_url", "the provider's base URL (OpenAI-compatible servers: Ollama, vLLM, llama.cpp, LM Studio, OpenRouter)", "", validateBaseURL},
+	{"model.api_key_env", "the environment variable that holds the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY)", "", validateEnvName},
+	{"model.script", "the JSON script the scripted provider replays", "", validateString},
+	{"tools.permission_rules", `permission rules: [{"tool":"name or name(pattern)","action":"allow|ask|deny"}]`, []any{}, validateRules},
+	{"agent.system_prompt", "the system prompt of the main agent", "", validateString},
+	{"agent.work_dirs", "absolute directories the runtime's file tools are confined to", []any{}, validateWorkDirs},
+}
+
+func lookupKey(name string) (configKey, bool) {
+	for _, k := range configKeys {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return configKey{}, false
+}
+
+func knownKeys() string {
+	names := make([]string, len(configKeys))
+	for i, k := range configKeys {
+		names[i] = k.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// Config is the parsed config.json: dotted key -> JSON value. Only known keys,
+// each valid, are ever held.
+type Config struct {
+	values map[string]any
+}
+
+// LoadConfig reads <stateDir>/config.json. A missing file is an empty config;
+// a malformed file, an unknown key or an invalid value is an error that names it.
+func LoadConfig(stateDir string) (*Config, error) {
+	path := filepath.Join(stateDir, ConfigFileName)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &Config{values: map[string]any{}}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(f, maxConfigBytes+1)); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if buf.Len() > maxConfigBytes {
+		return nil, fmt.Errorf("read %s: larger than %d bytes", path, maxConfigBytes)
+	}
+	c, err := parseConfig(buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w; fix it with `openprogram config set|unset`", path, err)
+	}
+	return c, nil
+}
+
+func parseConfig(data []byte) (*Config, error) {
+	c := &Config{values: map[string]any{}}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return c, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var root map[string]any
+	if err := dec.Decode(&root); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	for section, raw := range root {
+		obj, ok := raw.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("section %q must be an object", section)
+		}
+		for name, v := range obj {
+			key := section + "." + name
+			if err := c.set(key, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return c, nil
+}
+
+// set validates and stores one value.
+func (c *Config) set(key string, v any) error {
+	k, ok := lookupKey(key)
+	if !ok {
+		return fmt.Errorf("unknown config key %q (known keys: %s)", key, knownKeys())
+	}
+	if err := k.validate(v); err != nil {
+		return fmt.Errorf("invalid value for %s: %w", key, err)
+	}
+	c.values[key] = v
+	return nil
+}
+
+// Get returns the value of key, or its default when unset, and whether it was set.
+func (c *Config) Get(key string) (any, bool, error) {
+	k, ok := lookupKey(key)
+	if !ok {
+		return nil, false, fmt.Errorf("unknown config key %q (known keys: %s)", key, knownKeys())
+	}
+	if v, ok := c.values[key]; ok {
+		return v, true, nil
+	}
+	return k.def, false, nil
+}
+
+// String returns a string setting ("" when unset).
+func (c *Config) String(key string) string {
+	v, _, _ := c.Get(key)
+	s, _ := v.(string)
+	return s
+}
+
+// Strings returns a list-of-strings setting (empty when unset).
+func (c *Config) Strings(key string) []string {
+	v, _, _ := c.Get(key)
+	list, _ := v.([]any)
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Rules returns tools.permission_rules, parsed.
+func (c *Config) Rules() ([]authz.Rule, error) {
+	v, _, _ := c.Get("tools.permission_rules")
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode tools.permission_rules: %w", err)
+	}
+	return authz.ParseRules(raw)
+}
+
+// Marshal renders the config as the nested JSON object stored on disk.
+func (c *Config) Marshal() ([]byte, error) {
+	root := map[string]map[string]any{}
+	for key, v := range c.values {
+		section, name, _ := strings.Cut(key, ".")
+		if root[section] == nil {
+			root[section] = map[string]any{}
+		}
+		root[section][name] = v
+	}
+	data, err := json.MarshalIndent(root, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode config: %w", err)
+	}
+	return append(data, '\n'), nil
+}
+
+// Save writes the config atomically: a 0600 temp file in the same directory,
+// fsync, rename over config.json, fsync the directory. On any failure the old
+// file is left as it was.
+func (c *Config) Save(stateDir string) error {
+	data, err := c.Marshal()
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(stateDir, ConfigFileName), data)
+}
+
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, ".config-*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// parseValue reads a command-line VALUE: JSON when it is valid JSON, else the
+// literal string.
+func parseValue(s string) any {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return s
+	}
+	return v
+}
+
+// encodeValue renders a value compactly, keys sorted, for `config get`.
+func encodeValue(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+func validateString(v any) error {
+	if _, ok := v.(string); !ok {
+		return fmt.Errorf("want a string, got %s", jsonKind(v))
+	}
+	return nil
+}
+
+func validateEnum(allowed ...string) func(any) error {
+	return func(v any) error {
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("want a string, got %s", jsonKind(v))
+		}
+		if s == "" {
+			return nil
+		}
+		for _, a := range allowed {
+			if s == a {
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is not one of %s", s, strings.Join(allowed, ", "))
+	}
+}
+
+func validateToolList(v any) error {
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf(`want a JSON list of tool names such as '["memory_search"]', got %s`, jsonKind(v))
+	}
+	for i, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			return fmt.Errorf("entry %d: want a tool name string, got %s", i, jsonKind(e))
+		}
+		if !toolNamePattern.MatchString(s) {
+			return fmt.Errorf("entry %d: %q is not a valid tool name", i, s)
+		}
+	}
+	return nil
+}
+
+func validateStoreURL(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("want a string, got %s", jsonKind(v))
+	}
+	if s == "" || strings.HasPrefix(s, "sqlite:") || strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") {
+		return nil
+	}
+	return fmt.Errorf("%q is not a store URL: use sqlite:<path> or postgres://user@host/db", redactURL(s))
+}
+
+func validateBaseURL(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("want a string, got %s", jsonKind(v))
+	}
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return nil
+}
+
+func validateEnvName(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("want a string, got %s", jsonKind(v))
+	}
+	if s != "" && !envNamePattern.MatchString(s) {
+		return fmt.Errorf("%q is not an environment variable name", s)
+	}
+	return nil
+}
+
+func validateRules(v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, ok := v.([]any); !ok {
+		return fmt.Errorf("want a JSON list of rules, got %s", jsonKind(v))
+	}
+	_, err = authz.ParseRules(raw)
+	return err
+}
+
+func validateWorkDirs(v any) error {
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("want a JSON list of absolute directories, got %s", jsonKind(v))
+	}
+	for i, e := range list {
+		s, ok := e.(string)
+		if !ok || !filepath.IsAbs(s) {
+			return fmt.Errorf("entry %d: want an absolute directory path", i)
+		}
+	}
+	return nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// redactURL removes a password from a URL before it is shown.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}

@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Environment variables the CLI reads.
+const (
+	// EnvHome selects the state directory outright.
+	EnvHome = "OPENPROGRAM_HOME"
+	// EnvProfile selects ~/.openprogram-<profile> when EnvHome is unset.
+	EnvProfile = "OPENPROGRAM_PROFILE"
+	// EnvDatabaseURL overrides the store URL of config.json (store.url).
+	EnvDatabaseURL = "OPENPROGRAM_DATABASE_URL"
+)
+
+var profilePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+
+// Env is the process environment in os.Environ form, with os.Getenv semantics.
+type Env []string
+
+// Get returns the value of the first entry named key, as os.Getenv does on Linux.
+func (e Env) Get(key string) string {
+	v, _ := e.Lookup(key)
+	return v
+}
+
+// Lookup is Get that also reports whether key is present.
+func (e Env) Lookup(key string) (string, bool) {
+	prefix := key + "="
+	for _, kv := range e {
+		if strings.HasPrefix(kv, prefix) {
+			return kv[len(prefix):], true
+		}
+	}
+	return "", false
+}
+
+// StateDir resolves the state directory: $OPENPROGRAM_HOME if set, else
+// ~/.openprogram, or ~/.openprogram-<profile> when OPENPROGRAM_PROFILE is set.
+// The result is absolute and cleaned; it is not created.
+func StateDir(env Env) (string, error) {
+	if home := env.Get(EnvHome); home != "" {
+		abs, err := filepath.Abs(home)
+		if err != nil {
+			return "", fmt.Errorf("resolve %s %q: %w", EnvHome, home, err)
+		}
+		return abs, nil
+	}
+	userHome := env.Get("HOME")
+	if userHome == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find the home directory: %w; set %s", err, EnvHome)
+		}
+		userHome = h
+	}
+	name := ".openprogram"
+	if profile := env.Get(EnvProfile); profile != "" {
+		if !profilePattern.MatchString(profile) {
+			return "", fmt.Errorf("%s %q is not a valid profile name: use letters, digits, '-' and '_'", EnvProfile, profile)
+		}
+		name += "-" + profile
+	}
+	return filepath.Join(userHome, name), nil
+}
+
+// defaultStateDir reports whether dir is what StateDir would pick with no
+// OPENPROGRAM_HOME and no profile, so client snippets can leave it out.
+func defaultStateDir(env Env, dir string) bool {
+	bare := Env{"HOME=" + env.Get("HOME")}
+	def, err := StateDir(bare)
+	return err == nil && env.Get("HOME") != "" && def == dir
+}
+
+// ensureStateDir creates dir (and missing parents) with mode 0700 and refuses a
+// state directory that is a symlink, not a directory, or open to group/others.
+func ensureStateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create state directory %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("inspect state directory %s: %w", dir, err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
+		return fmt.Errorf("state directory %s is not a plain directory; point %s at a real directory", dir, EnvHome)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("state directory %s has mode %04o; run: chmod 700 %s", dir, fi.Mode().Perm(), dir)
+	}
+	return nil
+}
