@@ -1,0 +1,65 @@
+// Package perf holds the performance benchmarks of `openprogram mcp serve`.
+// It has no non-test code: every benchmark lives in a _test.go file (Linux
+// only: they read /proc), and a plain `go test ./...` runs none of their
+// setup (the binary is built lazily, once, by the first benchmark that needs
+// it).
+//
+// Run them, and summarise with benchstat:
+//
+//	cd cli
+//	GOWORK=off go test -run '^$' -bench . -benchmem -count 6 ./perf/ | tee /tmp/perf.txt
+//	go run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da /tmp/perf.txt
+//
+// The binary is built the way `make build` builds it (-trimpath -ldflags
+// '-s -w'), installed as a copy and evicted from the page cache, so the first
+// start reads it from disk. OPENPROGRAM_PERF_BINARY=/path/to/openprogram
+// benchmarks that binary instead (an unstripped build lets `perf record`
+// attribute the server's samples). Every state directory is fresh, under
+// b.TempDir, with a valid token, an owner principal, SQLite, and the scripted
+// model; the server's environment holds nothing but OPENPROGRAM_HOME,
+// OPENPROGRAM_MCP_TOKEN, HOME and PATH.
+//
+// What each benchmark measures:
+//
+//   - BenchmarkStartInitialize/raw: from just before exec of `openprogram mcp
+//     serve` to reading the `initialize` response line, over raw pipes (the
+//     request is written to stdin right after exec). The state directory is
+//     warm (database created and migrated by a first start). ns/op is the mean
+//     of that interval and p50-ms its median; server-CPU-ms is the median CPU
+//     time the server had used when the response was read (the sum of its
+//     threads' schedstat run times), which does not depend on how busy the
+//     machine is. Closing stdin and waiting for the exit are not timed.
+//   - BenchmarkStartInitialize/first-run: the same on a state directory whose
+//     database does not exist yet (created and migrated on that start).
+//   - BenchmarkStartInitialize/sdk: go-sdk's Client.Connect over
+//     mcp.CommandTransport (exec, initialize, notifications/initialized).
+//   - BenchmarkPeakRSS: exec, initialize, notifications/initialized,
+//     tools/list; then VmHWM (peak resident set), VmRSS, RssAnon and RssFile
+//     of the server from /proc/<pid>/status: peak-RSS-MiB (median over the
+//     run's processes), max-peak-RSS-MiB, RSS-MiB, anon-RSS-MiB and
+//     file-RSS-MiB. ns/op is exec to the tools/list response.
+//   - BenchmarkSessionsList: a store seeded with 10,000 sessions through the
+//     Store API (once per test binary run; each run copies it into a fresh
+//     state directory), tools/call sessions_list (100 summaries per answer)
+//     with 1 or 50 calls in flight, over raw pipes (raw/...: a writer and a
+//     reader matching answers by id) and through one go-sdk client session
+//     (sdk/...: one goroutine per call). ns/op is wall time per call, first
+//     call to last answer (the inverse of throughput); p50-ms and p99-ms are
+//     per-call round trips as the client sees them; server-CPU-µs/op and
+//     client-CPU-µs/op are CPU time per call of the server and of the
+//     benchmark process; peak-RSS-MiB is the server's VmHWM at the end.
+//   - BenchmarkCancelPromptSend: a prompt_send (with a progressToken) whose
+//     scripted model turn would wait a minute; once its first progress
+//     notification arrives, notifications/cancelled is written, and the time
+//     until the {"code":0} error response for that id is read is measured
+//     over raw pipes (ns/op is the mean, p50-ms and p99-ms the quantiles).
+//   - BenchmarkBashCancel: the runtime bash tool (in process) running
+//     `sleep 300 & sleep 300 & wait`; from cancelling Execute's context to the
+//     moment none of the three processes of its group is alive (gone or a
+//     zombie), polled in /proc every 100 µs (ns/op is the mean,
+//     cancel-to-gone-ms the median, cancel-to-gone-p99-ms), and to Execute
+//     returning (cancel-to-return-ms).
+//
+// Latencies are measured, never asserted: the targets are compared in the
+// benchstat summary, not in tests.
+package perf
