@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -91,6 +93,18 @@ const (
 // UTF-8. A nil slice encodes as [] rather than null, since every array
 // payload of the contract is a list.
 func EncodePayload(v any) (string, error) {
+	if b, ok, err := appendKnown(nil, v); ok {
+		if err != nil {
+			return "", fmt.Errorf("encode payload %T: %w", v, err)
+		}
+		return string(b), nil
+	}
+	return encodeGeneric(v)
+}
+
+// encodeGeneric is EncodePayload for any value: encoding/json, then
+// canonjson re-encodes the decoded result with sorted keys.
+func encodeGeneric(v any) (string, error) {
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice && rv.IsNil() {
 		return "[]", nil
 	}
@@ -129,4 +143,148 @@ func ErrorResult(p ErrorPayload) *mcp.CallToolResult {
 		panic(fmt.Sprintf("contracts: %v", err))
 	}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// appendKnown appends the canonical JSON of the contract's payload types
+// (and slices of them) to b without the generic path's round trip through
+// encoding/json and generic values: keys are written in sorted order and
+// strings with canonjson.AppendString, so the bytes are those of
+// canonjson.Marshal (TestEncodePayloadFastPath and FuzzEncodePayloadFastPath
+// hold the two paths to each other). ok is false for any other type.
+func appendKnown(b []byte, v any) (_ []byte, ok bool, err error) {
+	switch v := v.(type) {
+	case []SessionSummary:
+		b = appendList(b, v, sizeSessionSummary, appendSessionSummary)
+	case SessionSummary:
+		b = appendSessionSummary(b, &v)
+	case []Message:
+		b = appendList(b, v, sizeMessage, appendMessage)
+	case Message:
+		b = appendMessage(b, &v)
+	case PromptSendResult:
+		b = appendPromptSendResult(b, &v)
+	case PromptCancelResult:
+		b = appendPromptCancelResult(b, &v)
+	case ErrorPayload:
+		b = appendErrorPayload(b, &v)
+	case []RuntimeTool:
+		b = append(b, '[')
+		for i := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendRuntimeTool(b, &v[i]); err != nil {
+				return nil, true, err
+			}
+		}
+		b = append(b, ']')
+	case RuntimeTool:
+		b, err = appendRuntimeTool(b, &v)
+	default:
+		return nil, false, nil
+	}
+	return b, true, err
+}
+
+// appendList appends list as a JSON array (a nil list as []). It grows b
+// once, by the sum of size over the elements (exact unless strings need
+// escapes).
+func appendList[T any](b []byte, list []T, size func(*T) int, appendOne func([]byte, *T) []byte) []byte {
+	n := 2
+	for i := range list {
+		n += size(&list[i]) + 1
+	}
+	b = slices.Grow(b, n)
+	b = append(b, '[')
+	for i := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendOne(b, &list[i])
+	}
+	return append(b, ']')
+}
+
+// The appenders below write each type's keys in sorted (byte) order.
+
+// sizeSessionSummary and sizeMessage bound the encoded size of one
+// element when no string needs an escape: the fixed text, the strings and
+// 20 bytes for the integer.
+func sizeSessionSummary(s *SessionSummary) int {
+	return len(`{"id":"","title":"","updated_at":}`) + len(s.ID) + len(s.Title) + 20
+}
+
+func sizeMessage(m *Message) int {
+	return len(`{"content":"","id":"","role":"","timestamp":}`) + len(m.Content) + len(m.ID) + len(m.Role) + 20
+}
+
+func appendSessionSummary(b []byte, s *SessionSummary) []byte {
+	b = append(b, `{"id":`...)
+	b = canonjson.AppendString(b, s.ID)
+	b = append(b, `,"title":`...)
+	b = canonjson.AppendString(b, s.Title)
+	b = append(b, `,"updated_at":`...)
+	b = strconv.AppendInt(b, s.UpdatedAt, 10)
+	return append(b, '}')
+}
+
+func appendMessage(b []byte, m *Message) []byte {
+	b = append(b, `{"content":`...)
+	b = canonjson.AppendString(b, m.Content)
+	b = append(b, `,"id":`...)
+	b = canonjson.AppendString(b, m.ID)
+	b = append(b, `,"role":`...)
+	b = canonjson.AppendString(b, m.Role)
+	b = append(b, `,"timestamp":`...)
+	b = strconv.AppendInt(b, m.Timestamp, 10)
+	return append(b, '}')
+}
+
+func appendPromptSendResult(b []byte, r *PromptSendResult) []byte {
+	b = append(b, `{"assistant_msg_id":`...)
+	b = canonjson.AppendString(b, r.AssistantMsgID)
+	b = append(b, `,"failed":`...)
+	b = strconv.AppendBool(b, r.Failed)
+	b = append(b, `,"session_id":`...)
+	b = canonjson.AppendString(b, r.SessionID)
+	b = append(b, `,"text":`...)
+	b = canonjson.AppendString(b, r.Text)
+	return append(b, '}')
+}
+
+func appendPromptCancelResult(b []byte, r *PromptCancelResult) []byte {
+	b = append(b, `{"cancelled":`...)
+	b = strconv.AppendBool(b, r.Cancelled)
+	b = append(b, `,"session_id":`...)
+	b = canonjson.AppendString(b, r.SessionID)
+	return append(b, '}')
+}
+
+func appendErrorPayload(b []byte, p *ErrorPayload) []byte {
+	b = append(b, `{"error":`...)
+	b = canonjson.AppendString(b, p.Error)
+	if p.Reason != "" { // omitempty
+		b = append(b, `,"reason":`...)
+		b = canonjson.AppendString(b, p.Reason)
+	}
+	return append(b, '}')
+}
+
+// appendRuntimeTool canonicalises the tool's schema as the generic path
+// does: a nil schema is null, anything else must be one JSON value.
+func appendRuntimeTool(b []byte, t *RuntimeTool) ([]byte, error) {
+	b = append(b, `{"description":`...)
+	b = canonjson.AppendString(b, t.Description)
+	b = append(b, `,"inputSchema":`...)
+	if t.InputSchema == nil {
+		b = append(b, "null"...)
+	} else {
+		var err error
+		if b, err = canonjson.AppendCanonical(b, t.InputSchema); err != nil {
+			return nil, fmt.Errorf("tool %q input schema: %w", t.Name, err)
+		}
+	}
+	b = append(b, `,"name":`...)
+	b = canonjson.AppendString(b, t.Name)
+	return append(b, '}'), nil
 }

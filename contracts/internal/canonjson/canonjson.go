@@ -108,48 +108,70 @@ func write(b *bytes.Buffer, v any) error {
 
 const hex = "0123456789abcdef"
 
-// writeString escapes only what JSON requires: the quote, the backslash and
-// control characters below U+0020. Everything else, U+2028 and U+2029
-// included, is written as UTF-8. Invalid UTF-8 becomes U+FFFD.
+// writeString writes s as a JSON string; see [AppendString].
 func writeString(b *bytes.Buffer, s string) {
-	b.WriteByte('"')
+	b.Write(AppendString(b.AvailableBuffer(), s))
+}
+
+// AppendString appends s to dst as a canonical JSON string and returns the
+// extended slice. It escapes only what JSON requires: the quote, the
+// backslash and control characters below U+0020. Everything else, U+2028
+// and U+2029 included, is written as UTF-8. Invalid UTF-8 becomes U+FFFD.
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0 // s[start:i] is still to be copied
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"':
-				b.WriteString(`\"`)
+				dst = append(dst, `\"`...)
 			case '\\':
-				b.WriteString(`\\`)
+				dst = append(dst, `\\`...)
 			case '\n':
-				b.WriteString(`\n`)
+				dst = append(dst, `\n`...)
 			case '\r':
-				b.WriteString(`\r`)
+				dst = append(dst, `\r`...)
 			case '\t':
-				b.WriteString(`\t`)
+				dst = append(dst, `\t`...)
 			case '\b':
-				b.WriteString(`\b`)
+				dst = append(dst, `\b`...)
 			case '\f':
-				b.WriteString(`\f`)
+				dst = append(dst, `\f`...)
 			default:
-				if c < 0x20 {
-					b.WriteString(`\u00`)
-					b.WriteByte(hex[c>>4])
-					b.WriteByte(hex[c&0xf])
-				} else {
-					b.WriteByte(c)
-				}
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 			}
 			i++
+			start = i
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			b.WriteString("\ufffd")
-		} else {
-			b.WriteString(s[i : i+size])
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\ufffd"...)
+			start = i + size
 		}
 		i += size
 	}
-	b.WriteByte('"')
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// AppendCanonical appends the canonical form of the one JSON value in data
+// (surrounding whitespace allowed) to dst; see [Canonicalize].
+func AppendCanonical(dst, data []byte) ([]byte, error) {
+	v, err := Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	out := bytes.NewBuffer(dst)
+	if err := write(out, v); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }

@@ -100,3 +100,20 @@ func FuzzCanonicalize(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendString: AppendString writes what Marshal writes for a string
+// (encoding/json's escaping, then decoded and re-encoded canonically).
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", "<&> \u2028\u2029", "\x00\x1f\x7f\b\f\n\r\t\"\\", "a\xffb\xe2\x80", "日本語 👋"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := Marshal(s)
+		if err != nil {
+			t.Fatalf("Marshal(%q): %v", s, err)
+		}
+		if got := AppendString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Fatalf("AppendString(%q) = %q, want %q", s, got[1:], want)
+		}
+	})
+}
