@@ -71,9 +71,21 @@ func (s *Store) CreateSession(ctx context.Context, in sessions.Session) (session
 	return out, nil
 }
 
+// Read queries prepared once (see readStmt).
+const (
+	getSessionQuery   = `SELECT ` + sessionColumns + ` FROM sessions WHERE id = ?`
+	listSessionsQuery = `SELECT id, agent_id, title, source, created_at, updated_at, coalesce(head_id, '')
+		FROM sessions INDEXED BY sessions_list
+		WHERE archived = 0 ORDER BY updated_at DESC, id DESC LIMIT ?`
+)
+
 // GetSession implements [sessions.Store].
 func (s *Store) GetSession(ctx context.Context, id string) (sessions.Session, error) {
-	got, err := scanSession(s.r.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
+	st, err := s.readStmt(ctx, getSessionQuery)
+	if err != nil {
+		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, err)
+	}
+	got, err := scanSession(st.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, sessions.ErrNotFound)
 	}
@@ -89,20 +101,31 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]sessions.Session
 	if limit <= 0 {
 		return []sessions.Session{}, nil
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, agent_id, title, source, created_at, updated_at, coalesce(head_id, ''), 0
-		FROM sessions INDEXED BY sessions_list
-		WHERE archived = 0 ORDER BY updated_at DESC, id DESC LIMIT ?`, limit)
+	st, err := s.readStmt(ctx, listSessionsQuery)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	defer rows.Close()
+	// Rows are scanned straight into out, through one dest slice: no
+	// per-row Session, argument slice or integer escapes to the heap.
 	out := make([]sessions.Session, 0, min(limit, 128))
+	// The query reads no archived column: it lists unarchived sessions.
+	var (
+		created, updated int64
+		dest             = []any{nil, nil, nil, nil, &created, &updated, nil}
+	)
 	for rows.Next() {
-		sess, err := scanSession(rows)
-		if err != nil {
+		out = append(out, sessions.Session{})
+		sess := &out[len(out)-1]
+		dest[0], dest[1], dest[2], dest[3], dest[6] = &sess.ID, &sess.AgentID, &sess.Title, &sess.Source, &sess.HeadID
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("list sessions: %w", err)
 		}
-		out = append(out, sess)
+		sess.CreatedAt, sess.UpdatedAt = fromMicros(created), fromMicros(updated)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)

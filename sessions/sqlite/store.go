@@ -56,6 +56,9 @@ type Store struct {
 	release func()  // drops this Store from files
 	w       *sql.DB // one connection, BEGIN IMMEDIATE: writes queue here, not in SQLite's busy loop
 	r       *sql.DB // read-only connections
+
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt // hot read queries on r, prepared on first use; see readStmt
 }
 
 var _ sessions.Store = (*Store)(nil)
@@ -249,9 +252,36 @@ func createIfMissing(ctx context.Context, path string) error {
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
 
+// readStmt returns query prepared on the read-only pool. database/sql
+// prepares it once per connection and keeps it, so the hot read paths skip
+// SQLite's parse and plan on every call. Statements are prepared on first
+// use, not at Open: opening a read connection is not on the startup path.
+func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st := s.stmts[query]; st != nil {
+		return st, nil
+	}
+	st, err := s.r.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if s.stmts == nil {
+		s.stmts = make(map[string]*sql.Stmt)
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
 // Close closes the store's connections.
 func (s *Store) Close() error {
 	var errs []error
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		errs = append(errs, st.Close())
+	}
+	s.stmts = nil
+	s.stmtMu.Unlock()
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
