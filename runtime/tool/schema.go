@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -78,6 +81,23 @@ func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 }
 
 func compileSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
+	if _, err := checkSchemaText(raw); err != nil {
+		return nil, err
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("decode schema: %w", err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("resolve schema: %w", err)
+	}
+	return rs, nil
+}
+
+// checkSchemaText decodes raw (numbers as json.Number) and checks it with
+// checkSchema: one JSON object of "type": "object", nothing after it.
+func checkSchemaText(raw json.RawMessage) (map[string]any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, errors.New("schema is empty")
 	}
@@ -87,7 +107,7 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("schema is not JSON: %w", err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("schema has data after the JSON value")
 	}
 	root, ok := doc.(map[string]any)
@@ -100,15 +120,126 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 	if err := checkSchema("$", root); err != nil {
 		return nil, err
 	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("decode schema: %w", err)
+	return root, nil
+}
+
+// admitSchema is the schema check of [Registry.Register]: it fails exactly
+// when resolveSchema would. Compiling a schema for validation (decoding it
+// into jsonschema-go's types and resolving it) costs about ten times the
+// structural check, and a process registers every built-in tool at start
+// but validates arguments for few of them; so a schema that passes
+// checkSchemaText and lies within resolvable's subset with no repeated
+// object key, where compiling cannot fail, is compiled on first use
+// (resolveSchema) instead. Any other schema is compiled here.
+func admitSchema(raw json.RawMessage) error {
+	schemaCache.RLock()
+	cached := schemaCache.m[string(raw)] != nil
+	schemaCache.RUnlock()
+	if cached {
+		return nil
 	}
-	rs, err := s.Resolve(nil)
+	root, err := checkSchemaText(raw)
 	if err != nil {
-		return nil, fmt.Errorf("resolve schema: %w", err)
+		return err
 	}
-	return rs, nil
+	if resolvable(root) && countKeys(root) == countMembers(raw) {
+		return nil
+	}
+	_, err = resolveSchema(raw)
+	return err
+}
+
+// countKeys returns how many object keys v holds at every depth.
+func countKeys(v any) int {
+	n := 0
+	switch v := v.(type) {
+	case map[string]any:
+		n += len(v)
+		for _, e := range v {
+			n += countKeys(e)
+		}
+	case []any:
+		for _, e := range v {
+			n += countKeys(e)
+		}
+	}
+	return n
+}
+
+// countMembers returns how many object members the valid JSON text raw
+// holds: the colons outside strings. It exceeds countKeys of the decoded
+// text when some object repeats a key, which encoding/json decodes into a
+// struct field once per occurrence but into a map only once (the last),
+// so that checkSchema sees less than jsonschema-go does.
+func countMembers(raw []byte) int {
+	n, inString, escaped := 0, false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			if c == '\\' {
+				escaped = true
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ':':
+			n++
+		}
+	}
+	return n
+}
+
+// uriKeywords are the keywords through which resolving a schema that
+// passed checkSchema can still fail (a $ref that does not resolve, a
+// duplicate anchor, an $id that is not a URI, $vocabulary values that are
+// not booleans).
+var uriKeywords = map[string]bool{
+	"$id": true, "$anchor": true, "$dynamicAnchor": true, "$ref": true, "$dynamicRef": true, "$vocabulary": true,
+}
+
+// int32Keywords are the keywords jsonschema-go decodes into an int32.
+var int32Keywords = map[string]bool{
+	"minLength": true, "maxLength": true, "minItems": true, "maxItems": true,
+	"minProperties": true, "maxProperties": true, "minContains": true, "maxContains": true,
+}
+
+// resolvable reports whether v, a document that passed checkSchema, is
+// one jsonschema-go is sure to decode and resolve: no object key anywhere
+// is one of uriKeywords, every number is a finite float64 (jsonschema-go
+// decodes enum, const, examples and extension values with encoding/json),
+// and the integer keywords fit an int32. It is conservative: false only
+// means "compile now". FuzzAdmitSchema holds it to compileSchema.
+func resolvable(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if uriKeywords[k] {
+				return false
+			}
+			if n, ok := e.(json.Number); ok && int32Keywords[k] {
+				if i, err := n.Int64(); err != nil || i < math.MinInt32 || i > math.MaxInt32 {
+					return false
+				}
+			}
+			if !resolvable(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if !resolvable(e) {
+				return false
+			}
+		}
+	case json.Number:
+		if _, err := strconv.ParseFloat(string(v), 64); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // keyword kinds for checkSchema.
