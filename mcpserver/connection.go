@@ -34,13 +34,20 @@ type connection struct {
 
 	questionSub *events.Subscription
 	questionsWG sync.WaitGroup
+
+	// startAudited is closed once the mcp.server.start record is written
+	// (or failed). Serve writes it while the session starts; tools/call
+	// requests and the stop record wait for it, so it stays the first
+	// record of the connection.
+	startAudited chan struct{}
 }
 
 func newConnection(s *Server) *connection {
 	return &connection{
-		s:         s,
-		byID:      map[jsonrpc.ID]*promptRecord{},
-		bySession: map[string]*promptRecord{},
+		s:            s,
+		byID:         map[jsonrpc.ID]*promptRecord{},
+		bySession:    map[string]*promptRecord{},
+		startAudited: make(chan struct{}),
 	}
 }
 
@@ -118,6 +125,11 @@ func (c *connection) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			args, verr := contracts.Validate(call.Params.Name, call.Params.Arguments)
 			if verr != nil {
 				return nil, verr
+			}
+			select {
+			case <-c.startAudited: // every audit record of a call comes after the start record
+			case <-ctx.Done():
+				return nil, errRequestCancelled
 			}
 			return next(withArgs(ctx, args), method, req)
 		case "initialize":

@@ -54,6 +54,9 @@ type promptRecord struct {
 	sessionID string
 	req       *stdio.Request
 	cancel    context.CancelCauseFunc
+	// prog sends the request's progress; a cancellation closes it first,
+	// so nothing about a cancelled turn reaches the client any more.
+	prog *progress
 
 	// end settles the record once: completed, or cancelled with a reason.
 	end       sync.Once
@@ -100,6 +103,7 @@ func (c *connection) cancelPrompt(rec *promptRecord, reason string) bool {
 	rec.end.Do(func() {
 		did = true
 		rec.cancelled = true
+		rec.prog.close()
 		cause := errPromptCancelled
 		if reason != ReasonPromptCancel {
 			cause = fmt.Errorf("MCP request cancelled: %s", reason)
@@ -179,7 +183,7 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 
 	turnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	rec := &promptRecord{id: r.ID(), sessionID: sessionID, req: r, cancel: cancel}
+	rec := &promptRecord{id: r.ID(), sessionID: sessionID, req: r, cancel: cancel, prog: newProgress(ctx, req)}
 	if why := c.register(rec); why != "" {
 		if created {
 			c.dropIfEmpty(ctx, sessionID)
@@ -210,7 +214,7 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 		Authority:      areq.Authority,
 		RequestID:      newTurnRequestID(),
 	}
-	prog := newProgress(ctx, req)
+	prog := rec.prog
 	fwd := startTurnProgress(s.bus, turnReq, prog)
 	res, err := c.runTurn(turnCtx, turnReq)
 	if !stopWatch() && ctx.Err() != nil {

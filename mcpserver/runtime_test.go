@@ -96,3 +96,42 @@ func TestRealRuntimeCancellation(t *testing.T) {
 		}
 	})
 }
+
+// TestNoProgressAfterCancellation: once a prompt_send with a progress token
+// is cancelled (by prompt_cancel or by the peer), nothing more about its
+// turn reaches the client — no "turn finished: cancelled" — only the code-0
+// error. Clients drop the token's handler when they cancel, so anything later
+// would reach them as a notification for an unknown token.
+func TestNoProgressAfterCancellation(t *testing.T) {
+	script := `{"turns": [{"text": "slowly streamed words that never finish", "delay_ms": 600000}, {"text": "slow again", "delay_ms": 600000}]}`
+	session(t, withRuntime(t, script), func(t *testing.T, e *env, s *stepper) {
+		started := s.call(1, contracts.PromptSend, map[string]any{"prompt": "take your time"}, "tok")
+		if len(started) != 1 || started[0]["method"] != "notifications/progress" {
+			t.Fatalf("before the cancel: %v, want the one turn-started notification", started)
+		}
+		check := func(frames []map[string]any, cancelledID float64) {
+			t.Helper()
+			sawError := false
+			for _, f := range frames {
+				if f["method"] == "notifications/progress" {
+					t.Errorf("progress after the cancel: %v", f["params"])
+				}
+				if id, ok := f["id"].(float64); ok && id == cancelledID {
+					code, msg := errorCode(t, []map[string]any{f})
+					sawError = code == 0 && msg == contracts.TextRequestCancelled
+				}
+			}
+			if !sawError {
+				t.Errorf("frames after the cancel = %v, want the code-0 error for request %v", frames, cancelledID)
+			}
+		}
+		check(s.call(2, contracts.PromptCancel, map[string]any{"session_id": firstSession}), 1)
+
+		started = s.call(3, contracts.PromptSend, map[string]any{"prompt": "again", "session_id": firstSession}, "tok2")
+		if len(started) != 1 || started[0]["method"] != "notifications/progress" {
+			t.Fatalf("before the peer's cancel: %v", started)
+		}
+		s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`)
+		check(s.frames(), 3)
+	})
+}

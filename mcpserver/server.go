@@ -253,10 +253,17 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	srv := c.mcpServer()
 	c.start()
 	defer c.stop()
-	s.audit(AuditServerStart, "", map[string]any{"client_id": s.clientID, "version": s.version})
+	// The start record is written while the session starts, so that the
+	// initialize answer does not wait for the store's disk sync. tools/call
+	// waits for it (see middleware) and so does the stop record.
+	go func() {
+		defer close(c.startAudited)
+		s.audit(AuditServerStart, "", map[string]any{"client_id": s.clientID, "version": s.version})
+	}()
 
 	ss, err := srv.Connect(ctx, conn, nil)
 	if err != nil {
+		<-c.startAudited
 		s.audit(AuditServerStop, "", map[string]any{"client_id": s.clientID, "reason": "error"})
 		return fmt.Errorf("mcpserver: start the MCP session: %w", err)
 	}
@@ -279,6 +286,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		reason = "error"
 		err = fmt.Errorf("mcpserver: connection failed: %w", err)
 	}
+	<-c.startAudited
 	s.audit(AuditServerStop, "", map[string]any{"client_id": s.clientID, "reason": reason})
 	return err
 }

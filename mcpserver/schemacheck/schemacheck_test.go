@@ -41,7 +41,9 @@ func findShared(t *testing.T) string {
 func TestEmbeddedSchemaIsTheSharedSpec(t *testing.T) {
 	p := findShared(t)
 	if p == "" {
-		if os.Getenv("CI") == "true" {
+		// The workplace CI keeps shared/ beside the clone; a GitHub checkout has
+		// only the repository, so there the comparison cannot run.
+		if os.Getenv("CI") == "true" && os.Getenv("GITHUB_ACTIONS") != "true" {
 			t.Fatal("shared/spec/mcp-2025-11-25.schema.json not found above the module; CI must provide it")
 		}
 		t.Skip("shared/spec/mcp-2025-11-25.schema.json not found above the module (not CI): cannot compare the embedded copy")

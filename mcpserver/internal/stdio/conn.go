@@ -233,9 +233,9 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		msg, answered = c.finish(resp)
 	}
-	data, err := jsonrpc.EncodeMessage(msg)
+	line, err := encodeLine(msg)
 	if err == nil {
-		err = c.writeLine(data)
+		err = c.writeLine(line)
 	} else {
 		err = fmt.Errorf("encode JSON-RPC message: %w", err)
 	}
@@ -243,6 +243,51 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		close(answered.answered)
 	}
 	return err
+}
+
+// encodeLine returns msg as one newline-terminated frame, byte for byte
+// what jsonrpc.EncodeMessage writes followed by "\n".
+//
+// A successful response is framed by hand around its result: go-sdk builds
+// every Response.Result with its own encoder (jsonrpc2.NewResponse), so the
+// result is already compact JSON, and EncodeMessage would only copy it
+// through encoding/json's compactor once more, a full scan of what is
+// usually the largest part of the frame. TestEncodeLine holds the two to
+// each other.
+func encodeLine(msg jsonrpc.Message) ([]byte, error) {
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil && len(resp.Result) > 0 {
+		var line []byte
+		switch id := resp.ID.Raw().(type) {
+		case int64:
+			line = make([]byte, 0, len(resp.Result)+48)
+			line = append(line, `{"jsonrpc":"2.0","id":`...)
+			line = strconv.AppendInt(line, id, 10)
+			line = append(line, ',')
+		case string:
+			var buf bytes.Buffer
+			buf.Grow(len(resp.Result) + len(id) + 48)
+			buf.WriteString(`{"jsonrpc":"2.0","id":`)
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false) // as go-sdk's encoder
+			if err := enc.Encode(id); err != nil {
+				return nil, err
+			}
+			line = append(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), ',')
+		case nil:
+			line = make([]byte, 0, len(resp.Result)+32)
+			line = append(line, `{"jsonrpc":"2.0",`...) // "id" is omitempty
+		}
+		if line != nil {
+			line = append(line, `"result":`...)
+			line = append(line, resp.Result...)
+			return append(line, '}', '\n'), nil
+		}
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
 }
 
 // finish retires the request resp answers and returns the response to send
@@ -274,7 +319,8 @@ func (c *Conn) finish(resp *jsonrpc.Response) (*jsonrpc.Response, *Request) {
 	return resp, r
 }
 
-func (c *Conn) writeLine(data []byte) error {
+// writeLine writes one frame, which ends in a newline.
+func (c *Conn) writeLine(line []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.mu.Lock()
@@ -283,8 +329,6 @@ func (c *Conn) writeLine(data []byte) error {
 	if closed {
 		return nil
 	}
-	line := make([]byte, 0, len(data)+1)
-	line = append(append(line, data...), '\n')
 	if _, err := c.out.Write(line); err != nil {
 		return fmt.Errorf("write to stdout: %w", err)
 	}
@@ -566,7 +610,7 @@ func (c *Conn) reject(id *jsonrpc.ID, code int64, message string) {
 		c.log.Error("encode error response", "error", err)
 		return
 	}
-	if err := c.writeLine(data); err != nil {
+	if err := c.writeLine(append(data, '\n')); err != nil {
 		c.log.Warn("write error response", "error", err)
 	}
 }
