@@ -21,11 +21,7 @@ func (c *auditTailCmd) Run(ctx context.Context, app *App) error {
 	if c.N < 1 || c.N > 10000 {
 		return usagef("-n must be between 1 and 10000")
 	}
-	cfg, dir, err := loadAppConfig(app)
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, app, cfg, dir)
+	_, st, err := openAppStore(ctx, app)
 	if err != nil {
 		return err
 	}
@@ -52,11 +48,7 @@ func (c *auditTailCmd) Run(ctx context.Context, app *App) error {
 type auditVerifyCmd struct{}
 
 func (auditVerifyCmd) Run(ctx context.Context, app *App) error {
-	cfg, dir, err := loadAppConfig(app)
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, app, cfg, dir)
+	_, st, err := openAppStore(ctx, app)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime"
@@ -52,6 +53,12 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 	}
 
 	u := storeURL(app.Env, cfg, dir)
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) && strings.HasPrefix(u, "sqlite:") {
+		// Opening the embedded store would create the state directory and
+		// the database: doctor reports, it does not install.
+		add(check{name: "store", warn: true, info: "not checked: the SQLite store lives in the state directory, which does not exist yet"})
+		return report(app, checks)
+	}
 	st, err := openStore(ctx, app, cfg, dir)
 	if err != nil {
 		add(check{name: "store", info: err.Error(), fix: "check store.url / OPENPROGRAM_DATABASE_URL and that the database is reachable"})
@@ -145,6 +152,10 @@ func ownerCheck(dir string) check {
 }
 
 func report(app *App, checks []check) error {
+	nameWidth := 22
+	for _, c := range checks {
+		nameWidth = max(nameWidth, len(c.name))
+	}
 	failed := 0
 	for _, c := range checks {
 		status := "ok  "
@@ -156,9 +167,9 @@ func report(app *App, checks []check) error {
 			status = "FAIL"
 			failed++
 		}
-		fmt.Fprintf(app.Stdout, "%s  %-22s %s\n", status, c.name, oneLine(c.info))
+		fmt.Fprintf(app.Stdout, "%s  %-*s %s\n", status, nameWidth, c.name, oneLine(c.info))
 		if !c.ok && c.fix != "" {
-			fmt.Fprintf(app.Stdout, "      %-22s fix: %s\n", "", c.fix)
+			fmt.Fprintf(app.Stdout, "      %-*s fix: %s\n", nameWidth, "", c.fix)
 		}
 	}
 	if failed > 0 {

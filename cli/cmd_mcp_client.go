@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/openprogram/openprogram/tokenauth"
@@ -127,14 +126,14 @@ func clientSnippet(client, exe string, env map[string]string) (string, error) {
 		var b strings.Builder
 		b.WriteString("# Add to ~/.codex/config.toml:\n")
 		b.WriteString("[mcp_servers.openprogram]\n")
-		b.WriteString("command = " + strconv.Quote(exe) + "\n")
+		b.WriteString("command = " + tomlQuote(exe) + "\n")
 		b.WriteString(`args = ["mcp", "serve"]` + "\n")
 		b.WriteString("env = { ")
 		for i, k := range sortedKeys(env) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(k + " = " + strconv.Quote(env[k]))
+			b.WriteString(k + " = " + tomlQuote(env[k]))
 		}
 		b.WriteString(" }\n")
 		return b.String(), nil
@@ -163,4 +162,24 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// tomlQuote renders s as a TOML basic string: quotes and backslashes escaped,
+// control characters as \uXXXX (Go's strconv.Quote escapes are not TOML).
+func tomlQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\u%04X", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

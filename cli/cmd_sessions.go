@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -29,6 +30,24 @@ func storeURL(env Env, cfg *Config, stateDir string) string {
 		return u
 	}
 	return "sqlite:" + filepath.Join(stateDir, DatabaseFileName)
+}
+
+// openAppStore loads config.json and opens the configured store; the caller
+// closes the store.
+func openAppStore(ctx context.Context, app *App) (*Config, sessions.Store, error) {
+	cfg, dir, err := loadAppConfig(app)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) && strings.HasPrefix(storeURL(app.Env, cfg, dir), "sqlite:") {
+		// A read-only command does not install: no state dir means no store yet.
+		return nil, nil, fmt.Errorf("no state directory at %s yet: create one with `openprogram mcp token create`", dir)
+	}
+	st, err := openStore(ctx, app, cfg, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, st, nil
 }
 
 // openStore opens the configured store, creating the state dir for the
@@ -61,11 +80,7 @@ func (c *sessionsListCmd) Run(ctx context.Context, app *App) error {
 	if c.Limit < 1 || c.Limit > 1000 {
 		return usagef("--limit must be between 1 and 1000")
 	}
-	cfg, dir, err := loadAppConfig(app)
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, app, cfg, dir)
+	_, st, err := openAppStore(ctx, app)
 	if err != nil {
 		return err
 	}
@@ -99,11 +114,7 @@ type sessionsShowCmd struct {
 }
 
 func (c *sessionsShowCmd) Run(ctx context.Context, app *App) error {
-	cfg, dir, err := loadAppConfig(app)
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, app, cfg, dir)
+	_, st, err := openAppStore(ctx, app)
 	if err != nil {
 		return err
 	}

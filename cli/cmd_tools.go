@@ -61,11 +61,7 @@ type toolsListCmd struct {
 }
 
 func (c *toolsListCmd) Run(ctx context.Context, app *App) error {
-	cfg, dir, err := loadAppConfig(app)
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, app, cfg, dir)
+	cfg, st, err := openAppStore(ctx, app)
 	if err != nil {
 		return err
 	}

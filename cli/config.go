@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/openprogram/openprogram/authz"
@@ -30,10 +29,17 @@ type configKey struct {
 	validate func(v any) error
 }
 
-var (
-	toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
-	envNamePattern  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-)
+// validToolName reports whether s matches ^[A-Za-z0-9_.-]{1,128}$.
+func validToolName(s string) bool {
+	isToolByte := func(c byte) bool { return isAlnum(c) || c == '_' || c == '.' || c == '-' }
+	return validName(s, 128, isToolByte, isToolByte)
+}
+
+// validEnvName reports whether s matches ^[A-Za-z_][A-Za-z0-9_]{0,127}$.
+func validEnvName(s string) bool {
+	return validName(s, 128, func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' },
+		func(c byte) bool { return isAlnum(c) || c == '_' })
+}
 
 // configKeys is every key config.json may hold, in `config list` order.
 var configKeys = []configKey{
@@ -93,7 +99,8 @@ func LoadConfig(stateDir string) (*Config, error) {
 	}
 	c, err := parseConfig(buf.Bytes())
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w; fix it with `openprogram config set|unset`", path, err)
+		// config set/unset load the file first, so they cannot repair it.
+		return nil, fmt.Errorf("%s: %w; edit or remove the file (openprogram config cannot change it while it is invalid)", path, err)
 	}
 	return c, nil
 }
@@ -302,7 +309,7 @@ func validateToolList(v any) error {
 		if !ok {
 			return fmt.Errorf("entry %d: want a tool name string, got %s", i, jsonKind(e))
 		}
-		if !toolNamePattern.MatchString(s) {
+		if !validToolName(s) {
 			return fmt.Errorf("entry %d: %q is not a valid tool name", i, s)
 		}
 	}
@@ -340,7 +347,7 @@ func validateEnvName(v any) error {
 	if !ok {
 		return fmt.Errorf("want a string, got %s", jsonKind(v))
 	}
-	if s != "" && !envNamePattern.MatchString(s) {
+	if s != "" && !validEnvName(s) {
 		return fmt.Errorf("%q is not an environment variable name", s)
 	}
 	return nil

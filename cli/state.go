@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
 
@@ -18,7 +17,32 @@ const (
 	EnvDatabaseURL = "OPENPROGRAM_DATABASE_URL"
 )
 
-var profilePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+// validProfile reports whether profile matches ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$.
+func validProfile(profile string) bool {
+	return validName(profile, 64, isAlnum, func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' })
+}
+
+// validName reports whether s is 1 to maxLen bytes long, its first byte
+// accepted by first and every other byte by rest. The name checks of the
+// CLI use it rather than regexps such as ^[A-Za-z0-9_.-]{1,128}$, whose
+// counted repetitions compile into hundreds of instructions at every
+// process start.
+func validName(s string, maxLen int, first, rest func(c byte) bool) bool {
+	if len(s) == 0 || len(s) > maxLen || !first(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !rest(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// isAlnum reports whether c is an ASCII letter or digit.
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
 
 // Env is the process environment in os.Environ form, with os.Getenv semantics.
 type Env []string
@@ -61,7 +85,7 @@ func StateDir(env Env) (string, error) {
 	}
 	name := ".openprogram"
 	if profile := env.Get(EnvProfile); profile != "" {
-		if !profilePattern.MatchString(profile) {
+		if !validProfile(profile) {
 			return "", fmt.Errorf("%s %q is not a valid profile name: use letters, digits, '-' and '_'", EnvProfile, profile)
 		}
 		name += "-" + profile

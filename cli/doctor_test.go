@@ -1,0 +1,231 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/cli"
+)
+
+// doctorLine matches one check line of `openprogram doctor`: status, the
+// name padded to 22 columns (longer names are not cut), one space, info.
+var doctorLine = regexp.MustCompile(`^(ok  |warn|FAIL)  (.{22,}?) (\S.*)$`)
+
+// doctorCheck is one parsed check.
+type doctorCheck struct {
+	status, name, info, fix string
+}
+
+// parseDoctor parses doctor's stdout into checks, in order.
+func parseDoctor(t *testing.T, out string) []doctorCheck {
+	t.Helper()
+	var checks []doctorCheck
+	for line := range strings.SplitSeq(strings.TrimSuffix(out, "\n"), "\n") {
+		if m := doctorLine.FindStringSubmatch(line); m != nil {
+			checks = append(checks, doctorCheck{status: strings.TrimSpace(m[1]), name: strings.TrimSpace(m[2]), info: m[3]})
+			continue
+		}
+		fix, ok := strings.CutPrefix(strings.TrimSpace(line), "fix: ")
+		if !ok || len(checks) == 0 {
+			t.Fatalf("doctor line %q is neither a check nor a fix", line)
+		}
+		checks[len(checks)-1].fix = fix
+	}
+	return checks
+}
+
+func findCheck(t *testing.T, checks []doctorCheck, name string) doctorCheck {
+	t.Helper()
+	for _, c := range checks {
+		if c.name == name {
+			return c
+		}
+	}
+	t.Fatalf("doctor has no %q check: %+v", name, checks)
+	return doctorCheck{}
+}
+
+// healthy returns an install doctor finds nothing wrong with: a token (also
+// in the environment), the scripted model and one exposed tool.
+func healthy(t *testing.T) (cli.Env, string, string) {
+	t.Helper()
+	env, state := fresh(t)
+	token := strings.TrimSpace(mustCLI(t, env, "mcp", "token", "create"))
+	script := filepath.Join(state, "script.json")
+	if err := os.WriteFile(script, []byte(`{"turns":[{"text":"hi"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, env, "config", "set", "model.provider", "scripted")
+	mustCLI(t, env, "config", "set", "model.script", script)
+	mustCLI(t, env, "config", "set", "mcp_server.exposed_tools", `["memory_search"]`)
+	return append(env, "OPENPROGRAM_MCP_TOKEN="+token), state, token
+}
+
+// TestDoctorFreshInstall: on a machine where nothing was set up, doctor
+// fails naming the missing state directory and token with the command
+// that fixes them, and changes nothing.
+func TestDoctorFreshInstall(t *testing.T) {
+	env, state := fresh(t)
+	r := runCLI(t, env, "doctor")
+	if r.code != cli.ExitFailure {
+		t.Errorf("doctor on a fresh machine: exit %d, want 1", r.code)
+	}
+	checks := parseDoctor(t, r.stdout)
+	sd := findCheck(t, checks, "state directory")
+	if sd.status != "FAIL" || !strings.Contains(sd.info, "does not exist") || !strings.Contains(sd.fix, "openprogram mcp token create") {
+		t.Errorf("state directory check = %+v, want FAIL, does not exist, fix: openprogram mcp token create", sd)
+	}
+	tk := findCheck(t, checks, "token")
+	if tk.status != "FAIL" || tk.fix != "openprogram mcp token create" {
+		t.Errorf("token check = %+v, want FAIL with fix: openprogram mcp token create", tk)
+	}
+	if mp := findCheck(t, checks, "model provider"); mp.status != "warn" || mp.fix == "" {
+		t.Errorf("model provider check = %+v, want a warning with a fix", mp)
+	}
+	failed := 0
+	for _, c := range checks {
+		if c.status == "FAIL" {
+			failed++
+		}
+	}
+	if want := "Error: " + strconv.Itoa(failed) + " check(s) failed; see the fix lines above\n"; r.stderr != want {
+		t.Errorf("stderr = %q, want %q", r.stderr, want)
+	}
+	if _, err := os.Lstat(state); !os.IsNotExist(err) {
+		t.Errorf("doctor created the state directory it reports missing (lstat: %v)", err)
+	}
+}
+
+// TestDoctorHealthyInstall: everything ok, exit 0, the token compared but
+// never shown.
+func TestDoctorHealthyInstall(t *testing.T) {
+	env, _, token := healthy(t)
+	r := runCLI(t, env, "doctor")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("doctor = exit %d stderr %q, want 0\n%s", r.code, r.stderr, r.stdout)
+	}
+	for _, c := range parseDoctor(t, r.stdout) {
+		if c.status != "ok" {
+			t.Errorf("check %+v on a healthy install, want ok", c)
+		}
+	}
+	if strings.Contains(r.stdout, token) {
+		t.Errorf("doctor printed the token")
+	}
+	checks := parseDoctor(t, r.stdout)
+	if tk := findCheck(t, checks, "token"); !strings.Contains(tk.info, "matches OPENPROGRAM_MCP_TOKEN") {
+		t.Errorf("token check = %+v, want it to say the token matches", tk)
+	}
+	findCheck(t, checks, "exposed tool memory_search")
+
+	// Without the env var the file is still checked, just not compared.
+	r = runCLI(t, withoutToken(env), "doctor")
+	if tk := findCheck(t, parseDoctor(t, r.stdout), "token"); r.code != 0 || tk.status != "ok" || !strings.Contains(tk.info, "not compared") {
+		t.Errorf("doctor without the env var = exit %d, token check %+v; want ok, not compared", r.code, tk)
+	}
+}
+
+// TestDoctorBrokenInstall: each breakage is reported on its own check with
+// a fix line; failures exit 1, warnings alone exit 0.
+func TestDoctorBrokenInstall(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		breakIt  func(t *testing.T, env cli.Env, state string) cli.Env
+		check    string
+		status   string
+		fixHas   string
+		wantCode int
+	}{
+		{"token file mode 0644", func(t *testing.T, env cli.Env, state string) cli.Env {
+			mustChmod(t, filepath.Join(state, "mcp_server_token"), 0o644)
+			return env
+		}, "token", "FAIL", "openprogram mcp token create", 1},
+		{"token mismatch", func(t *testing.T, env cli.Env, state string) cli.Env {
+			return append(withoutToken(env), "OPENPROGRAM_MCP_TOKEN=not-the-token")
+		}, "token", "FAIL", "OPENPROGRAM_MCP_TOKEN", 1},
+		{"token mismatch without the file check", func(t *testing.T, env cli.Env, state string) cli.Env {
+			mustChmod(t, filepath.Join(state, "mcp_server_token"), 0o644)
+			return withoutToken(env)
+		}, "token", "FAIL", "openprogram mcp token create", 1},
+		{"state directory open to others", func(t *testing.T, env cli.Env, state string) cli.Env {
+			mustChmod(t, state, 0o755)
+			return env
+		}, "state directory", "FAIL", "chmod 700 ", 1},
+		{"config.json malformed", func(t *testing.T, env cli.Env, state string) cli.Env {
+			if err := os.WriteFile(filepath.Join(state, cli.ConfigFileName), []byte("{"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return env
+		}, "config", "FAIL", "fix or remove", 1},
+		{"owner principal corrupted", func(t *testing.T, env cli.Env, state string) cli.Env {
+			if _, err := authz.LoadOrCreateOwnerPrincipal(state); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(state, authz.OwnerFileName)
+			if err := os.WriteFile(path, []byte("garbage"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return env
+		}, "owner principal", "FAIL", "restore", 1},
+		{"exposed tool the paired tier cannot use", func(t *testing.T, env cli.Env, state string) cli.Env {
+			mustCLI(t, env, "config", "set", "mcp_server.exposed_tools", `["memory_search","bash"]`)
+			return env
+		}, "exposed tool bash", "warn", "remove it from mcp_server.exposed_tools", 0},
+		{"exposed tool that does not exist", func(t *testing.T, env cli.Env, state string) cli.Env {
+			mustCLI(t, env, "config", "set", "mcp_server.exposed_tools", `["nope"]`)
+			return env
+		}, "exposed tool nope", "warn", "remove it from mcp_server.exposed_tools", 0},
+		{"no model provider", func(t *testing.T, env cli.Env, state string) cli.Env {
+			mustCLI(t, env, "config", "unset", "model.provider")
+			return env
+		}, "model provider", "warn", "failed:true", 0},
+		{"script file missing", func(t *testing.T, env cli.Env, state string) cli.Env {
+			if err := os.Remove(filepath.Join(state, "script.json")); err != nil {
+				t.Fatal(err)
+			}
+			return env
+		}, "model provider", "warn", "failed:true", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, state, token := healthy(t)
+			env = tc.breakIt(t, env, state)
+			r := runCLI(t, env, "doctor")
+			if r.code != tc.wantCode {
+				t.Errorf("doctor exit %d, want %d\n%s%s", r.code, tc.wantCode, r.stdout, r.stderr)
+			}
+			c := findCheck(t, parseDoctor(t, r.stdout), tc.check)
+			if c.status != tc.status || !strings.Contains(c.fix, tc.fixHas) {
+				t.Errorf("%s check = %+v, want %s with a fix containing %q", tc.check, c, tc.status, tc.fixHas)
+			}
+			if strings.Contains(r.stdout+r.stderr, token) {
+				t.Errorf("doctor printed the token")
+			}
+			if (r.code == 0) != (r.stderr == "") {
+				t.Errorf("stderr = %q with exit %d, want the failure summary exactly when it fails", r.stderr, r.code)
+			}
+		})
+	}
+}
+
+// withoutToken returns env without OPENPROGRAM_MCP_TOKEN.
+func withoutToken(env cli.Env) cli.Env {
+	var out cli.Env
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "OPENPROGRAM_MCP_TOKEN=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func mustChmod(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}

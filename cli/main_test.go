@@ -1,0 +1,152 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/openprogram/openprogram/cli"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testExe is the binary path the tests hand to cli.App.
+const testExe = "/opt/openprogram/bin/openprogram"
+
+// testVersion is the build version the tests hand to cli.App.
+const testVersion = "v9.9.9-test"
+
+// ran is how one cli.Main call ended.
+type ran struct {
+	stdout, stderr string
+	code           int
+	stdinReads     int32
+}
+
+// countingReader is a stdin that counts how often it was read.
+type countingReader struct{ reads atomic.Int32 }
+
+func (r *countingReader) Read([]byte) (int, error) {
+	r.reads.Add(1)
+	return 0, io.EOF
+}
+
+// runCLI calls cli.Main with args, env, buffers for stdout and stderr and a
+// stdin that counts reads.
+func runCLI(t *testing.T, env cli.Env, args ...string) ran {
+	t.Helper()
+	return runCLIExe(t, env, testExe, args...)
+}
+
+func runCLIExe(t *testing.T, env cli.Env, exe string, args ...string) ran {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	stdin := &countingReader{}
+	app := &cli.App{Stdin: stdin, Stdout: &stdout, Stderr: &stderr, Env: env, Version: testVersion, Executable: exe}
+	code := cli.Main(ctx, app, args)
+	return ran{stdout: stdout.String(), stderr: stderr.String(), code: code, stdinReads: stdin.reads.Load()}
+}
+
+// mustCLI is runCLI that requires exit 0.
+func mustCLI(t *testing.T, env cli.Env, args ...string) string {
+	t.Helper()
+	r := runCLI(t, env, args...)
+	if r.code != 0 {
+		t.Fatalf("openprogram %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// fresh returns an environment with its own HOME and an OPENPROGRAM_HOME
+// that does not exist yet, and that state directory.
+func fresh(t *testing.T) (cli.Env, string) {
+	t.Helper()
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(root, "state")
+	return cli.Env{"HOME=" + home, "OPENPROGRAM_HOME=" + state}, state
+}
+
+// firstLine returns s up to its first newline.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func TestVersion(t *testing.T) {
+	env, _ := fresh(t)
+	r := runCLI(t, env, "version")
+	if r.code != 0 || r.stdout != "openprogram "+testVersion+"\n" || r.stderr != "" {
+		t.Errorf("version = exit %d stdout %q stderr %q, want 0 %q \"\"", r.code, r.stdout, r.stderr, "openprogram "+testVersion+"\n")
+	}
+}
+
+func TestHelp(t *testing.T) {
+	env, _ := fresh(t)
+	r := runCLI(t, env, "--help")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "Usage: openprogram <command>") {
+		t.Errorf("--help = exit %d stdout %q, want 0 and the usage", r.code, r.stdout)
+	}
+	for _, cmd := range []string{"mcp", "config", "sessions", "tools", "audit", "doctor", "version"} {
+		if !strings.Contains(r.stdout, cmd) {
+			t.Errorf("--help does not mention %q", cmd)
+		}
+	}
+}
+
+// TestUsageErrors: every mistake in the command line exits 2 with one
+// "Error: ..." line on stderr and nothing on stdout.
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"frobnicate"},
+		{"--no-such-flag", "version"},
+		{"config"},
+		{"config", "get"},
+		{"config", "set", "model.name"},
+		{"config", "get", "no.such_key"},
+		{"config", "set", "no.such_key", "1"},
+		{"config", "unset", "nosection"},
+		{"audit", "tail", "-n", "0"},
+		{"audit", "tail", "-n", "10001"},
+		{"audit", "tail", "-n", "abc"},
+		{"sessions", "list", "-n", "0"},
+		{"sessions", "show"},
+		{"mcp", "client-config", "--client", "notepad"},
+		{"mcp", "token"},
+		{"mcp", "serve", "--token", "x"},
+		{"version", "extra"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			env, state := fresh(t)
+			r := runCLI(t, env, args...)
+			if r.code != cli.ExitUsage {
+				t.Errorf("exit %d, want %d\nstderr: %s", r.code, cli.ExitUsage, r.stderr)
+			}
+			if !strings.HasPrefix(r.stderr, "Error: ") || strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("stderr = %q, want one \"Error: ...\" line", r.stderr)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout = %q, want empty", r.stdout)
+			}
+			if _, err := os.Stat(filepath.Join(state, "config.json")); err == nil {
+				t.Errorf("a usage error wrote config.json")
+			}
+		})
+	}
+}

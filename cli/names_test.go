@@ -1,0 +1,31 @@
+package cli
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The hand-written name checks must accept exactly what the patterns they
+// replace accept.
+func FuzzNameChecks(f *testing.F) {
+	for _, s := range []string{"", "a", "memory_search", "x.y-z", "A_1", "_", "1abc", "-p", "a b", "é",
+		strings.Repeat("a", 63), strings.Repeat("a", 64), strings.Repeat("a", 65),
+		strings.Repeat("a", 127), strings.Repeat("a", 128), strings.Repeat("a", 129)} {
+		f.Add(s)
+	}
+	tool := regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+	env := regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	profile := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := validToolName(s), tool.MatchString(s); got != want {
+			t.Errorf("validToolName(%q) = %v, want %v", s, got, want)
+		}
+		if got, want := validEnvName(s), env.MatchString(s); got != want {
+			t.Errorf("validEnvName(%q) = %v, want %v", s, got, want)
+		}
+		if got, want := validProfile(s), profile.MatchString(s); got != want {
+			t.Errorf("validProfile(%q) = %v, want %v", s, got, want)
+		}
+	})
+}
