@@ -156,7 +156,8 @@ func within(p, dir string) bool {
 
 // IsDangerousPath reports whether a constrained source must not write resolved: its last
 // component is a dangerous file (.bashrc, .env, .gitconfig, ...), or any component of the
-// whole absolute path is a dangerous directory (.git, .ssh, .openprogram, ...). Names are
+// whole absolute path is a dangerous directory (.git, .ssh, .openprogram and the profile
+// state directories .openprogram-<profile>, ...). Names are
 // compared the way case-insensitive and Windows-style filesystems alias them: ignoring
 // case (Unicode folding), trailing dots and spaces, an NTFS stream suffix (":..."), and
 // code points HFS+ ignores. A relative or empty path is reported dangerous.
@@ -171,6 +172,10 @@ func IsDangerousPath(resolved string) bool {
 			if strings.EqualFold(n, d) {
 				return true
 			}
+		}
+		// ~/.openprogram-<profile> (OPENPROGRAM_PROFILE) is a state directory too.
+		if len(n) > len(".openprogram-") && strings.EqualFold(n[:len(".openprogram-")], ".openprogram-") {
+			return true
 		}
 		if i == len(comps)-1 {
 			for _, f := range dangerousFiles {

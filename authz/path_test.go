@@ -162,13 +162,15 @@ func TestIsDangerousPath(t *testing.T) {
 		"/w/.g\u200cit/config", "/w/.ss\ufeffh/id_rsa", "/w/.\u017fsh/authorized_keys", // U+017F folds to s
 		// Through a dangerous directory at any depth, including above the working directory.
 		"/home/u/.openprogram/work/a.txt", "/w/a/b/.git/objects/x", "/w/.ssh",
+		// Profile state directories (OPENPROGRAM_PROFILE).
+		"/home/u/.openprogram-work/config.json", "/home/u/.OpenProgram-dev./mcp_server_token",
 		// Relative or empty paths fail closed.
 		"", "relative/a.txt", "/w/a\x00",
 	}
 	safe := []string{
 		"/w/a.txt", "/w/.bashrc.bak", "/w/bashrc", "/w/.env.example", "/w/.envrc", "/w/.github/workflows/ci.yml",
 		"/w/.gitignore", "/w/.gitattributes", "/w/.bashrc/x", "/w/.env/lib/x.py", "/w/git/config", "/w/.gitx/a",
-		"/", "/w/sub/.profile.d", "/w/..git",
+		"/", "/w/sub/.profile.d", "/w/..git", "/w/.openprogram-", "/w/openprogram-x/a",
 	}
 	for _, p := range dangerous {
 		if !authz.IsDangerousPath(p) {

@@ -186,7 +186,7 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 		}
 	}()
 
-	t := &turn{r: r, req: req}
+	t := &turn{r: r, req: req, owner: owner}
 	res, err := t.run(turnCtx)
 
 	stopped := errors.Is(err, errStopped)
@@ -274,6 +274,7 @@ func (r *Runtime) release(ctx context.Context, sid, owner string) {
 type turn struct {
 	r      *Runtime
 	req    TurnRequest
+	owner  string // the turn lease's owner
 	userID string
 	chain  []sessions.NewMessage
 }
@@ -429,6 +430,16 @@ func (t *turn) fail(ctx context.Context, class, text string) (TurnResult, error)
 func (t *turn) write(ctx context.Context, res TurnResult) (TurnResult, error) {
 	if ctx.Err() != nil {
 		return TurnResult{}, errStopped
+	}
+	// Renewing proves the lease is still ours and keeps anyone from taking
+	// it over for a whole TTL, far longer than the write below: a turn whose
+	// lease expired (its renewals failed) must not move the head under a
+	// turn that took the session over.
+	if err := t.r.opts.Store.RenewTurn(ctx, t.req.SessionID, t.owner, t.r.opts.LeaseTTL); err != nil {
+		if errors.Is(err, sessions.ErrLeaseLost) {
+			return TurnResult{}, fmt.Errorf("store the reply on session %q: %w", t.req.SessionID, err)
+		}
+		return t.storeErr(ctx, "renew the turn lease before storing the reply", err)
 	}
 	saved, err := t.r.opts.Store.AppendMessages(ctx, t.req.SessionID, t.userID, storable(t.chain), true)
 	if err != nil {

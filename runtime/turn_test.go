@@ -613,3 +613,26 @@ func TestProviderPanicReleasesLease(t *testing.T) {
 	}()
 	checkReleased(t, store, "s1")
 }
+
+// losingProvider loses the turn lease while the model answers.
+type losingProvider struct{ store *lossyStore }
+
+func (losingProvider) Name() string { return "losing" }
+func (p losingProvider) Stream(context.Context, provider.Request, func(provider.Delta)) (provider.Response, error) {
+	p.store.lost.Store(true)
+	return provider.Response{Text: "never stored", StopReason: provider.StopEnd}, nil
+}
+
+// TestLostLeaseCheckedBeforeTheReply: the renewer ticks only every third
+// of the TTL, so the final write itself must prove the lease is still held;
+// a turn that lost it writes nothing (another turn may own the session).
+func TestLostLeaseCheckedBeforeTheReply(t *testing.T) {
+	store := &lossyStore{Store: openStore(t, "")}
+	createSession(t, store, "s1")
+	rt := runtime.New(runtime.Options{Store: store, Provider: losingProvider{store}, LeaseTTL: time.Hour})
+	res, err := rt.ProcessUserTurn(t.Context(), mcpRequest(t, "s1", "hi"))
+	if !errors.Is(err, sessions.ErrLeaseLost) || res != (runtime.TurnResult{}) {
+		t.Fatalf("ProcessUserTurn = %+v, %v; want zero and ErrLeaseLost", res, err)
+	}
+	userOnly(t, store, "s1", "hi")
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/builtin/internal/tooldef"
@@ -55,7 +56,10 @@ func (c *config) read(ctx context.Context, _ string, a readArgs, _ func(string))
 		return tool.Result{}, err
 	}
 	shown := sc.display(p)
-	f, err := os.Open(p)
+	// O_NONBLOCK: opening a FIFO must not hang the call (a context cannot
+	// interrupt open(2)); O_NOFOLLOW: p is resolved, so a final symlink here
+	// was swapped in after the check.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return tool.Result{}, statFailure(shown, err)
 	}
