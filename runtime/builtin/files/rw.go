@@ -47,15 +47,10 @@ func (c *config) readTool() tool.Tool {
 }
 
 func (c *config) read(ctx context.Context, _ string, a readArgs, _ func(string)) (tool.Result, error) {
-	sc, err := c.scope(ctx)
+	p, shown, err := c.target(ctx, a.Path)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	p, err := sc.resolve(a.Path)
-	if err != nil {
-		return tool.Result{}, err
-	}
-	shown := sc.display(p)
 	// O_NONBLOCK: opening a FIFO must not hang the call (a context cannot
 	// interrupt open(2)); O_NOFOLLOW: p is resolved, so a final symlink here
 	// was swapped in after the check.
@@ -172,15 +167,10 @@ func (c *config) writeTool() tool.Tool {
 }
 
 func (c *config) write(ctx context.Context, _ string, a writeArgs, _ func(string)) (tool.Result, error) {
-	sc, err := c.scope(ctx)
+	p, shown, err := c.target(ctx, a.Path)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	p, err := sc.resolve(a.Path)
-	if err != nil {
-		return tool.Result{}, err
-	}
-	shown := sc.display(p)
 	perm := os.FileMode(0o644)
 	created := true
 	if fi, err := os.Stat(p); err == nil {
@@ -235,15 +225,10 @@ func (c *config) editTool() tool.Tool {
 }
 
 func (c *config) edit(ctx context.Context, _ string, a editArgs, _ func(string)) (tool.Result, error) {
-	sc, err := c.scope(ctx)
+	p, shown, err := c.target(ctx, a.Path)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	p, err := sc.resolve(a.Path)
-	if err != nil {
-		return tool.Result{}, err
-	}
-	shown := sc.display(p)
 	if a.OldString == a.NewString {
 		return tool.Result{}, tooldef.Fail(ReasonNoMatch, "old_string and new_string are identical; nothing to change")
 	}
@@ -293,15 +278,10 @@ func (c *config) listTool() tool.Tool {
 }
 
 func (c *config) list(ctx context.Context, _ string, a listArgs, _ func(string)) (tool.Result, error) {
-	sc, err := c.scope(ctx)
+	p, shown, err := c.target(ctx, a.Path)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	p, err := sc.resolve(a.Path)
-	if err != nil {
-		return tool.Result{}, err
-	}
-	shown := sc.display(p)
 	fi, err := os.Stat(p)
 	if err != nil {
 		return tool.Result{}, statFailure(shown, err)
@@ -345,4 +325,17 @@ func (c *config) list(ctx context.Context, _ string, a listArgs, _ func(string))
 		Content: []tool.Content{tool.Text(out.String())},
 		Details: map[string]any{"path": shown, "entries": total, "shown": n},
 	}, nil
+}
+
+// target resolves path in the call's scope: the confined absolute path, and
+// how to show it to the model.
+func (c *config) target(ctx context.Context, path string) (p, shown string, err error) {
+	sc, err := c.scope(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	if p, err = sc.resolve(path); err != nil {
+		return "", "", err
+	}
+	return p, sc.display(p), nil
 }
