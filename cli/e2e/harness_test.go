@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,13 +20,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/mcpserver/schemacheck"
 	"github.com/openprogram/openprogram/runtime/provider/scripted"
+	"github.com/openprogram/openprogram/sessions/postgres/pgtest"
 )
 
 // Bounds that keep a broken server from hanging the run.
@@ -38,12 +36,6 @@ const (
 	// exitTimeout bounds how long a server may take to exit after its stdin
 	// closes (the drain timeout is 3s).
 	exitTimeout = 15 * time.Second
-)
-
-// Environment variables of the PostgreSQL runs.
-const (
-	envTestDatabaseURL = "OPENPROGRAM_TEST_DATABASE_URL"
-	envCI              = "CI"
 )
 
 // Backends every store-dependent test runs on.
@@ -122,7 +114,7 @@ func newBareInstall(t *testing.T, backend string) *install {
 		t.Fatalf("create HOME: %v", err)
 	}
 	if backend == postgresBackend {
-		u := postgresSchemaURL(t)
+		u := pgtest.URL(t, "op_e2e")
 		in.set("store.url", u)
 	}
 	return in
@@ -369,50 +361,6 @@ func checkStderr(t *testing.T, what, stderr string) {
 			t.Errorf("%s: stderr matches %s:\n%s", what, bad, stderr)
 			return
 		}
-	}
-}
-
-// postgresSchemaURL creates a fresh schema op_e2e_<random> on the test
-// server, drops it when the test ends, and returns a store URL whose
-// search_path selects it. Without OPENPROGRAM_TEST_DATABASE_URL it fails the
-// test under CI=true and skips it elsewhere, saying why.
-func postgresSchemaURL(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv(envTestDatabaseURL)
-	if base == "" {
-		msg := "the PostgreSQL end-to-end runs need " + envTestDatabaseURL +
-			"=postgres://user@host:5432/db?sslmode=disable (a server this test may create schemas on)"
-		if os.Getenv(envCI) == "true" {
-			t.Fatal(msg + "; CI=true requires them")
-		}
-		t.Skip(msg)
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	schema := "op_e2e_" + hex.EncodeToString(b[:])
-	pgExec(t, base, "CREATE SCHEMA "+schema)
-	t.Cleanup(func() { pgExec(t, base, "DROP SCHEMA "+schema+" CASCADE") })
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("parse %s: %v", envTestDatabaseURL, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-func pgExec(t *testing.T, base, sql string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	c, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", envTestDatabaseURL, err)
-	}
-	defer c.Close(context.Background())
-	if _, err := c.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/postgres"
+
+	"github.com/openprogram/openprogram/sessions/postgres/pgtest"
 )
 
 // Benchmarks seed their data once per test binary, in schemas of their
@@ -40,7 +42,7 @@ func seeded(b *testing.B, name string, seed func(ctx context.Context, st *postgr
 	base := baseURL(b)
 	suffix := randomSuffix()
 	db := &testDB{Schema: "op_bench_" + suffix, AppName: "op_bench_" + suffix, base: base}
-	db.URL = withParams(base, map[string]string{"search_path": db.Schema, "application_name": db.AppName})
+	db.URL = pgtest.WithParams(base, map[string]string{"search_path": db.Schema, "application_name": db.AppName})
 	db.exec(b, "CREATE SCHEMA "+db.Schema)
 	benchSeeds.cleanup = append(benchSeeds.cleanup, func() { db.exec(b, "DROP SCHEMA "+db.Schema+" CASCADE") })
 	ctx := context.Background()

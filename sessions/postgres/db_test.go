@@ -5,9 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,11 +13,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+
+	"github.com/openprogram/openprogram/sessions/postgres/pgtest"
 )
 
 // EnvDatabaseURL names the PostgreSQL server the tests use. Each test gets
 // its own schema there, dropped afterwards.
-const EnvDatabaseURL = "OPENPROGRAM_TEST_DATABASE_URL"
+const EnvDatabaseURL = pgtest.EnvURL
 
 // containerImage is the server testcontainers-go starts when EnvDatabaseURL
 // is unset and a Docker engine is reachable.
@@ -46,12 +46,7 @@ func baseURL(tb testing.TB) string {
 		server.url, server.why = startContainer()
 	})
 	if server.url == "" {
-		msg := fmt.Sprintf("no PostgreSQL for the postgres backend tests: %s unset and %s; "+
-			"set %s=postgres://user@host:5432/db?sslmode=disable or start Docker", EnvDatabaseURL, server.why, EnvDatabaseURL)
-		if os.Getenv("CI") == "true" {
-			tb.Fatal(msg + " (CI=true: the PostgreSQL suite must run)")
-		}
-		tb.Skip(msg)
+		pgtest.Required(tb, fmt.Sprintf("no PostgreSQL for the postgres backend tests: %s unset and %s (or start Docker)", EnvDatabaseURL, server.why))
 	}
 	return server.url
 }
@@ -113,27 +108,6 @@ func randomSuffix() string {
 	return hex.EncodeToString(b[:])
 }
 
-// withParams returns dsn with the runtime parameters set, for both URL
-// and key=value connection strings.
-func withParams(dsn string, params map[string]string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			panic(err)
-		}
-		q := u.Query()
-		for k, v := range params {
-			q.Set(k, v)
-		}
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	for k, v := range params {
-		dsn += fmt.Sprintf(" %s='%s'", k, v)
-	}
-	return dsn
-}
-
 // testDB is one test's private schema on the server.
 type testDB struct {
 	Schema  string
@@ -147,13 +121,9 @@ type testDB struct {
 func newTestDB(tb testing.TB) *testDB {
 	tb.Helper()
 	base := baseURL(tb)
-	suffix := randomSuffix()
-	db := &testDB{Schema: "op_test_" + suffix, AppName: "op_test_" + suffix, base: base}
-	db.URL = withParams(base, map[string]string{"search_path": db.Schema, "application_name": db.AppName})
-	db.exec(tb, "CREATE SCHEMA "+db.Schema)
-	tb.Cleanup(func() {
-		db.exec(tb, "DROP SCHEMA "+db.Schema+" CASCADE")
-	})
+	schema := pgtest.Schema(tb, base, "op_test")
+	db := &testDB{Schema: schema, AppName: schema, base: base}
+	db.URL = pgtest.WithParams(base, map[string]string{"search_path": db.Schema, "application_name": db.AppName})
 	return db
 }
 
@@ -162,7 +132,7 @@ func (db *testDB) conn(tb testing.TB) *pgx.Conn {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, withParams(db.base, map[string]string{"search_path": db.Schema, "application_name": "op_test_admin"}))
+	c, err := pgx.Connect(ctx, pgtest.WithParams(db.base, map[string]string{"search_path": db.Schema, "application_name": "op_test_admin"}))
 	if err != nil {
 		tb.Fatalf("connect to %s: %v", db.Schema, err)
 	}
@@ -170,19 +140,10 @@ func (db *testDB) conn(tb testing.TB) *pgx.Conn {
 	return c
 }
 
-// exec runs sql on a short-lived connection to the server.
+// exec runs sql in the test's schema on a short-lived connection.
 func (db *testDB) exec(tb testing.TB, sql string, args ...any) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c, err := pgx.Connect(ctx, withParams(db.base, map[string]string{"search_path": db.Schema, "application_name": "op_test_admin"}))
-	if err != nil {
-		tb.Fatalf("connect to the test server: %v", err)
-	}
-	defer c.Close(context.Background())
-	if _, err := c.Exec(ctx, sql, args...); err != nil {
-		tb.Fatalf("%s: %v", sql, err)
-	}
+	pgtest.Exec(tb, pgtest.WithParams(db.base, map[string]string{"search_path": db.Schema, "application_name": "op_test_admin"}), sql, args...)
 }
 
 // terminate kills every server backend of the store (its application_name)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/postgres"
+
+	"github.com/openprogram/openprogram/sessions/postgres/pgtest"
 )
 
 // Reconnect: an administrator (or a server restart) kills every backend of
@@ -212,7 +214,7 @@ func TestCrashMidTurn(t *testing.T) {
 	helperApp := db.AppName + "_helper"
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashHelperEnv+"=1",
-		crashURLEnv+"="+withParams(db.URL, map[string]string{"application_name": helperApp}))
+		crashURLEnv+"="+pgtest.WithParams(db.URL, map[string]string{"application_name": helperApp}))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

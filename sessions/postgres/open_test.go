@@ -11,6 +11,8 @@ import (
 
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/postgres"
+
+	"github.com/openprogram/openprogram/sessions/postgres/pgtest"
 )
 
 // Processes starting together on an empty schema migrate it once.
@@ -93,7 +95,7 @@ func TestOpenRefusesForeignSchema(t *testing.T) {
 
 func TestOpenMissingSchema(t *testing.T) {
 	db := newTestDB(t)
-	u := withParams(db.URL, map[string]string{"search_path": db.Schema + "_missing"})
+	u := pgtest.WithParams(db.URL, map[string]string{"search_path": db.Schema + "_missing"})
 	st, err := postgres.Open(t.Context(), u)
 	if err == nil {
 		st.Close()

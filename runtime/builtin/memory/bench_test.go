@@ -16,6 +16,7 @@ import (
 	"github.com/openprogram/openprogram/runtime/builtin/memory"
 	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/postgres/pgtest"
 	"github.com/openprogram/openprogram/sessions/sqlite"
 )
 
@@ -96,7 +97,7 @@ func seedPostgres(b *testing.B) sessions.Store {
 	b.Helper()
 	st, schema := openPostgresSchema(b)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, postgresURL(b))
+	conn, err := pgx.Connect(ctx, pgtest.BaseURL(b))
 	if err != nil {
 		b.Fatal(err)
 	}
