@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/tokenauth"
 )
@@ -89,15 +90,15 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 		add(check{name: "runtime tools", info: err.Error()})
 		return report(app, checks)
 	}
-	exposed := resolveExposed(reg, cfg.Strings("mcp_server.exposed_tools"))
+	exposed := mcpserver.ResolveExposed(reg, cfg.Strings("mcp_server.exposed_tools"))
 	if len(exposed) == 0 {
 		add(check{name: "exposed tools", ok: true, info: "none exposed to MCP clients (mcp_server.exposed_tools is [])"})
 	}
 	for _, e := range exposed {
-		if e.visible {
-			add(check{name: "exposed tool " + e.name, ok: true, info: "visible to MCP clients"})
+		if e.Hidden == "" {
+			add(check{name: "exposed tool " + e.Name, ok: true, info: "visible to MCP clients"})
 		} else {
-			add(check{name: "exposed tool " + e.name, warn: true, info: e.why, fix: "remove it from mcp_server.exposed_tools: MCP clients will not see it"})
+			add(check{name: "exposed tool " + e.Name, warn: true, info: e.Hidden, fix: "remove it from mcp_server.exposed_tools: MCP clients will not see it"})
 		}
 	}
 	return report(app, checks)

@@ -30,28 +30,63 @@ func (s *Server) exposedTool(name string) (tool.Tool, bool) {
 	return s.registry.Get(name)
 }
 
-// tierAllows reports whether the client's tier holds both the tool's
-// declared capability and the one the contract table gives its name; the
-// gate denies a call lacking either.
-func (s *Server) tierAllows(t tool.Tool) bool {
-	return s.authority.Tier.Has(t.Capability()) && s.authority.Tier.Has(authz.ToolCapability(t.Name()))
+// Exposure is how one mcp_server.exposed_tools entry resolves for MCP
+// clients.
+type Exposure struct {
+	// Name is the configured name.
+	Name string
+	// Tool is the registered tool, nil when Name is not registered.
+	Tool tool.Tool
+	// Hidden says why tools_list does not show the tool; "" when it does.
+	Hidden string
+}
+
+// ResolveExposed resolves exposed (mcp_server.exposed_tools) against the
+// live registry for the paired tier every MCP client has, in configured
+// order with duplicates dropped: tools_list shows exactly the entries with
+// an empty Hidden. A tool is shown only when the tier holds both its
+// declared capability and the one the contract table gives its name (the
+// gate denies a call lacking either). The CLI uses it to explain the
+// allowlist; it never widens what tool_call may run.
+func ResolveExposed(reg *tool.Registry, exposed []string) []Exposure {
+	var out []Exposure
+	seen := map[string]bool{}
+	for _, name := range exposed {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		t, ok := reg.Get(name)
+		e := Exposure{Name: name}
+		switch {
+		case !ok:
+			e.Hidden = "not a registered runtime tool"
+		case !authz.TierPaired.Has(t.Capability()):
+			e.Tool, e.Hidden = t, fmt.Sprintf("needs %s, which the paired tier of MCP clients does not hold", t.Capability())
+		case !authz.TierPaired.Has(authz.ToolCapability(name)):
+			e.Tool, e.Hidden = t, fmt.Sprintf("needs %s, which the paired tier of MCP clients does not hold", authz.ToolCapability(name))
+		default:
+			e.Tool = t
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // toolsList returns exposed_tools ∩ live registry ∩ tools the paired tier
 // may use, in configured order.
 func (c *connection) toolsList() (*mcp.CallToolResult, error) {
 	out := []contracts.RuntimeTool{}
-	for _, name := range c.s.exposed {
-		t, ok := c.s.registry.Get(name)
-		if !ok || !c.s.tierAllows(t) {
+	for _, e := range ResolveExposed(c.s.registry, c.s.exposed) {
+		if e.Hidden != "" {
 			continue
 		}
-		schema := t.InputSchema()
+		schema := e.Tool.InputSchema()
 		if !json.Valid(schema) {
-			c.s.log.Warn("tools_list: runtime tool has an invalid input schema; hiding it", "tool", name)
+			c.s.log.Warn("tools_list: runtime tool has an invalid input schema; hiding it", "tool", e.Name)
 			continue
 		}
-		out = append(out, contracts.RuntimeTool{Name: t.Name(), Description: t.Description(), InputSchema: slices.Clone(schema)})
+		out = append(out, contracts.RuntimeTool{Name: e.Tool.Name(), Description: e.Tool.Description(), InputSchema: slices.Clone(schema)})
 	}
 	return payloadResult(out)
 }

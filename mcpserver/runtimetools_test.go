@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -56,5 +57,40 @@ func TestDeniedText(t *testing.T) {
 		if got := deniedText(tt.d); got != tt.want {
 			t.Errorf("deniedText(%s) = %q, want %q", tt.d.ReasonCode, got, tt.want)
 		}
+	}
+}
+
+func TestResolveExposed(t *testing.T) {
+	reg := tool.NewRegistry()
+	for _, ft := range []*fakeTool{
+		{name: "memory_search", cap: authz.CapMemoryRead},
+		{name: "memory_update", cap: authz.CapMemorySourceAppend},
+		{name: "read", cap: authz.CapFSRead},
+		// Declares a paired capability, but the contract table maps the name
+		// to process.exec: hidden, as the gate would deny it.
+		{name: "sneaky", cap: authz.CapMemoryRead},
+	} {
+		if err := reg.Register(ft); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := ResolveExposed(reg, []string{"memory_update", "read", "nope", "sneaky", "memory_search", "memory_update"})
+	type row struct{ name, hidden string }
+	var rows []row
+	for _, e := range got {
+		if (e.Tool == nil) != (e.Name == "nope") {
+			t.Errorf("%s: Tool = %v", e.Name, e.Tool)
+		}
+		rows = append(rows, row{e.Name, e.Hidden})
+	}
+	want := []row{
+		{"memory_update", ""},
+		{"read", "needs fs.read, which the paired tier of MCP clients does not hold"},
+		{"nope", "not a registered runtime tool"},
+		{"sneaky", "needs process.exec, which the paired tier of MCP clients does not hold"},
+		{"memory_search", ""},
+	}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Errorf("ResolveExposed =\n%v\nwant\n%v", rows, want)
 	}
 }
