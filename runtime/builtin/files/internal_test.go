@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -147,5 +148,47 @@ func TestCommitRollsBackWhenARenameFails(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"add.txt", "dst.txt", "upd.txt"}, names); diff != "" {
 		t.Errorf("after commit (-want +got):\n%s", diff)
+	}
+}
+
+// A rollback that cannot put an original back says where it is instead of
+// losing it silently.
+func TestCommitReportsAFailedRestore(t *testing.T) {
+	dir := t.TempDir()
+	upd := filepath.Join(dir, "upd.txt")
+	if err := os.WriteFile(upd, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := []change{{kind: opUpdate, target: upd, data: []byte("new\n"), perm: 0o644}}
+	calls := 0
+	commitRename = func(a, b string) error {
+		calls++
+		if calls == 2 { // the staged file into place, after the backup
+			return errors.New("injected rename failure")
+		}
+		return os.Rename(a, b)
+	}
+	restoreRename = func(string, string) error { return errors.New("injected restore failure") }
+	defer func() { commitRename, restoreRename = os.Rename, os.Rename }()
+
+	err := commit(plan)
+	if err == nil {
+		t.Fatal("commit succeeded")
+	}
+	ents, _ := os.ReadDir(dir)
+	var bak string
+	for _, e := range ents {
+		if e.Name() != "upd.txt" {
+			bak = filepath.Join(dir, e.Name())
+		}
+	}
+	if bak == "" {
+		t.Fatalf("no backup left in %v", ents)
+	}
+	if b, _ := os.ReadFile(bak); string(b) != "old\n" {
+		t.Errorf("backup %s holds %q, want the original", bak, b)
+	}
+	if !strings.Contains(err.Error(), "its original content is in "+bak) {
+		t.Errorf("commit error = %q, want it to name the backup %s", err, bak)
 	}
 }

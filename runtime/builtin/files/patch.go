@@ -479,7 +479,10 @@ func commit(plan []change) (err error) {
 			_ = os.Remove(installed[i])
 		}
 		for i := len(backups) - 1; i >= 0; i-- {
-			_ = os.Rename(backups[i].bak, backups[i].orig)
+			if rerr := restoreRename(backups[i].bak, backups[i].orig); rerr != nil {
+				// Never lose the original silently: say where it is.
+				err = errors.Join(err, fmt.Errorf("restore %s failed (%w); its original content is in %s", backups[i].orig, rerr, backups[i].bak))
+			}
 		}
 		for _, s := range staged {
 			_ = os.Remove(s.tmp)
@@ -539,9 +542,12 @@ func commit(plan []change) (err error) {
 	return nil
 }
 
-// commitRename is os.Rename; tests replace it to fail part-way through a
-// commit.
-var commitRename = os.Rename
+// commitRename and restoreRename are os.Rename; tests replace them to fail
+// part-way through a commit or its rollback.
+var (
+	commitRename  = os.Rename
+	restoreRename = os.Rename
+)
 
 // backupName reserves an unused name next to orig.
 func backupName(orig string) (string, error) {
