@@ -28,8 +28,19 @@ const (
 	tokenBytes  = 32    // random bytes behind a token
 	fileMode    = 0o600 // the only mode a token file may have
 	maxFileSize = 4096  // largest token file Authenticate reads
-	createHint  = "run `openprogram mcp token create`"
 )
+
+// secretKind is what differs between the secret files this package keeps:
+// the sentinels their errors wrap and how to make a new one.
+type secretKind struct {
+	exists, create, unavailable error
+	hint                        string // how to make a new file, after "remove it and"
+}
+
+var tokenKind = &secretKind{
+	exists: ErrExists, create: ErrCreate, unavailable: ErrUnavailable,
+	hint: "run `openprogram mcp token create`",
+}
 
 // Errors returned by [Create] and [Authenticate]. Each returned error wraps
 // exactly one of them (test with [errors.Is]) and may add a cause naming the
@@ -92,9 +103,21 @@ func fingerprint(token []byte) string {
 // [ErrExists]; any other failure wraps [ErrCreate]. Of several callers racing
 // on one path, in one process or many, exactly one gets the token.
 func Create(path string) (string, error) {
+	raw, err := createSecret(tokenKind, path)
+	if err != nil {
+		return "", err
+	}
+	token := base64.RawURLEncoding.EncodeToString(raw)
+	clear(raw)
+	return token, nil
+}
+
+// createSecret makes 32 random bytes and publishes them at path in unpadded
+// base64url, by the procedure [Create] documents. It returns the raw bytes.
+func createSecret(k *secretKind, path string) ([]byte, error) {
 	dir, name, err := safedir.Open(path, true)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrCreate, err)
+		return nil, fmt.Errorf("%w: %w", k.create, err)
 	}
 	defer dir.Close()
 	target := filepath.Join(dir.Path(), name)
@@ -102,46 +125,45 @@ func Create(path string) (string, error) {
 	var st unix.Stat_t
 	switch err := unix.Fstatat(dir.Fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW); {
 	case err == nil:
-		return "", existsError(target)
+		return nil, k.existsError(target)
 	case errors.Is(err, unix.ENOENT):
 	default:
-		return "", createError(target, fmt.Errorf("inspect: %w", err))
+		return nil, k.createError(target, fmt.Errorf("inspect: %w", err))
 	}
 
 	raw := make([]byte, tokenBytes)
 	if _, err := rand.Read(raw); err != nil {
-		return "", createError(target, fmt.Errorf("read random bytes: %w", err))
+		return nil, k.createError(target, fmt.Errorf("read random bytes: %w", err))
 	}
-	token := base64.RawURLEncoding.EncodeToString(raw)
-	clear(raw)
-
-	if err := publish(dir, name, target, token); err != nil {
-		return "", err
+	text := base64.RawURLEncoding.EncodeToString(raw)
+	if err := publish(k, dir, name, target, text); err != nil {
+		clear(raw)
+		return nil, err
 	}
-	return token, nil
+	return raw, nil
 }
 
-func existsError(target string) error {
-	return fmt.Errorf("%w: %q (it is never replaced; remove it first to make a new token)", ErrExists, target)
+func (k *secretKind) existsError(target string) error {
+	return fmt.Errorf("%w: %q (it is never replaced; remove it first to make a new one)", k.exists, target)
 }
 
-func createError(target string, cause error) error {
-	return fmt.Errorf("%w: %q: %w", ErrCreate, target, cause)
+func (k *secretKind) createError(target string, cause error) error {
+	return fmt.Errorf("%w: %q: %w", k.create, target, cause)
 }
 
 // publish writes token to a temporary file in dir and links it to name.
 // Whatever fails, it leaves behind no file it made.
-func publish(dir *safedir.Dir, name, target, token string) (err error) {
+func publish(k *secretKind, dir *safedir.Dir, name, target, token string) (err error) {
 	dfd := dir.Fd()
 	suffix := make([]byte, 8)
 	if _, err := rand.Read(suffix); err != nil {
-		return createError(target, fmt.Errorf("read random bytes: %w", err))
+		return k.createError(target, fmt.Errorf("read random bytes: %w", err))
 	}
 	tmp := ".tokenauth-" + hex.EncodeToString(suffix) + ".tmp"
 
 	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, fileMode)
 	if err != nil {
-		return createError(target, fmt.Errorf("create temporary file: %w", err))
+		return k.createError(target, fmt.Errorf("create temporary file: %w", err))
 	}
 	var mine unix.Stat_t // the inode we made; nothing else is ever removed
 	tmpLinked, published := true, false
@@ -160,16 +182,16 @@ func publish(dir *safedir.Dir, name, target, token string) (err error) {
 
 	// The mode passed to open is reduced by the umask; the promise is 0600.
 	if err := unix.Fchmod(fd, fileMode); err != nil {
-		return createError(target, fmt.Errorf("set mode of temporary file: %w", err))
+		return k.createError(target, fmt.Errorf("set mode of temporary file: %w", err))
 	}
 	if err := writeAll(fd, []byte(token)); err != nil {
-		return createError(target, fmt.Errorf("write temporary file: %w", err))
+		return k.createError(target, fmt.Errorf("write temporary file: %w", err))
 	}
 	if err := unix.Fsync(fd); err != nil {
-		return createError(target, fmt.Errorf("sync temporary file: %w", err))
+		return k.createError(target, fmt.Errorf("sync temporary file: %w", err))
 	}
 	if err := unix.Fstat(fd, &mine); err != nil {
-		return createError(target, fmt.Errorf("inspect temporary file: %w", err))
+		return k.createError(target, fmt.Errorf("inspect temporary file: %w", err))
 	}
 
 	if testHookBeforeLink != nil {
@@ -177,20 +199,20 @@ func publish(dir *safedir.Dir, name, target, token string) (err error) {
 	}
 	if err := unix.Linkat(dfd, tmp, dfd, name, 0); err != nil {
 		if errors.Is(err, unix.EEXIST) {
-			return existsError(target)
+			return k.existsError(target)
 		}
-		return createError(target, fmt.Errorf("link temporary file: %w", err))
+		return k.createError(target, fmt.Errorf("link temporary file: %w", err))
 	}
 	published = true
 	if err := unix.Fsync(dfd); err != nil {
-		return createError(target, fmt.Errorf("sync directory: %w", err))
+		return k.createError(target, fmt.Errorf("sync directory: %w", err))
 	}
 	if err := unix.Unlinkat(dfd, tmp, 0); err != nil {
-		return createError(target, fmt.Errorf("remove temporary file: %w", err))
+		return k.createError(target, fmt.Errorf("remove temporary file: %w", err))
 	}
 	tmpLinked = false
 	if err := unix.Fsync(dfd); err != nil {
-		return createError(target, fmt.Errorf("sync directory: %w", err))
+		return k.createError(target, fmt.Errorf("sync directory: %w", err))
 	}
 
 	if testHookAfterPublish != nil {
@@ -198,16 +220,16 @@ func publish(dir *safedir.Dir, name, target, token string) (err error) {
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return createError(target, fmt.Errorf("inspect published file: %w", err))
+		return k.createError(target, fmt.Errorf("inspect published file: %w", err))
 	}
 	if st.Dev != mine.Dev || st.Ino != mine.Ino {
-		return createError(target, errors.New("published file was replaced by another file"))
+		return k.createError(target, errors.New("published file was replaced by another file"))
 	}
-	if problem, _ := checkFile(&st); problem != "" {
-		return createError(target, fmt.Errorf("published file %s; removed it again", problem))
+	if problem, _ := k.checkFile(&st); problem != "" {
+		return k.createError(target, fmt.Errorf("published file %s; removed it again", problem))
 	}
 	if st.Size != int64(len(token)) {
-		return createError(target, fmt.Errorf("published file is %d bytes, want %d; removed it again", st.Size, len(token)))
+		return k.createError(target, fmt.Errorf("published file is %d bytes, want %d; removed it again", st.Size, len(token)))
 	}
 	return nil
 }
@@ -244,21 +266,21 @@ func writeAll(fd int, b []byte) error {
 // checkFile applies the rules every token file must meet: a regular file,
 // owned by the current user, mode exactly 0600. If one is broken it says
 // which, in words that follow "file", and how to fix it; else both are "".
-func checkFile(st *unix.Stat_t) (problem, fix string) {
+func (k *secretKind) checkFile(st *unix.Stat_t) (problem, fix string) {
 	switch uint32(st.Mode) & unix.S_IFMT {
 	case unix.S_IFREG:
 	case unix.S_IFLNK:
 		return "is a symlink", "use a path without symlinks"
 	case unix.S_IFDIR:
-		return "is a directory, not a regular file", "remove it and " + createHint
+		return "is a directory, not a regular file", "remove it and " + k.hint
 	case unix.S_IFIFO:
-		return "is a FIFO, not a regular file", "remove it and " + createHint
+		return "is a FIFO, not a regular file", "remove it and " + k.hint
 	default:
-		return fmt.Sprintf("is not a regular file (type %#o)", uint32(st.Mode)&unix.S_IFMT), "remove it and " + createHint
+		return fmt.Sprintf("is not a regular file (type %#o)", uint32(st.Mode)&unix.S_IFMT), "remove it and " + k.hint
 	}
 	if euid := os.Geteuid(); int64(st.Uid) != int64(euid) {
 		return fmt.Sprintf("is owned by uid %d, not by the current user (uid %d)", st.Uid, euid),
-			"run the server as the user who created the token"
+			"run openprogram as the user who created the file"
 	}
 	if perm := uint32(st.Mode) & 0o7777; perm != fileMode {
 		return fmt.Sprintf("has mode %04o, want 0600", perm), "chmod 600 the file"
@@ -267,8 +289,8 @@ func checkFile(st *unix.Stat_t) (problem, fix string) {
 }
 
 // fileError reports a rule checkFile found broken.
-func fileError(target, problem, fix string) error {
-	return unavailable(target, fmt.Errorf("file %s (%s)", problem, fix))
+func (k *secretKind) fileError(target, problem, fix string) error {
+	return k.unavailableError(target, fmt.Errorf("file %s (%s)", problem, fix))
 }
 
 // Authenticate checks the token in environ against the token file at path
@@ -291,7 +313,7 @@ func Authenticate(environ []string, path string) (clientID string, err error) {
 	if len(got) == 0 {
 		return "", fmt.Errorf("%w: set it to the token printed by `openprogram mcp token create`", ErrEnvRequired)
 	}
-	stored, target, err := readTokenFile(path)
+	stored, target, err := readSecretFile(tokenKind, path)
 	if err != nil {
 		return "", err
 	}
@@ -313,17 +335,17 @@ func lookupEnv(environ []string) string {
 	return ""
 }
 
-func unavailable(target string, cause error) error {
-	return fmt.Errorf("%w: %q: %w", ErrUnavailable, target, cause)
+func (k *secretKind) unavailableError(target string, cause error) error {
+	return fmt.Errorf("%w: %q: %w", k.unavailable, target, cause)
 }
 
-// readTokenFile returns the whole content of the token file at path, after
+// readSecretFile returns the whole content of the secret file at path, after
 // checking every rule, and the file's absolute path; or an error wrapping
-// ErrUnavailable.
-func readTokenFile(path string) ([]byte, string, error) {
+// k.unavailable.
+func readSecretFile(k *secretKind, path string) ([]byte, string, error) {
 	dir, name, err := safedir.Open(path, false)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, "", fmt.Errorf("%w: %w", k.unavailable, err)
 	}
 	defer dir.Close()
 	target := filepath.Join(dir.Path(), name)
@@ -332,44 +354,44 @@ func readTokenFile(path string) ([]byte, string, error) {
 	var pre unix.Stat_t
 	if err := unix.Fstatat(dir.Fd(), name, &pre, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return nil, "", unavailable(target, fmt.Errorf("file does not exist (%s): %w", createHint, err))
+			return nil, "", k.unavailableError(target, fmt.Errorf("file does not exist (%s): %w", k.hint, err))
 		}
-		return nil, "", unavailable(target, fmt.Errorf("inspect file: %w", err))
+		return nil, "", k.unavailableError(target, fmt.Errorf("inspect file: %w", err))
 	}
-	if problem, fix := checkFile(&pre); problem != "" {
-		return nil, "", fileError(target, problem, fix)
+	if problem, fix := k.checkFile(&pre); problem != "" {
+		return nil, "", k.fileError(target, problem, fix)
 	}
 
 	// O_NONBLOCK: should a FIFO be swapped in after the look, open and read
 	// return at once instead of waiting for a writer.
 	fd, err := unix.Openat(dir.Fd(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, "", unavailable(target, fmt.Errorf("open file: %w", err))
+		return nil, "", k.unavailableError(target, fmt.Errorf("open file: %w", err))
 	}
 	defer unix.Close(fd)
 
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, "", unavailable(target, fmt.Errorf("inspect open file: %w", err))
+		return nil, "", k.unavailableError(target, fmt.Errorf("inspect open file: %w", err))
 	}
 	if st.Dev != pre.Dev || st.Ino != pre.Ino {
-		return nil, "", unavailable(target, errors.New("file was replaced while being opened"))
+		return nil, "", k.unavailableError(target, errors.New("file was replaced while being opened"))
 	}
-	if problem, fix := checkFile(&st); problem != "" {
-		return nil, "", fileError(target, problem, fix)
+	if problem, fix := k.checkFile(&st); problem != "" {
+		return nil, "", k.fileError(target, problem, fix)
 	}
 	if st.Size == 0 {
-		return nil, "", unavailable(target, fmt.Errorf("file is empty (remove it and %s)", createHint))
+		return nil, "", k.unavailableError(target, fmt.Errorf("file is empty (remove it and %s)", k.hint))
 	}
 	if st.Size > maxFileSize {
-		return nil, "", unavailable(target, fmt.Errorf("file is %d bytes, more than the %d allowed", st.Size, maxFileSize))
+		return nil, "", k.unavailableError(target, fmt.Errorf("file is %d bytes, more than the %d allowed", st.Size, maxFileSize))
 	}
 
 	buf := make([]byte, maxFileSize+1)
 	n, err := readFull(fd, buf)
 	if err != nil {
 		clear(buf)
-		return nil, "", unavailable(target, fmt.Errorf("read file: %w", err))
+		return nil, "", k.unavailableError(target, fmt.Errorf("read file: %w", err))
 	}
 	if testHookAfterRead != nil {
 		testHookAfterRead(target)
@@ -377,12 +399,12 @@ func readTokenFile(path string) ([]byte, string, error) {
 	var post unix.Stat_t
 	if err := unix.Fstat(fd, &post); err != nil {
 		clear(buf)
-		return nil, "", unavailable(target, fmt.Errorf("inspect open file: %w", err))
+		return nil, "", k.unavailableError(target, fmt.Errorf("inspect open file: %w", err))
 	}
 	if int64(n) != st.Size || post.Size != st.Size || post.Ino != st.Ino || post.Dev != st.Dev ||
 		post.Mtim != st.Mtim || post.Ctim != st.Ctim {
 		clear(buf)
-		return nil, "", unavailable(target, errors.New("file changed while being read; try again"))
+		return nil, "", k.unavailableError(target, errors.New("file changed while being read; try again"))
 	}
 	return buf[:n], target, nil
 }

@@ -1,0 +1,80 @@
+package tokenauth
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+)
+
+// KeyFileName is the audit key file's name inside the state directory.
+const KeyFileName = "audit_key"
+
+// KeySize is the length in bytes of an audit key.
+const KeySize = tokenBytes
+
+// Errors returned by [CreateKey], [ReadKey] and [LoadOrCreateKey], in the
+// roles [ErrExists], [ErrCreate] and [ErrUnavailable] have for the token. No
+// error ever holds key material.
+var (
+	ErrKeyExists      = errors.New("audit key already exists")
+	ErrKeyCreate      = errors.New("could not create audit key")
+	ErrKeyUnavailable = errors.New("audit key file unavailable or invalid")
+)
+
+var keyKind = &secretKind{
+	exists: ErrKeyExists, create: ErrKeyCreate, unavailable: ErrKeyUnavailable,
+	hint: "restore it from a backup or from the host that created the audit log (without it the audit log cannot be verified or extended)",
+}
+
+// KeyPath returns the audit key file's path inside stateDir.
+func KeyPath(stateDir string) string {
+	return filepath.Join(stateDir, KeyFileName)
+}
+
+// CreateKey makes a new [KeySize]-byte audit key from crypto/rand and stores
+// it at path, which it never replaces, by exactly the procedure and rules of
+// [Create]: unpadded base64url text, mode 0600, no symlink on the path, a
+// private parent directory, published with link(2) or not at all. Errors
+// wrap [ErrKeyExists] or [ErrKeyCreate].
+func CreateKey(path string) ([]byte, error) {
+	return createSecret(keyKind, path)
+}
+
+// ReadKey returns the audit key stored at path. The file must pass the rules
+// [Authenticate] applies to the token file and hold exactly [KeySize] bytes
+// in unpadded base64url, else the error wraps [ErrKeyUnavailable]. ReadKey
+// never creates or changes anything.
+func ReadKey(path string) ([]byte, error) {
+	text, target, err := readSecretFile(keyKind, path)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(text)
+	// The decoder skips newlines: the length check keeps the file exact.
+	key := make([]byte, base64.RawURLEncoding.DecodedLen(len(text)))
+	n, err := base64.RawURLEncoding.Decode(key, text)
+	if err != nil || n != KeySize || len(text) != base64.RawURLEncoding.EncodedLen(KeySize) {
+		clear(key)
+		// The decoder's error quotes a byte offset only, never key material.
+		return nil, keyKind.unavailableError(target, fmt.Errorf("file does not hold a %d-byte key in unpadded base64url (%s)", KeySize, keyKind.hint))
+	}
+	return key[:n], nil
+}
+
+// LoadOrCreateKey returns the audit key at path, creating it with
+// [CreateKey] when nothing is there; created reports whether this call made
+// it. Of several callers racing on one path, all get the one key that won.
+func LoadOrCreateKey(path string) (key []byte, created bool, err error) {
+	key, err = ReadKey(path)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return key, false, err
+	}
+	key, err = CreateKey(path)
+	if errors.Is(err, ErrKeyExists) {
+		key, err = ReadKey(path)
+		return key, false, err
+	}
+	return key, err == nil, err
+}
