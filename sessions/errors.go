@@ -20,4 +20,12 @@ var (
 	// ErrNotDatabase: the file is not an OpenProgram database (corrupt, not
 	// SQLite, or another application's). The file is left untouched.
 	ErrNotDatabase = errors.New("sessions: not an OpenProgram database")
+	// ErrAuditKey: the store cannot append to or verify the audit log with
+	// the key it was opened with: no key, another key than the log's, or a
+	// log that is not keyed (see [Options.AuditKey]).
+	ErrAuditKey = errors.New("sessions: audit key missing or wrong")
+	// ErrAuditBroken: AppendAudit refused to extend an audit chain whose
+	// head fails its seal (the log was tampered with), so that the new
+	// record does not hide it.
+	ErrAuditBroken = errors.New("sessions: audit log tampered with")
 )

@@ -10,13 +10,39 @@ import (
 
 var (
 	driversMu sync.RWMutex
-	drivers   = map[string]func(ctx context.Context, url string) (Store, error){}
+	drivers   = map[string]func(ctx context.Context, url string, opts *Options) (Store, error){}
 )
+
+// Options configure a store. A nil *Options is the zero value.
+type Options struct {
+	// AuditKey keys the audit chain: every record carries an
+	// HMAC-SHA-256 under it, over its content and the previous record's
+	// MAC, and the chain head is sealed with it. It is at least 32 bytes and
+	// lives outside the database (the composition root reads it from a file),
+	// so write access to the database alone cannot forge a chain that
+	// VerifyAudit accepts. The store keeps no copy on disk; only an id
+	// derived from it (which does not reveal it) is stored, so that a wrong
+	// key is reported as such.
+	//
+	// Nil (the zero value): AppendAudit and VerifyAudit fail with
+	// [ErrAuditKey]; nothing else changes.
+	AuditKey []byte
+
+	// AdoptUnkeyedLog lets the store key an audit log that has no key yet:
+	// a log of the first, unkeyed version is re-keyed from its first record
+	// if its SHA-256 chain is intact (left as it is otherwise, and
+	// VerifyAudit says why), and an empty unkeyed log is keyed. Set it only
+	// with a key that was created just now: a log that is unkeyed while its
+	// key already exists was reset by someone, and adopting it would hide
+	// that. A database created by this very open is keyed either way.
+	AdoptUnkeyedLog bool
+}
 
 // Register makes a backend available to [Open] under a URL scheme
 // ("sqlite", "postgres", ...), case-insensitively. Backends call it from
-// init; it panics if open is nil or the scheme is registered twice.
-func Register(scheme string, open func(ctx context.Context, url string) (Store, error)) {
+// init; it panics if open is nil or the scheme is registered twice. open
+// receives the options as given to [OpenWith] (possibly nil).
+func Register(scheme string, open func(ctx context.Context, url string, opts *Options) (Store, error)) {
 	scheme = strings.ToLower(scheme)
 	if open == nil {
 		panic("sessions: Register open func is nil for scheme " + scheme)
@@ -34,8 +60,14 @@ func Register(scheme string, open func(ctx context.Context, url string) (Store, 
 // "postgresql://...". The backend package must be imported (for example
 // `import _ "github.com/openprogram/openprogram/sessions/sqlite"`).
 // Open runs pending migrations and fails with [ErrSchemaTooNew] for a
-// database written by a newer version.
+// database written by a newer version. The store has no audit key: use
+// [OpenWith] to append or verify audit records.
 func Open(ctx context.Context, url string) (Store, error) {
+	return OpenWith(ctx, url, nil)
+}
+
+// OpenWith is [Open] with options; nil opts is the zero [Options].
+func OpenWith(ctx context.Context, url string, opts *Options) (Store, error) {
 	scheme, _, ok := strings.Cut(url, ":")
 	if !ok || scheme == "" {
 		return nil, fmt.Errorf("open store: url %q has no scheme; use sqlite:<path> or a postgres:// url", redact(url))
@@ -48,7 +80,7 @@ func Open(ctx context.Context, url string) (Store, error) {
 		return nil, fmt.Errorf("open store: no backend registered for scheme %q (registered: %s); import its package, e.g. sessions/sqlite",
 			scheme, strings.Join(Schemes(), ", "))
 	}
-	return open(ctx, url)
+	return open(ctx, url, opts)
 }
 
 // Schemes returns the registered URL schemes, sorted.

@@ -9,11 +9,16 @@ import (
 
 func TestOpenPicksBackendByScheme(t *testing.T) {
 	var gotURL string
+	var gotOpts *Options
 	sentinel := errors.New("fake backend called")
-	Register("fake-open-test", func(_ context.Context, url string) (Store, error) {
-		gotURL = url
+	Register("fake-open-test", func(_ context.Context, url string, opts *Options) (Store, error) {
+		gotURL, gotOpts = url, opts
 		return nil, sentinel
 	})
+	opts := &Options{AuditKey: make([]byte, 32)}
+	if _, err := OpenWith(context.Background(), "fake-open-test:/x.db", opts); !errors.Is(err, sentinel) || gotOpts != opts {
+		t.Errorf("OpenWith error = %v, backend got options %p; want the backend's error and options %p", err, gotOpts, opts)
+	}
 	for _, url := range []string{"fake-open-test:/x.db", "FAKE-OPEN-TEST://host/db"} {
 		if _, err := Open(context.Background(), url); !errors.Is(err, sentinel) {
 			t.Errorf("Open(%q) error = %v, want the backend's", url, err)
@@ -41,7 +46,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestRegisterPanics(t *testing.T) {
-	open := func(context.Context, string) (Store, error) { return nil, nil }
+	open := func(context.Context, string, *Options) (Store, error) { return nil, nil }
 	Register("fake-dup-test", open)
 	for name, fn := range map[string]func(){
 		"duplicate": func() { Register("FAKE-DUP-TEST", open) },

@@ -120,12 +120,19 @@ type Store interface {
 	// BrowseMemory lists the paths starting with prefix, in path order.
 	BrowseMemory(ctx context.Context, prefix string) ([]MemoryEntry, error)
 
-	// AppendAudit appends a record to the hash chain.
+	// AppendAudit appends a record to the keyed chain. It fails with
+	// ErrAuditKey when the store has no key, another key than the log's,
+	// or an unkeyed log (see Options.AuditKey): never an unkeyed record.
 	AppendAudit(ctx context.Context, r NewAuditRecord) (AuditRecord, error)
 	// TailAudit returns the last n records, newest last.
 	TailAudit(ctx context.Context, n int) ([]AuditRecord, error)
-	// VerifyAudit walks the whole chain and reports the first broken record.
-	VerifyAudit(ctx context.Context) (AuditReport, error)
+	// VerifyAudit walks the whole chain with the store's key and reports the
+	// first bad record: edited, deleted, inserted, reordered, written
+	// without the key, or cut off behind a head moved back. With anchor
+	// non-nil it also requires the chain to still hold that record (a head
+	// printed earlier), which catches truncation even by a key holder. It
+	// fails with ErrAuditKey when the store has no key.
+	VerifyAudit(ctx context.Context, anchor *AuditHead) (AuditReport, error)
 
 	// Close releases the store's database handles.
 	Close() error
@@ -210,7 +217,9 @@ type NewAuditRecord struct {
 	Payload   json.RawMessage
 }
 
-// AuditRecord is a stored audit record. Hash covers PrevHash and the record's content.
+// AuditRecord is a stored audit record. Hash is the record's MAC: an
+// HMAC-SHA-256 under the audit key over PrevHash (the previous record's
+// MAC) and the record's content.
 type AuditRecord struct {
 	ID        int64
 	TS        time.Time
@@ -220,6 +229,13 @@ type AuditRecord struct {
 	Payload   json.RawMessage
 	PrevHash  string
 	Hash      string
+}
+
+// AuditHead names a record of the chain by its id and MAC, the form
+// `openprogram audit head` prints and `audit verify --head` takes.
+type AuditHead struct {
+	ID  int64
+	MAC string
 }
 
 // AuditReport is the outcome of VerifyAudit. When OK is false, FirstBadID

@@ -25,9 +25,21 @@ func scanAudit(row pgx.Row) (sessions.AuditRecord, error) {
 	return r, nil
 }
 
-// AppendAudit appends r to the hash chain. The transaction locks the
+// readHead reads the chain head; lock takes its row lock, which orders
+// appends from every process into one linear chain.
+func readHead(ctx context.Context, tx pgx.Tx, lock bool) (auditchain.Head, error) {
+	q := "SELECT last_id, last_hash, key_id, head_mac FROM audit_head"
+	if lock {
+		q += " FOR UPDATE"
+	}
+	var h auditchain.Head
+	err := tx.QueryRow(ctx, q).Scan(&h.ID, &h.Hash, &h.KeyID, &h.MAC)
+	return h, err
+}
+
+// AppendAudit appends r to the keyed chain. The transaction locks the
 // audit_head row, so appends from every process form one linear chain with
-// gapless ids; the record and the new head commit together.
+// gapless ids; the record and the new sealed head commit together.
 func (s *Store) AppendAudit(ctx context.Context, in sessions.NewAuditRecord) (sessions.AuditRecord, error) {
 	if in.Type == "" {
 		return sessions.AuditRecord{}, errors.New("append audit record: type is empty")
@@ -38,33 +50,139 @@ func (s *Store) AppendAudit(ctx context.Context, in sessions.NewAuditRecord) (se
 	}
 	var out sessions.AuditRecord
 	err = s.tx(ctx, readWrite, func(tx pgx.Tx) error {
-		var (
-			lastID   int64
-			lastHash string
-			now      time.Time
-		)
-		if err := tx.QueryRow(ctx, "SELECT last_id, last_hash, clock_timestamp() FROM audit_head FOR UPDATE").
-			Scan(&lastID, &lastHash, &now); err != nil {
+		head, err := readHead(ctx, tx, true)
+		if err != nil {
 			return err
 		}
-		if lastHash == "" {
-			lastHash = auditchain.Genesis
+		if err := auditchain.CheckAppend(s.auditKey, head); err != nil {
+			return err
 		}
-		out = sessions.AuditRecord{
-			ID: lastID + 1, TS: now.Truncate(time.Microsecond), Type: in.Type, Origin: in.Origin,
-			SessionID: in.SessionID, Payload: payload, PrevHash: lastHash,
-		}
-		out.Hash = auditchain.RecordHash(out)
-		b := &pgx.Batch{}
-		b.Queue("INSERT INTO audit_records ("+auditColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-			out.ID, out.TS, out.Type, out.Origin, out.SessionID, string(out.Payload), out.PrevHash, out.Hash)
-		b.Queue("UPDATE audit_head SET last_id = $1, last_hash = $2", out.ID, out.Hash)
-		return tx.SendBatch(ctx, b).Close()
+		out, err = s.appendAfter(ctx, tx, head, in, payload)
+		return err
 	})
 	if err != nil {
 		return sessions.AuditRecord{}, fmt.Errorf("append audit record %q: %w", in.Type, err)
 	}
 	return out, nil
+}
+
+// appendAfter writes the record after head (whose row the caller locked)
+// and moves the sealed head.
+func (s *Store) appendAfter(ctx context.Context, tx pgx.Tx, head auditchain.Head, in sessions.NewAuditRecord, payload json.RawMessage) (sessions.AuditRecord, error) {
+	var now time.Time
+	if err := tx.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
+		return sessions.AuditRecord{}, err
+	}
+	out := auditchain.Next(s.auditKey, head, now.Truncate(time.Microsecond), in, payload)
+	h := auditchain.Seal(s.auditKey, out)
+	b := &pgx.Batch{}
+	b.Queue("INSERT INTO audit_records ("+auditColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+		out.ID, out.TS, out.Type, out.Origin, out.SessionID, string(out.Payload), out.PrevHash, out.Hash)
+	b.Queue("UPDATE audit_head SET last_id = $1, last_hash = $2, key_id = $3, head_mac = $4", h.ID, h.Hash, h.KeyID, h.MAC)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return sessions.AuditRecord{}, err
+	}
+	return out, nil
+}
+
+// keyAudit keys an unkeyed audit log (see [sessions.Options]): an intact
+// version 1 chain is re-keyed from its first record, and the keyed chain
+// starts with an [auditchain.RekeyType] record, all in one transaction
+// holding the head's row lock. The append-only trigger is disabled for the
+// rewrite and enabled again inside the same transaction (ALTER TABLE locks
+// the table, so nobody else sees it off). A broken unkeyed chain is left as
+// it is: VerifyAudit reports it.
+func (s *Store) keyAudit(ctx context.Context) error {
+	err := s.tx(ctx, readWrite, func(tx pgx.Tx) error {
+		head, err := readHead(ctx, tx, true)
+		if err != nil || head.KeyID != "" {
+			return err
+		}
+		v := auditchain.NewVerifier(nil, head, nil)
+		if err := scanChain(ctx, tx, 0, v.Add); err != nil {
+			return err
+		}
+		rep := v.Finish()
+		if !rep.OK {
+			return nil
+		}
+		keyed := auditchain.RekeyPayload{Rekeyed: rep.Records}
+		if rep.Records > 0 {
+			keyed.UnkeyedHead = head.Hash
+			if head, err = s.rekeyRows(ctx, tx); err != nil {
+				return err
+			}
+		}
+		payload, err := json.Marshal(keyed)
+		if err != nil {
+			return err
+		}
+		_, err = s.appendAfter(ctx, tx, head, sessions.NewAuditRecord{Type: auditchain.RekeyType, Origin: "sessions"}, payload)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("key the audit log: %w", err)
+	}
+	return nil
+}
+
+// rekeyBatch bounds the records rekeyRows holds in memory at once.
+const rekeyBatch = 500
+
+// rekeyRows rewrites the whole chain with MACs under the store's key and
+// returns the unsealed head after its last record.
+func (s *Store) rekeyRows(ctx context.Context, tx pgx.Tx) (auditchain.Head, error) {
+	if _, err := tx.Exec(ctx, "ALTER TABLE audit_records DISABLE TRIGGER audit_records_no_update_delete"); err != nil {
+		return auditchain.Head{}, err
+	}
+	head := auditchain.Head{Hash: auditchain.Genesis}
+	for {
+		batch := make([]sessions.AuditRecord, 0, rekeyBatch)
+		if err := scanChain(ctx, tx, head.ID, func(r sessions.AuditRecord) bool {
+			batch = append(batch, r)
+			return len(batch) < rekeyBatch
+		}); err != nil {
+			return auditchain.Head{}, err
+		}
+		if len(batch) == 0 {
+			break
+		}
+		b := &pgx.Batch{}
+		for _, r := range batch {
+			r.PrevHash = head.Hash
+			r.Hash = auditchain.RecordMAC(s.auditKey, r)
+			b.Queue("UPDATE audit_records SET prev_hash = $1, hash = $2 WHERE id = $3", r.PrevHash, r.Hash, r.ID)
+			head = auditchain.Head{ID: r.ID, Hash: r.Hash}
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return auditchain.Head{}, err
+		}
+	}
+	if _, err := tx.Exec(ctx, "ALTER TABLE audit_records ENABLE TRIGGER audit_records_no_update_delete"); err != nil {
+		return auditchain.Head{}, err
+	}
+	return head, nil
+}
+
+// scanChain streams the records after id after to fn in id order until fn
+// returns false.
+func scanChain(ctx context.Context, tx pgx.Tx, after int64, fn func(sessions.AuditRecord) bool) error {
+	rows, err := tx.Query(ctx, "SELECT "+auditColumns+" FROM audit_records WHERE id > $1 ORDER BY id", after)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanAudit(rows)
+		if err != nil {
+			return err
+		}
+		if !fn(r) {
+			break
+		}
+	}
+	rows.Close()
+	return rows.Err()
 }
 
 // TailAudit returns the last n records, newest last.
@@ -90,35 +208,22 @@ func (s *Store) TailAudit(ctx context.Context, n int) ([]sessions.AuditRecord, e
 
 // VerifyAudit walks the whole chain in id order, streaming, from one
 // snapshot that also holds the chain head, and reports the first record
-// that was edited, deleted or moved.
-func (s *Store) VerifyAudit(ctx context.Context) (sessions.AuditReport, error) {
+// that was edited, deleted, inserted or moved, or a head moved back.
+func (s *Store) VerifyAudit(ctx context.Context, anchor *sessions.AuditHead) (sessions.AuditReport, error) {
+	if s.auditKey == nil {
+		return sessions.AuditReport{}, fmt.Errorf("verify audit: %w", auditchain.CheckAppend(nil, auditchain.Head{}))
+	}
 	var rep sessions.AuditReport
 	err := s.tx(ctx, readOnly, func(tx pgx.Tx) error {
-		var headID int64
-		var headHash string
-		if err := tx.QueryRow(ctx, "SELECT last_id, last_hash FROM audit_head").Scan(&headID, &headHash); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, "SELECT "+auditColumns+" FROM audit_records ORDER BY id")
+		head, err := readHead(ctx, tx, false)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		var v auditchain.Verifier
-		for rows.Next() {
-			r, err := scanAudit(rows)
-			if err != nil {
-				return err
-			}
-			if !v.Add(r) {
-				break
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		v := auditchain.NewVerifier(s.auditKey, head, anchor)
+		if err := scanChain(ctx, tx, 0, v.Add); err != nil {
 			return err
 		}
-		rep = v.Finish(headID, headHash)
+		rep = v.Finish()
 		return nil
 	})
 	if err != nil {

@@ -64,7 +64,7 @@ func TestReconnectAfterTerminate(t *testing.T) {
 		}},
 		{"SearchMemory", func() error { _, err := st.SearchMemory(ctx, "words", 5, ""); return err }},
 		{"AppendAudit", func() error { _, err := st.AppendAudit(ctx, sessions.NewAuditRecord{Type: "t"}); return err }},
-		{"VerifyAudit", func() error { _, err := st.VerifyAudit(ctx); return err }},
+		{"VerifyAudit", func() error { _, err := st.VerifyAudit(ctx, nil); return err }},
 	}
 	for _, c := range calls {
 		if n := db.terminate(t); n == 0 {
@@ -78,8 +78,8 @@ func TestReconnectAfterTerminate(t *testing.T) {
 	if err != nil || len(branch) != 1 || branch[0].ID != head {
 		t.Errorf("Branch after the restarts = %d msgs, %v; want the one appended message", len(branch), err)
 	}
-	if rep, err := st.VerifyAudit(ctx); err != nil || !rep.OK || rep.Records != 1 {
-		t.Errorf("VerifyAudit = %+v, %v; want one intact record", rep, err)
+	if rep, err := st.VerifyAudit(ctx, nil); err != nil || !rep.OK || rep.Records != 2 {
+		t.Errorf("VerifyAudit = %+v, %v; want the key record and one more, intact", rep, err)
 	}
 }
 
@@ -149,7 +149,7 @@ func TestTerminateUnderLoad(t *testing.T) {
 			t.Fatalf("Branch(%s) has %d messages: a turn was half written", id, len(branch))
 		}
 	}
-	rep, err := st.VerifyAudit(ctx)
+	rep, err := st.VerifyAudit(ctx, nil)
 	if err != nil || !rep.OK {
 		t.Fatalf("VerifyAudit after the kills = %+v, %v; want an intact chain", rep, err)
 	}

@@ -78,10 +78,11 @@ var ourTables = []string{"sessions", "messages", "turn_leases", "memory_state", 
 // schema's name: processes starting together queue on the lock and the
 // later ones find nothing left to do, while stores in different schemas do
 // not wait for each other. PostgreSQL DDL is transactional, so a failed or
-// killed migration leaves the previous version intact.
-func (s *Store) migrate(ctx context.Context) error {
+// killed migration leaves the previous version intact. fresh reports that
+// this call created the schema.
+func (s *Store) migrate(ctx context.Context) (fresh bool, err error) {
 	all := allMigrations
-	return s.tx(ctx, readWrite, func(tx pgx.Tx) error {
+	err = s.tx(ctx, readWrite, func(tx pgx.Tx) error {
 		var version int
 		if err := tx.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
 			return fmt.Errorf("migrate: read server version: %w", err)
@@ -132,6 +133,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("schema %q is at version %d, this openprogram knows up to %d: %w",
 				*schema, current, len(all), sessions.ErrSchemaTooNew)
 		}
+		fresh = current == 0
 		for _, m := range all[current:] {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("migrate: apply %s: %w", m.name, err)
@@ -142,4 +144,5 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+	return fresh && err == nil, err
 }

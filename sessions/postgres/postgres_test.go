@@ -31,10 +31,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// openStore opens a store on db and closes it when the test ends.
+// openStore opens a store on db, keyed with storetest.Key, and closes it
+// when the test ends.
 func openStore(tb testing.TB, db *testDB) *postgres.Store {
 	tb.Helper()
-	st, err := postgres.Open(context.Background(), db.URL)
+	return openStoreWith(tb, db, &sessions.Options{AuditKey: storetest.Key})
+}
+
+func openStoreWith(tb testing.TB, db *testDB, opts *sessions.Options) *postgres.Store {
+	tb.Helper()
+	st, err := postgres.OpenWith(context.Background(), db.URL, opts)
 	if err != nil {
 		tb.Fatalf("postgres.Open(%s) error: %v", db.Schema, err)
 	}
@@ -58,22 +64,22 @@ func schemaOf(t *testing.T, s sessions.Store) *testDB {
 func TestConformance(t *testing.T) {
 	baseURL(t) // fail (CI) or skip once, not in every subtest
 	storetest.Run(t,
-		func(t *testing.T) sessions.Store {
+		func(t *testing.T, opts *sessions.Options) sessions.Store {
 			db := newTestDB(t)
-			st := openStore(t, db)
+			st := openStoreWith(t, db, opts)
 			dbOf.Store(st, db)
 			t.Cleanup(func() { dbOf.Delete(st) })
 			return st
 		},
-		storetest.WithSecondHandle(func(t *testing.T, s sessions.Store) sessions.Store {
-			return openStore(t, schemaOf(t, s))
+		storetest.WithSecondHandle(func(t *testing.T, s sessions.Store, opts *sessions.Options) sessions.Store {
+			return openStoreWith(t, schemaOf(t, s), opts)
 		}),
 		storetest.WithTamperer(func(t *testing.T, s sessions.Store) storetest.Tamperer {
 			return tamperer{db: schemaOf(t, s).conn(t)}
 		}))
 }
 
-// tamperer rewrites audit_records behind the store's back. The table's
+// tamperer rewrites the audit tables behind the store's back. The table's
 // append-only triggers stand in the way of UPDATE and DELETE, so each
 // change disables them for its own transaction, as an attacker owning the
 // table could.
@@ -108,4 +114,24 @@ func (tp tamperer) SwapAudit(ctx context.Context, a, b int64) error {
 	return tp.tamper(ctx, `UPDATE audit_records r SET ts = o.ts, type = o.type, origin = o.origin,
 		session_id = o.session_id, payload = o.payload, prev_hash = o.prev_hash, hash = o.hash
 		FROM audit_records o WHERE (r.id = $1 AND o.id = $2) OR (r.id = $2 AND o.id = $1)`, a, b)
+}
+
+func (tp tamperer) InsertAudit(ctx context.Context, r sessions.AuditRecord) error {
+	return tp.tamper(ctx, `INSERT INTO audit_records (id, ts, type, origin, session_id, payload, prev_hash, hash)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, r.ID, r.TS, r.Type, r.Origin, r.SessionID, string(r.Payload), r.PrevHash, r.Hash)
+}
+
+func (tp tamperer) RewriteAudit(ctx context.Context, r sessions.AuditRecord) error {
+	return tp.tamper(ctx, `UPDATE audit_records SET ts = $2, type = $3, origin = $4, session_id = $5, payload = $6,
+		prev_hash = $7, hash = $8 WHERE id = $1`, r.ID, r.TS, r.Type, r.Origin, r.SessionID, string(r.Payload), r.PrevHash, r.Hash)
+}
+
+func (tp tamperer) AuditHead(ctx context.Context) (storetest.HeadRow, error) {
+	var h storetest.HeadRow
+	err := tp.db.QueryRow(ctx, "SELECT last_id, last_hash, key_id, head_mac FROM audit_head").Scan(&h.LastID, &h.LastHash, &h.KeyID, &h.MAC)
+	return h, err
+}
+
+func (tp tamperer) SetAuditHead(ctx context.Context, h storetest.HeadRow) error {
+	return tp.tamper(ctx, "UPDATE audit_head SET last_id = $1, last_hash = $2, key_id = $3, head_mac = $4", h.LastID, h.LastHash, h.KeyID, h.MAC)
 }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,11 +16,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/internal/auditchain"
 )
 
 func init() {
-	open := func(ctx context.Context, url string) (sessions.Store, error) {
-		st, err := Open(ctx, url)
+	open := func(ctx context.Context, url string, opts *sessions.Options) (sessions.Store, error) {
+		st, err := OpenWith(ctx, url, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -37,7 +39,8 @@ const DefaultApplicationName = "openprogram"
 // pgxpool connection pool. It is safe for concurrent use by many goroutines
 // and, through the database, by many processes.
 type Store struct {
-	pool *pgxpool.Pool
+	pool     *pgxpool.Pool
+	auditKey []byte // nil: audit appends and verification fail closed
 }
 
 var _ sessions.Store = (*Store)(nil)
@@ -51,7 +54,26 @@ var _ sessions.Store = (*Store)(nil)
 // Open fails with [sessions.ErrSchemaTooNew] when the schema was written by
 // a newer version, and with [sessions.ErrNotDatabase] when the schema holds
 // tables of the same names that OpenProgram did not create.
+//
+// The store has no audit key; use [OpenWith] to append or verify audit
+// records.
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	return OpenWith(ctx, dsn, nil)
+}
+
+// OpenWith is [Open] with options (nil: the zero [sessions.Options]). With
+// an audit key it keys the audit log as [sessions.Options] describes, in
+// the transaction that follows the migrations. Hosts sharing one database
+// must share one key.
+func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, error) {
+	if opts == nil {
+		opts = &sessions.Options{}
+	}
+	if opts.AuditKey != nil {
+		if err := auditchain.CheckKey(opts.AuditKey); err != nil {
+			return nil, fmt.Errorf("open postgres store: %w", err)
+		}
+	}
 	// URL schemes are case-insensitive (sessions.Open matches them so);
 	// pgx only knows the lowercase ones.
 	if scheme, rest, ok := strings.Cut(dsn, "://"); ok {
@@ -79,10 +101,17 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
 	}
-	st := &Store{pool: pool}
-	if err := st.migrate(ctx); err != nil {
+	st := &Store{pool: pool, auditKey: bytes.Clone(opts.AuditKey)}
+	fresh, err := st.migrate(ctx)
+	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
+	}
+	if st.auditKey != nil && (fresh || opts.AdoptUnkeyedLog) {
+		if err := st.keyAudit(ctx); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
+		}
 	}
 	return st, nil
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,27 +22,141 @@ func (s *Store) AppendAudit(ctx context.Context, r sessions.NewAuditRecord) (ses
 	if err != nil {
 		return sessions.AuditRecord{}, fmt.Errorf("append audit record %q: %w", r.Type, err)
 	}
-	rec := sessions.AuditRecord{Type: r.Type, Origin: r.Origin, SessionID: r.SessionID, Payload: payload}
+	var rec sessions.AuditRecord
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		var lastID int64
-		if err := tx.QueryRowContext(ctx, `SELECT last_id, last_hash FROM audit_head WHERE id = 1`).Scan(&lastID, &rec.PrevHash); err != nil {
+		head, err := readHead(ctx, tx)
+		if err != nil {
 			return err
 		}
-		rec.ID = lastID + 1
-		rec.TS = fromMicros(nowMicros())
-		rec.Hash = auditchain.RecordHash(rec)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_log (id, ts, type, origin, session_id, payload, prev_hash, hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			rec.ID, micros(rec.TS), rec.Type, rec.Origin, rec.SessionID, string(rec.Payload), rec.PrevHash, rec.Hash); err != nil {
+		if err := auditchain.CheckAppend(s.auditKey, head); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE audit_head SET last_id = ?, last_hash = ? WHERE id = 1`, rec.ID, rec.Hash)
+		rec, err = s.appendAfter(ctx, tx, head, r, payload)
 		return err
 	})
 	if err != nil {
 		return sessions.AuditRecord{}, fmt.Errorf("append audit record %q: %w", r.Type, err)
 	}
 	return rec, nil
+}
+
+// appendAfter writes the record after head and moves the sealed head.
+func (s *Store) appendAfter(ctx context.Context, tx *sql.Tx, head auditchain.Head, r sessions.NewAuditRecord, payload json.RawMessage) (sessions.AuditRecord, error) {
+	rec := auditchain.Next(s.auditKey, head, fromMicros(nowMicros()), r, payload)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_log (id, ts, type, origin, session_id, payload, prev_hash, hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		rec.ID, micros(rec.TS), rec.Type, rec.Origin, rec.SessionID, string(rec.Payload), rec.PrevHash, rec.Hash); err != nil {
+		return sessions.AuditRecord{}, err
+	}
+	h := auditchain.Seal(s.auditKey, rec)
+	if _, err := tx.ExecContext(ctx, `UPDATE audit_head SET last_id = ?, last_hash = ?, key_id = ?, head_mac = ? WHERE id = 1`,
+		h.ID, h.Hash, h.KeyID, h.MAC); err != nil {
+		return sessions.AuditRecord{}, err
+	}
+	return rec, nil
+}
+
+func readHead(ctx context.Context, tx *sql.Tx) (auditchain.Head, error) {
+	var h auditchain.Head
+	err := tx.QueryRowContext(ctx, `SELECT last_id, last_hash, key_id, head_mac FROM audit_head WHERE id = 1`).
+		Scan(&h.ID, &h.Hash, &h.KeyID, &h.MAC)
+	return h, err
+}
+
+// keyAudit keys an unkeyed audit log (see [sessions.Options]): an intact
+// version 1 chain is re-keyed from its first record, and the keyed chain
+// starts with an [auditchain.RekeyType] record, all in one transaction. The
+// append-only triggers are dropped and recreated from their stored SQL
+// inside it, so no other connection ever sees the table without them. A
+// broken unkeyed chain is left as it is: VerifyAudit reports it.
+func (s *Store) keyAudit(ctx context.Context) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		head, err := readHead(ctx, tx)
+		if err != nil || head.KeyID != "" {
+			return err
+		}
+		v := auditchain.NewVerifier(nil, head, nil)
+		if err := scanChain(ctx, tx, 0, v.Add); err != nil {
+			return err
+		}
+		rep := v.Finish()
+		if !rep.OK {
+			return nil
+		}
+		keyed := auditchain.RekeyPayload{Rekeyed: rep.Records}
+		if rep.Records > 0 {
+			keyed.UnkeyedHead = head.Hash
+			if head, err = s.rekeyRows(ctx, tx); err != nil {
+				return err
+			}
+		}
+		payload, err := json.Marshal(keyed)
+		if err != nil {
+			return err
+		}
+		_, err = s.appendAfter(ctx, tx, head, sessions.NewAuditRecord{Type: auditchain.RekeyType, Origin: "sessions"}, payload)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("key the audit log: %w", err)
+	}
+	return nil
+}
+
+// rekeyBatch bounds the records rekeyRows holds in memory at once.
+const rekeyBatch = 500
+
+// rekeyRows rewrites the whole chain with MACs under the store's key and
+// returns the unsealed head after its last record.
+func (s *Store) rekeyRows(ctx context.Context, tx *sql.Tx) (auditchain.Head, error) {
+	var names, triggers []string
+	rows, err := tx.QueryContext(ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'audit_log' ORDER BY name`)
+	if err != nil {
+		return auditchain.Head{}, err
+	}
+	for rows.Next() {
+		var name, def string
+		if err := rows.Scan(&name, &def); err != nil {
+			rows.Close()
+			return auditchain.Head{}, err
+		}
+		names, triggers = append(names, name), append(triggers, def)
+	}
+	if err := rows.Close(); err != nil {
+		return auditchain.Head{}, err
+	}
+	for _, n := range names {
+		if _, err := tx.ExecContext(ctx, `DROP TRIGGER "`+n+`"`); err != nil {
+			return auditchain.Head{}, err
+		}
+	}
+	head := auditchain.Head{Hash: auditchain.Genesis}
+	for {
+		batch := make([]sessions.AuditRecord, 0, rekeyBatch)
+		if err := scanChain(ctx, tx, head.ID, func(r sessions.AuditRecord) bool {
+			batch = append(batch, r)
+			return len(batch) < rekeyBatch
+		}); err != nil {
+			return auditchain.Head{}, err
+		}
+		if len(batch) == 0 {
+			break
+		}
+		for _, r := range batch {
+			r.PrevHash = head.Hash
+			r.Hash = auditchain.RecordMAC(s.auditKey, r)
+			if _, err := tx.ExecContext(ctx, `UPDATE audit_log SET prev_hash = ?, hash = ? WHERE id = ?`, r.PrevHash, r.Hash, r.ID); err != nil {
+				return auditchain.Head{}, err
+			}
+			head = auditchain.Head{ID: r.ID, Hash: r.Hash}
+		}
+	}
+	for _, def := range triggers {
+		if _, err := tx.ExecContext(ctx, def); err != nil {
+			return auditchain.Head{}, err
+		}
+	}
+	return head, nil
 }
 
 const auditColumns = `id, ts, type, origin, session_id, payload, prev_hash, hash`
@@ -57,6 +172,26 @@ func scanAudit(r scanner) (sessions.AuditRecord, error) {
 	}
 	rec.TS, rec.Payload = fromMicros(ts), []byte(payload)
 	return rec, nil
+}
+
+// scanChain feeds the records after id after to fn in id order until fn
+// returns false.
+func scanChain(ctx context.Context, tx *sql.Tx, after int64, fn func(sessions.AuditRecord) bool) error {
+	rows, err := tx.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit_log WHERE id > ? ORDER BY id`, after)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		rec, err := scanAudit(rows)
+		if err != nil {
+			return err
+		}
+		if !fn(rec) {
+			break
+		}
+	}
+	return rows.Err()
 }
 
 // TailAudit implements [sessions.Store].
@@ -85,36 +220,22 @@ func (s *Store) TailAudit(ctx context.Context, n int) ([]sessions.AuditRecord, e
 }
 
 // VerifyAudit implements [sessions.Store]: it walks the chain in id order
-// in one snapshot and compares its end with the stored chain head.
-func (s *Store) VerifyAudit(ctx context.Context) (sessions.AuditReport, error) {
+// in one snapshot and compares its end with the sealed chain head.
+func (s *Store) VerifyAudit(ctx context.Context, anchor *sessions.AuditHead) (sessions.AuditReport, error) {
+	if s.auditKey == nil {
+		return sessions.AuditReport{}, fmt.Errorf("verify audit: %w", auditchain.CheckAppend(nil, auditchain.Head{}))
+	}
 	var rep sessions.AuditReport
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		var (
-			headID   int64
-			headHash string
-		)
-		if err := tx.QueryRowContext(ctx, `SELECT last_id, last_hash FROM audit_head WHERE id = 1`).Scan(&headID, &headHash); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit_log ORDER BY id`)
+		head, err := readHead(ctx, tx)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		var v auditchain.Verifier
-		for rows.Next() {
-			rec, err := scanAudit(rows)
-			if err != nil {
-				return err
-			}
-			if !v.Add(rec) {
-				break
-			}
-		}
-		if err := rows.Err(); err != nil {
+		v := auditchain.NewVerifier(s.auditKey, head, anchor)
+		if err := scanChain(ctx, tx, 0, v.Add); err != nil {
 			return err
 		}
-		rep = v.Finish(headID, headHash)
+		rep = v.Finish()
 		return nil
 	})
 	if err != nil {

@@ -18,9 +18,14 @@ func openTemp(t *testing.T) sessions.Store {
 
 func openAt(t *testing.T, path string) *Store {
 	t.Helper()
-	st, err := Open(context.Background(), path)
+	return openWith(t, path, &sessions.Options{AuditKey: storetest.Key})
+}
+
+func openWith(t *testing.T, path string, opts *sessions.Options) *Store {
+	t.Helper()
+	st, err := OpenWith(context.Background(), path, opts)
 	if err != nil {
-		t.Fatalf("Open(%q) error: %v", path, err)
+		t.Fatalf("OpenWith(%q) error: %v", path, err)
 	}
 	t.Cleanup(func() {
 		if err := st.Close(); err != nil {
@@ -30,19 +35,60 @@ func openAt(t *testing.T, path string) *Store {
 	return st
 }
 
-// tamperer edits the audit table through the store's own write connection,
-// as anyone with the file could.
+// tamperer edits the audit tables through the store's own write
+// connection, as anyone with the file could: it drops the append-only
+// triggers for each change and puts them back after.
 type tamperer struct{ db *sql.DB }
 
 func (tm tamperer) exec(ctx context.Context, q string, args ...any) error {
-	res, err := tm.db.ExecContext(ctx, q, args...)
+	return tm.tamper(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("%s: no row changed", q)
+		}
+		return nil
+	})
+}
+
+func (tm tamperer) tamper(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := tm.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%s: no row changed", q)
+	defer tx.Rollback()
+	var names, defs []string
+	rows, err := tx.QueryContext(ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'audit_log'`)
+	if err != nil {
+		return err
 	}
-	return nil
+	for rows.Next() {
+		var n, d string
+		if err := rows.Scan(&n, &d); err != nil {
+			rows.Close()
+			return err
+		}
+		names, defs = append(names, n), append(defs, d)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if _, err := tx.ExecContext(ctx, `DROP TRIGGER "`+n+`"`); err != nil {
+			return err
+		}
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	for _, d := range defs {
+		if _, err := tx.ExecContext(ctx, d); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 func (tm tamperer) EditAuditPayload(ctx context.Context, id int64, payload string) error {
@@ -54,41 +100,38 @@ func (tm tamperer) DeleteAudit(ctx context.Context, id int64) error {
 }
 
 func (tm tamperer) SwapAudit(ctx context.Context, a, b int64) error {
-	tx, err := tm.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	type row struct {
-		ts                                            int64
-		typ, origin, session, payload, prevHash, hash string
-	}
-	var ra, rb row
-	for _, x := range []struct {
-		id int64
-		r  *row
-	}{{a, &ra}, {b, &rb}} {
-		if err := tx.QueryRowContext(ctx, `SELECT ts, type, origin, session_id, payload, prev_hash, hash FROM audit_log WHERE id = ?`, x.id).
-			Scan(&x.r.ts, &x.r.typ, &x.r.origin, &x.r.session, &x.r.payload, &x.r.prevHash, &x.r.hash); err != nil {
-			return err
-		}
-	}
-	for _, x := range []struct {
-		id int64
-		r  row
-	}{{a, rb}, {b, ra}} {
-		if _, err := tx.ExecContext(ctx, `UPDATE audit_log SET ts = ?, type = ?, origin = ?, session_id = ?, payload = ?, prev_hash = ?, hash = ? WHERE id = ?`,
-			x.r.ts, x.r.typ, x.r.origin, x.r.session, x.r.payload, x.r.prevHash, x.r.hash, x.id); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
+	return tm.exec(ctx, `UPDATE audit_log AS r SET ts = o.ts, type = o.type, origin = o.origin, session_id = o.session_id,
+		payload = o.payload, prev_hash = o.prev_hash, hash = o.hash
+		FROM (SELECT * FROM audit_log) AS o WHERE (r.id = ? AND o.id = ?) OR (r.id = ? AND o.id = ?)`, a, b, b, a)
+}
+
+func (tm tamperer) InsertAudit(ctx context.Context, r sessions.AuditRecord) error {
+	return tm.exec(ctx, `INSERT INTO audit_log (id, ts, type, origin, session_id, payload, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.TS.UnixMicro(), r.Type, r.Origin, r.SessionID, string(r.Payload), r.PrevHash, r.Hash)
+}
+
+func (tm tamperer) RewriteAudit(ctx context.Context, r sessions.AuditRecord) error {
+	return tm.exec(ctx, `UPDATE audit_log SET ts = ?, type = ?, origin = ?, session_id = ?, payload = ?, prev_hash = ?, hash = ? WHERE id = ?`,
+		r.TS.UnixMicro(), r.Type, r.Origin, r.SessionID, string(r.Payload), r.PrevHash, r.Hash, r.ID)
+}
+
+func (tm tamperer) AuditHead(ctx context.Context) (storetest.HeadRow, error) {
+	var h storetest.HeadRow
+	err := tm.db.QueryRowContext(ctx, `SELECT last_id, last_hash, key_id, head_mac FROM audit_head`).Scan(&h.LastID, &h.LastHash, &h.KeyID, &h.MAC)
+	return h, err
+}
+
+func (tm tamperer) SetAuditHead(ctx context.Context, h storetest.HeadRow) error {
+	return tm.exec(ctx, `UPDATE audit_head SET last_id = ?, last_hash = ?, key_id = ?, head_mac = ?`, h.LastID, h.LastHash, h.KeyID, h.MAC)
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, openTemp,
-		storetest.WithSecondHandle(func(t *testing.T, s sessions.Store) sessions.Store {
-			return openAt(t, s.(*Store).Path())
+	storetest.Run(t,
+		func(t *testing.T, opts *sessions.Options) sessions.Store {
+			return openWith(t, filepath.Join(t.TempDir(), DefaultFileName), opts)
+		},
+		storetest.WithSecondHandle(func(t *testing.T, s sessions.Store, opts *sessions.Options) sessions.Store {
+			return openWith(t, s.(*Store).Path(), opts)
 		}),
 		storetest.WithTamperer(func(t *testing.T, s sessions.Store) storetest.Tamperer {
 			return tamperer{db: s.(*Store).w}

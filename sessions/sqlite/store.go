@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"embed"
@@ -23,11 +24,12 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/internal/auditchain"
 )
 
 func init() {
-	sessions.Register("sqlite", func(ctx context.Context, url string) (sessions.Store, error) {
-		st, err := Open(ctx, url)
+	sessions.Register("sqlite", func(ctx context.Context, url string, opts *sessions.Options) (sessions.Store, error) {
+		st, err := OpenWith(ctx, url, opts)
 		if err != nil {
 			return nil, err // never a typed nil inside the interface
 		}
@@ -59,6 +61,8 @@ type Store struct {
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // hot read queries on r, prepared on first use; see readStmt
+
+	auditKey []byte // nil: audit appends and verification fail closed
 }
 
 var _ sessions.Store = (*Store)(nil)
@@ -72,12 +76,30 @@ var _ sessions.Store = (*Store)(nil)
 // another application's) fails with [sessions.ErrNotDatabase] and is left
 // byte for byte as it was. A database migrated by a newer OpenProgram fails
 // with [sessions.ErrSchemaTooNew].
+//
+// The store has no audit key; use [OpenWith] to append or verify audit
+// records.
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	return OpenWith(ctx, dsn, nil)
+}
+
+// OpenWith is [Open] with options (nil: the zero [sessions.Options]). With
+// an audit key it keys the audit log as [sessions.Options] describes, in
+// the write transaction that follows the migrations.
+func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, error) {
+	if opts == nil {
+		opts = &sessions.Options{}
+	}
+	if opts.AuditKey != nil {
+		if err := auditchain.CheckKey(opts.AuditKey); err != nil {
+			return nil, fmt.Errorf("open sqlite store: %w", err)
+		}
+	}
 	path, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	if err := createIfMissing(ctx, path); err != nil {
+	if err := createIfMissing(ctx, path, opts); err != nil {
 		return nil, err
 	}
 	empty, release, err := acquireFile(path)
@@ -88,7 +110,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	// several processes do that at once SQLite may report an I/O error while
 	// they race to switch it to WAL: try again.
 	for attempt := 1; ; attempt++ {
-		s, err := open(ctx, path)
+		s, err := open(ctx, path, opts)
 		if err == nil {
 			s.release = release
 			return s, nil
@@ -157,8 +179,8 @@ func acquireFile(path string) (empty bool, release func(), err error) {
 	}, nil
 }
 
-func open(ctx context.Context, path string) (*Store, error) {
-	s := &Store{path: path}
+func open(ctx context.Context, path string, opts *sessions.Options) (*Store, error) {
+	s := &Store{path: path, auditKey: bytes.Clone(opts.AuditKey)}
 	var err error
 	if s.w, err = sql.Open("sqlite", connString(path, false)); err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -167,9 +189,16 @@ func open(ctx context.Context, path string) (*Store, error) {
 	s.w.SetMaxIdleConns(1)
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
-	if err := s.migrate(ctx); err != nil {
+	fresh, err := s.migrate(ctx)
+	if err != nil {
 		s.w.Close()
 		return nil, err
+	}
+	if s.auditKey != nil && (fresh || opts.AdoptUnkeyedLog) {
+		if err := s.keyAudit(ctx); err != nil {
+			s.w.Close()
+			return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+		}
 	}
 	if s.r, err = sql.Open("sqlite", connString(path, true)); err != nil {
 		s.w.Close()
@@ -197,7 +226,7 @@ func transient(err error) bool {
 // into place, so no process ever sees a half-initialised file and
 // processes starting together on a new path do not race. The loser of the
 // link race simply uses the winner's file.
-func createIfMissing(ctx context.Context, path string) error {
+func createIfMissing(ctx context.Context, path string, opts *sessions.Options) error {
 	if _, err := os.Lstat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return nil // exists (or unreadable: checkFile reports it)
 	}
@@ -219,7 +248,7 @@ func createIfMissing(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("create sqlite store %s: %w", path, err)
 	}
-	s, err := open(ctx, tmpPath)
+	s, err := open(ctx, tmpPath, opts)
 	if err != nil {
 		return fmt.Errorf("create sqlite store %s: %w", path, err)
 	}
@@ -476,51 +505,58 @@ func LatestSchemaVersion() int {
 
 // migrate brings the schema to the latest version. BEGIN IMMEDIATE takes
 // the database write lock, so processes starting together migrate once.
-func (s *Store) migrate(ctx context.Context) error {
+// fresh reports that this call created the schema.
+func (s *Store) migrate(ctx context.Context) (fresh bool, err error) {
+	current, err := s.migrateTx(ctx)
+	return current == 0 && err == nil, err
+}
+
+// migrateTx does migrate's work and returns the version it found.
+func (s *Store) migrateTx(ctx context.Context) (int, error) {
 	ms, err := migrations()
 	if err != nil {
-		return fmt.Errorf("open sqlite store %s: %w", s.path, err)
+		return -1, fmt.Errorf("open sqlite store %s: %w", s.path, err)
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return s.openError(err)
+		return -1, s.openError(err)
 	}
 	defer tx.Rollback()
 	var appID int64
 	if err := tx.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil {
-		return s.openError(err)
+		return -1, s.openError(err)
 	}
 	var tables []string
 	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
 	if err != nil {
-		return s.openError(err)
+		return -1, s.openError(err)
 	}
 	for rows.Next() {
 		var n string
 		if err := rows.Scan(&n); err != nil {
 			rows.Close()
-			return s.openError(err)
+			return -1, s.openError(err)
 		}
 		tables = append(tables, n)
 	}
 	if err := rows.Close(); err != nil {
-		return s.openError(err)
+		return -1, s.openError(err)
 	}
 	if appID != ApplicationID && len(tables) > 0 {
-		return fmt.Errorf("open sqlite store %s: the SQLite file holds another application's tables: %w", s.path, sessions.ErrNotDatabase)
+		return -1, fmt.Errorf("open sqlite store %s: the SQLite file holds another application's tables: %w", s.path, sessions.ErrNotDatabase)
 	}
 	current := 0
 	if len(tables) > 0 {
 		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
-			return s.openError(fmt.Errorf("read schema version: %w", err))
+			return -1, s.openError(fmt.Errorf("read schema version: %w", err))
 		}
 	}
 	if current > len(ms) {
-		return fmt.Errorf("open sqlite store %s: schema version %d, this openprogram knows up to %d: %w",
+		return -1, fmt.Errorf("open sqlite store %s: schema version %d, this openprogram knows up to %d: %w",
 			s.path, current, len(ms), sessions.ErrSchemaTooNew)
 	}
 	if current == len(ms) {
-		return nil // rollback: nothing written
+		return current, nil // rollback: nothing written
 	}
 	if current == 0 {
 		stmts := []string{
@@ -529,23 +565,23 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		for _, q := range stmts {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return s.openError(err)
+				return -1, s.openError(err)
 			}
 		}
 	}
 	for _, m := range ms[current:] {
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("open sqlite store %s: migration %04d_%s: %w", s.path, m.version, m.name, err)
+			return -1, fmt.Errorf("open sqlite store %s: migration %04d_%s: %w", s.path, m.version, m.name, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 			m.version, m.name, time.Now().UnixMicro()); err != nil {
-			return s.openError(err)
+			return -1, s.openError(err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return s.openError(err)
+		return -1, s.openError(err)
 	}
-	return nil
+	return current, nil
 }
 
 func (s *Store) openError(err error) error {

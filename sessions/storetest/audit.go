@@ -1,8 +1,11 @@
 package storetest
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/internal/auditchain"
 )
 
 var auditTests = []test{
@@ -19,7 +23,20 @@ var auditTests = []test{
 	{"TamperEdit", testAuditTamperEdit},
 	{"TamperDelete", testAuditTamperDelete},
 	{"TamperDeleteLast", testAuditTamperDeleteLast},
+	{"TamperDeleteTailMoveHead", testAuditTamperDeleteTailMoveHead},
+	{"TamperDeleteAllResetHead", testAuditTamperDeleteAllResetHead},
+	{"TamperDeleteAllUnkey", testAuditTamperDeleteAllUnkey},
+	{"TamperInsert", testAuditTamperInsert},
 	{"TamperSwap", testAuditTamperSwap},
+	{"TamperRecomputeOtherKey", testAuditTamperRecomputeOtherKey},
+	{"TamperRecomputeUnkeyed", testAuditTamperRecomputeUnkeyed},
+	{"TamperRecomputeKeepKeyID", testAuditTamperRecomputeKeepKeyID},
+	{"AnchorCatchesTruncation", testAuditAnchor},
+	{"WrongKey", testAuditWrongKey},
+	{"NoKey", testAuditNoKey},
+	{"Rekey", testAuditRekey},
+	{"RekeyRefusesBrokenLog", testAuditRekeyBroken},
+	{"UnkeyedNotAdopted", testAuditUnkeyedNotAdopted},
 }
 
 func appendAudit(t *testing.T, s sessions.Store, n int) []sessions.AuditRecord {
@@ -40,7 +57,12 @@ func appendAudit(t *testing.T, s sessions.Store, n int) []sessions.AuditRecord {
 
 func verify(t *testing.T, s sessions.Store) sessions.AuditReport {
 	t.Helper()
-	rep, err := s.VerifyAudit(ctxT(t))
+	return verifyAnchored(t, s, nil)
+}
+
+func verifyAnchored(t *testing.T, s sessions.Store, anchor *sessions.AuditHead) sessions.AuditReport {
+	t.Helper()
+	rep, err := s.VerifyAudit(ctxT(t), anchor)
 	if err != nil {
 		t.Fatalf("VerifyAudit error: %v", err)
 	}
@@ -55,14 +77,21 @@ func testAuditAppendTail(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatalf("AppendAudit error: %v", err)
 	}
-	if r.ID != 1 {
-		t.Errorf("first AppendAudit ID = %d, want 1", r.ID)
+	if r.ID != 2 {
+		t.Errorf("first AppendAudit ID = %d, want 2 (record 1 is the %s record of a new store)", r.ID, auditchain.RekeyType)
 	}
 	if r.TS.Before(before.Add(-time.Second)) || r.TS.After(time.Now().Add(time.Second)) {
 		t.Errorf("AppendAudit TS = %v, want about now", r.TS)
 	}
-	if r.PrevHash != "0000000000000000000000000000000000000000000000000000000000000000" {
-		t.Errorf("first record PrevHash = %q, want 64 zeros", r.PrevHash)
+	first, err := s.TailAudit(ctx, 2)
+	if err != nil || len(first) != 2 {
+		t.Fatalf("TailAudit(2) = %d records, %v; want 2", len(first), err)
+	}
+	if k := first[0]; k.ID != 1 || k.Type != auditchain.RekeyType || k.PrevHash != auditchain.Genesis || !jsonEqual(k.Payload, json.RawMessage(`{"rekeyed":0}`)) {
+		t.Errorf("record 1 = %+v, want the %s record after the genesis hash, payload {\"rekeyed\":0}", k, auditchain.RekeyType)
+	}
+	if r.PrevHash != first[0].Hash {
+		t.Errorf("first appended record PrevHash = %q, want record 1's MAC %q", r.PrevHash, first[0].Hash)
 	}
 	if len(r.Hash) != 64 || r.Hash == r.PrevHash {
 		t.Errorf("Hash = %q, want 64 hex digits", r.Hash)
@@ -76,8 +105,8 @@ func testAuditAppendTail(t *testing.T, h *harness) {
 	if _, err := s.AppendAudit(ctx, sessions.NewAuditRecord{Origin: "mcp"}); err == nil {
 		t.Errorf("AppendAudit(empty type) succeeded, want an error")
 	}
-	rest := appendAudit(t, s, 9)
-	all := append([]sessions.AuditRecord{r}, rest...)
+	rest := appendAudit(t, s, 8)
+	all := append([]sessions.AuditRecord{first[0], r}, rest...)
 	for i := 1; i < len(all); i++ {
 		if all[i].ID != all[i-1].ID+1 || all[i].PrevHash != all[i-1].Hash {
 			t.Errorf("record %d (ID %d, prev %s) does not chain to record %d (ID %d, hash %s)",
@@ -108,12 +137,12 @@ func testAuditAppendTail(t *testing.T, h *harness) {
 
 func testAuditVerifyIntact(t *testing.T, h *harness) {
 	s := h.store(t)
-	if diff := cmp.Diff(sessions.AuditReport{OK: true}, verify(t, s)); diff != "" {
-		t.Errorf("VerifyAudit(empty) (-want +got):\n%s", diff)
+	if diff := cmp.Diff(sessions.AuditReport{Records: 1, OK: true}, verify(t, s)); diff != "" {
+		t.Errorf("VerifyAudit(new store) (-want +got):\n%s", diff)
 	}
 	appendAudit(t, s, 25)
-	if diff := cmp.Diff(sessions.AuditReport{Records: 25, OK: true}, verify(t, s)); diff != "" {
-		t.Errorf("VerifyAudit(25 intact records) (-want +got):\n%s", diff)
+	if diff := cmp.Diff(sessions.AuditReport{Records: 26, OK: true}, verify(t, s)); diff != "" {
+		t.Errorf("VerifyAudit(25 intact records after the key record) (-want +got):\n%s", diff)
 	}
 }
 
@@ -131,49 +160,369 @@ func testAuditConcurrent(t *testing.T, h *harness) {
 		})
 	}
 	wg.Wait()
-	if diff := cmp.Diff(sessions.AuditReport{Records: 60, OK: true}, verify(t, b)); diff != "" {
+	if diff := cmp.Diff(sessions.AuditReport{Records: 61, OK: true}, verify(t, b)); diff != "" {
 		t.Errorf("VerifyAudit after concurrent appends from two handles (-want +got):\n%s", diff)
 	}
 }
 
-// tampered appends five records, lets tamper edit the table and checks
-// that VerifyAudit reports firstBad.
-func tampered(t *testing.T, h *harness, firstBad int64, tamper func(Tamperer) error) {
+// tampered appends five records (ids 2 to 6, after the key record), lets
+// tamper edit the tables and checks that VerifyAudit reports firstBad with
+// a problem that says want. It logs what verify reported, for the record.
+func tampered(t *testing.T, h *harness, firstBad int64, want string, tamper func(Tamperer, []sessions.AuditRecord) error) {
 	t.Helper()
 	s := h.store(t)
 	tm := h.tamperer(t, s)
-	appendAudit(t, s, 5)
+	recs := appendAudit(t, s, 5)
 	if rep := verify(t, s); !rep.OK {
 		t.Fatalf("VerifyAudit before tampering = %+v, want OK", rep)
 	}
-	if err := tamper(tm); err != nil {
+	if err := tamper(tm, recs); err != nil {
 		t.Fatalf("tampering failed: %v", err)
 	}
 	rep := verify(t, s)
-	if rep.OK || rep.FirstBadID != firstBad || rep.Problem == "" {
-		t.Errorf("VerifyAudit after tampering = %+v, want OK false, FirstBadID %d and a Problem", rep, firstBad)
+	t.Logf("audit verify after tampering: %s", reportLine(rep))
+	if rep.OK || rep.FirstBadID != firstBad || !strings.Contains(rep.Problem, want) {
+		t.Errorf("VerifyAudit after tampering = %+v, want OK false, FirstBadID %d and a Problem saying %q", rep, firstBad, want)
 	}
-	// Appending to a broken chain keeps it reported broken.
-	appendAudit(t, s, 1)
-	if rep := verify(t, s); rep.OK {
-		t.Errorf("VerifyAudit after tampering and another append = %+v, want still broken", rep)
+	// Appending to a tampered chain fails or keeps it reported broken.
+	if _, err := s.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t", Origin: "o"}); err == nil {
+		if rep := verify(t, s); rep.OK {
+			t.Errorf("VerifyAudit after tampering and another append = %+v, want still broken", rep)
+		}
 	}
 }
 
+// reportLine is what `openprogram audit verify` prints for rep.
+func reportLine(rep sessions.AuditReport) string {
+	if rep.OK {
+		return fmt.Sprintf("audit log intact: %d records", rep.Records)
+	}
+	return fmt.Sprintf("audit log broken at record %d: %s (%d records checked)", rep.FirstBadID, rep.Problem, rep.Records)
+}
+
+func headRow(t *testing.T, tm Tamperer) HeadRow {
+	t.Helper()
+	h, err := tm.AuditHead(ctxT(t))
+	if err != nil {
+		t.Fatalf("read the audit head: %v", err)
+	}
+	return h
+}
+
 func testAuditTamperEdit(t *testing.T, h *harness) {
-	tampered(t, h, 3, func(tm Tamperer) error {
+	tampered(t, h, 3, "does not match its MAC", func(tm Tamperer, _ []sessions.AuditRecord) error {
 		return tm.EditAuditPayload(ctxT(t), 3, `{"request_id":2,"reason":"request_cancelled","client_id":"abc"}`)
 	})
 }
 
 func testAuditTamperDelete(t *testing.T, h *harness) {
-	tampered(t, h, 3, func(tm Tamperer) error { return tm.DeleteAudit(ctxT(t), 3) })
+	tampered(t, h, 3, "missing", func(tm Tamperer, _ []sessions.AuditRecord) error { return tm.DeleteAudit(ctxT(t), 3) })
 }
 
 func testAuditTamperDeleteLast(t *testing.T, h *harness) {
-	tampered(t, h, 5, func(tm Tamperer) error { return tm.DeleteAudit(ctxT(t), 5) })
+	tampered(t, h, 6, "missing", func(tm Tamperer, _ []sessions.AuditRecord) error { return tm.DeleteAudit(ctxT(t), 6) })
+}
+
+// The newest records deleted and the head moved back onto the record
+// before them, as the first version could not catch: the head's seal is
+// the old head's.
+func testAuditTamperDeleteTailMoveHead(t *testing.T, h *harness) {
+	tampered(t, h, 5, "moved back", func(tm Tamperer, recs []sessions.AuditRecord) error {
+		head := headRow(t, tm)
+		for _, id := range []int64{6, 5} {
+			if err := tm.DeleteAudit(ctxT(t), id); err != nil {
+				return err
+			}
+		}
+		head.LastID, head.LastHash = 4, recs[2].Hash
+		return tm.SetAuditHead(ctxT(t), head)
+	})
+}
+
+func testAuditTamperDeleteAllResetHead(t *testing.T, h *harness) {
+	tampered(t, h, 1, "moved back", func(tm Tamperer, _ []sessions.AuditRecord) error {
+		head := headRow(t, tm)
+		for id := int64(1); id <= 6; id++ {
+			if err := tm.DeleteAudit(ctxT(t), id); err != nil {
+				return err
+			}
+		}
+		return tm.SetAuditHead(ctxT(t), HeadRow{LastHash: auditchain.Genesis, KeyID: head.KeyID})
+	})
+}
+
+// Everything deleted and the head made to look like a store that was never
+// keyed: the store does not adopt it (its key is not new), and verify says
+// the log is not keyed.
+func testAuditTamperDeleteAllUnkey(t *testing.T, h *harness) {
+	tampered(t, h, 1, "not keyed", func(tm Tamperer, _ []sessions.AuditRecord) error {
+		for id := int64(1); id <= 6; id++ {
+			if err := tm.DeleteAudit(ctxT(t), id); err != nil {
+				return err
+			}
+		}
+		return tm.SetAuditHead(ctxT(t), HeadRow{LastHash: auditchain.Genesis})
+	})
+}
+
+// A record inserted at the end, the head moved onto it: its MAC cannot be
+// made without the key (here: the unkeyed hash of the first version).
+func testAuditTamperInsert(t *testing.T, h *harness) {
+	tampered(t, h, 7, "does not match its MAC", func(tm Tamperer, recs []sessions.AuditRecord) error {
+		last := recs[len(recs)-1]
+		forged := sessions.AuditRecord{ID: 7, TS: last.TS.Add(time.Millisecond), Type: "mcp.server.stop", Origin: "mcp",
+			Payload: json.RawMessage(`{}`), PrevHash: last.Hash}
+		forged.Hash = auditchain.RecordHash(forged)
+		if err := tm.InsertAudit(ctxT(t), forged); err != nil {
+			return err
+		}
+		head := headRow(t, tm)
+		head.LastID, head.LastHash = forged.ID, forged.Hash
+		return tm.SetAuditHead(ctxT(t), head)
+	})
 }
 
 func testAuditTamperSwap(t *testing.T, h *harness) {
-	tampered(t, h, 2, func(tm Tamperer) error { return tm.SwapAudit(ctxT(t), 2, 4) })
+	tampered(t, h, 3, "does not follow", func(tm Tamperer, _ []sessions.AuditRecord) error { return tm.SwapAudit(ctxT(t), 3, 5) })
+}
+
+// recompute rewrites the whole chain (record 3 edited first) the way an
+// attacker without the key can: mac computes each record's hash, head
+// stores the head.
+func recompute(t *testing.T, tm Tamperer, s sessions.Store, mac func(sessions.AuditRecord) string, head func(last sessions.AuditRecord) HeadRow) error {
+	t.Helper()
+	all, err := s.TailAudit(ctxT(t), 100)
+	if err != nil {
+		return err
+	}
+	all[2].Payload = json.RawMessage(`{"client_id":"abc","reason":"request_cancelled","request_id":1}`)
+	prev := auditchain.Genesis
+	var last sessions.AuditRecord
+	for _, r := range all {
+		r.PrevHash = prev
+		r.Hash = mac(r)
+		prev = r.Hash
+		if err := tm.RewriteAudit(ctxT(t), r); err != nil {
+			return err
+		}
+		last = r
+	}
+	return tm.SetAuditHead(ctxT(t), head(last))
+}
+
+var otherKey = bytes.Repeat([]byte{0xa5}, 32)
+
+// The chain and its head recomputed under the attacker's own key, naming
+// that key: the records verify under no key the host has.
+func testAuditTamperRecomputeOtherKey(t *testing.T, h *harness) {
+	var s sessions.Store
+	h2 := *h
+	h2.open = func(t *testing.T, opts *sessions.Options) sessions.Store { s = h.open(t, opts); return s }
+	tampered(t, &h2, 1, "recomputed without the key", func(tm Tamperer, _ []sessions.AuditRecord) error {
+		return recompute(t, tm, s, func(r sessions.AuditRecord) string { return auditchain.RecordMAC(otherKey, r) },
+			func(last sessions.AuditRecord) HeadRow {
+				hd := auditchain.Seal(otherKey, last)
+				return HeadRow{LastID: hd.ID, LastHash: hd.Hash, KeyID: hd.KeyID, MAC: hd.MAC}
+			})
+	})
+}
+
+// The chain recomputed with the unkeyed hash of the first version and the
+// head made unkeyed: not adopted, reported as not keyed.
+func testAuditTamperRecomputeUnkeyed(t *testing.T, h *harness) {
+	var s sessions.Store
+	h2 := *h
+	h2.open = func(t *testing.T, opts *sessions.Options) sessions.Store { s = h.open(t, opts); return s }
+	tampered(t, &h2, 1, "not keyed", func(tm Tamperer, _ []sessions.AuditRecord) error {
+		return recompute(t, tm, s, auditchain.RecordHash, func(last sessions.AuditRecord) HeadRow {
+			return HeadRow{LastID: last.ID, LastHash: last.Hash}
+		})
+	})
+}
+
+// The chain recomputed under another key, the head still naming the real
+// one: record 1 fails its MAC.
+func testAuditTamperRecomputeKeepKeyID(t *testing.T, h *harness) {
+	var s sessions.Store
+	h2 := *h
+	h2.open = func(t *testing.T, opts *sessions.Options) sessions.Store { s = h.open(t, opts); return s }
+	tampered(t, &h2, 1, "does not match its MAC", func(tm Tamperer, _ []sessions.AuditRecord) error {
+		return recompute(t, tm, s, func(r sessions.AuditRecord) string { return auditchain.RecordMAC(otherKey, r) },
+			func(last sessions.AuditRecord) HeadRow {
+				hd := auditchain.Seal(otherKey, last)
+				return HeadRow{LastID: hd.ID, LastHash: hd.Hash, KeyID: auditchain.KeyID(Key), MAC: hd.MAC}
+			})
+	})
+}
+
+// Even a holder of the key who truncates the log and reseals the head is
+// caught by a head anchored earlier.
+func testAuditAnchor(t *testing.T, h *harness) {
+	s := h.store(t)
+	tm := h.tamperer(t, s)
+	recs := appendAudit(t, s, 8) // ids 2..9
+	anchor := &sessions.AuditHead{ID: recs[7].ID, MAC: recs[7].Hash}
+	if rep := verifyAnchored(t, s, anchor); !rep.OK || rep.Records != 9 {
+		t.Fatalf("VerifyAudit(anchor at the head) = %+v, want 9 intact records", rep)
+	}
+	older := &sessions.AuditHead{ID: recs[3].ID, MAC: recs[3].Hash}
+	if rep := verifyAnchored(t, s, older); !rep.OK {
+		t.Errorf("VerifyAudit(anchor at record %d) = %+v, want OK: the log extends it", older.ID, rep)
+	}
+	bogus := &sessions.AuditHead{ID: recs[3].ID, MAC: recs[4].Hash}
+	if rep := verifyAnchored(t, s, bogus); rep.OK || rep.FirstBadID != bogus.ID {
+		t.Errorf("VerifyAudit(anchor with another MAC) = %+v, want broken at %d", rep, bogus.ID)
+	}
+	for id := int64(9); id >= 7; id-- {
+		if err := tm.DeleteAudit(ctxT(t), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hd := auditchain.Seal(Key, recs[4])
+	if err := tm.SetAuditHead(ctxT(t), HeadRow{LastID: hd.ID, LastHash: hd.Hash, KeyID: hd.KeyID, MAC: hd.MAC}); err != nil {
+		t.Fatal(err)
+	}
+	if rep := verify(t, s); !rep.OK || rep.Records != 6 {
+		t.Fatalf("VerifyAudit after a truncation resealed with the key = %+v, want 6 intact records (only an anchor catches it)", rep)
+	}
+	rep := verifyAnchored(t, s, anchor)
+	t.Logf("audit verify --head %d:%s after truncation to record 6: %s", anchor.ID, anchor.MAC, reportLine(rep))
+	if rep.OK || rep.FirstBadID != 7 || !strings.Contains(rep.Problem, "no longer extends the anchored head") {
+		t.Errorf("VerifyAudit(anchor %d) after truncation to 6 = %+v, want broken at 7, saying the log no longer extends the anchor", anchor.ID, rep)
+	}
+}
+
+func testAuditWrongKey(t *testing.T, h *harness) {
+	s := h.store(t)
+	appendAudit(t, s, 3)
+	other := h.reopen(t, s, &sessions.Options{AuditKey: otherKey, AdoptUnkeyedLog: true})
+	rep := verify(t, other)
+	t.Logf("audit verify with another key: %s", reportLine(rep))
+	if rep.OK || rep.FirstBadID != 1 || !strings.Contains(rep.Problem, "does not match the key") {
+		t.Errorf("VerifyAudit with another key = %+v, want broken at 1 saying the key does not match", rep)
+	}
+	if _, err := other.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t"}); !errors.Is(err, sessions.ErrAuditKey) {
+		t.Errorf("AppendAudit with another key = %v, want ErrAuditKey", err)
+	}
+	if rep := verify(t, s); !rep.OK || rep.Records != 4 {
+		t.Errorf("VerifyAudit with the right key after the refused append = %+v, want 4 intact records", rep)
+	}
+}
+
+func testAuditNoKey(t *testing.T, h *harness) {
+	s := h.store(t)
+	appendAudit(t, s, 2)
+	bare := h.reopen(t, s, nil)
+	if _, err := bare.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t"}); !errors.Is(err, sessions.ErrAuditKey) {
+		t.Errorf("AppendAudit without a key = %v, want ErrAuditKey", err)
+	}
+	if _, err := bare.VerifyAudit(ctxT(t), nil); !errors.Is(err, sessions.ErrAuditKey) {
+		t.Errorf("VerifyAudit without a key = %v, want ErrAuditKey", err)
+	}
+	if got, err := bare.TailAudit(ctxT(t), 10); err != nil || len(got) != 3 {
+		t.Errorf("TailAudit without a key = %d records, %v; want 3", len(got), err)
+	}
+	fresh := h.storeWith(t, nil)
+	if _, err := fresh.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t"}); !errors.Is(err, sessions.ErrAuditKey) {
+		t.Errorf("AppendAudit on a new store without a key = %v, want ErrAuditKey", err)
+	}
+}
+
+// unkeyedLog returns a store holding a log of the first version: n records
+// chained with the unkeyed SHA-256 hash, written past the store (which
+// cannot write unkeyed records), and its tamperer.
+func unkeyedLog(t *testing.T, h *harness, n int) (sessions.Store, Tamperer, []sessions.AuditRecord) {
+	t.Helper()
+	s := h.storeWith(t, nil)
+	tm := h.tamperer(t, s)
+	prev := auditchain.Genesis
+	ts := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
+	var recs []sessions.AuditRecord
+	for i := range n {
+		r := sessions.AuditRecord{ID: int64(i + 1), TS: ts.Add(time.Duration(i) * time.Second), Type: "mcp.server.start",
+			Origin: "mcp", SessionID: fmt.Sprintf("s%d", i), Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), PrevHash: prev}
+		r.Hash = auditchain.RecordHash(r)
+		prev = r.Hash
+		if err := tm.InsertAudit(ctxT(t), r); err != nil {
+			t.Fatalf("insert unkeyed record %d: %v", r.ID, err)
+		}
+		recs = append(recs, r)
+	}
+	if err := tm.SetAuditHead(ctxT(t), HeadRow{LastID: int64(n), LastHash: prev}); err != nil {
+		t.Fatal(err)
+	}
+	return s, tm, recs
+}
+
+func testAuditRekey(t *testing.T, h *harness) {
+	s, tm, old := unkeyedLog(t, h, 7)
+	keyed := h.reopen(t, s, &sessions.Options{AuditKey: Key, AdoptUnkeyedLog: true})
+	rep := verify(t, keyed)
+	if diff := cmp.Diff(sessions.AuditReport{Records: 8, OK: true}, rep); diff != "" {
+		t.Fatalf("VerifyAudit after re-keying (-want +got):\n%s", diff)
+	}
+	got, err := keyed.TailAudit(ctxT(t), 100)
+	if err != nil || len(got) != 8 {
+		t.Fatalf("TailAudit after re-keying = %d records, %v; want 8", len(got), err)
+	}
+	for i, r := range old {
+		g := got[i]
+		if g.ID != r.ID || g.Type != r.Type || g.SessionID != r.SessionID || !jsonEqual(g.Payload, r.Payload) || !g.TS.Equal(r.TS) {
+			t.Errorf("record %d after re-keying = %+v, want the content of %+v", r.ID, g, r)
+		}
+		if g.Hash == r.Hash || g.Hash != auditchain.RecordMAC(Key, g) {
+			t.Errorf("record %d hash after re-keying = %s, want its MAC under the key, not the old hash", r.ID, g.Hash)
+		}
+	}
+	mark := got[7]
+	want := fmt.Sprintf(`{"rekeyed":7,"unkeyed_head":%q}`, old[6].Hash)
+	if mark.Type != auditchain.RekeyType || !jsonEqual(mark.Payload, json.RawMessage(want)) {
+		t.Errorf("record 8 = %s %s, want %s %s", mark.Type, mark.Payload, auditchain.RekeyType, want)
+	}
+	// Once: opening again (adopting or not) changes nothing.
+	again := h.reopen(t, s, &sessions.Options{AuditKey: Key, AdoptUnkeyedLog: true})
+	if rep := verify(t, again); !rep.OK || rep.Records != 8 {
+		t.Errorf("VerifyAudit after a second keyed open = %+v, want the same 8 records", rep)
+	}
+	if _, err := again.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t"}); err != nil {
+		t.Errorf("AppendAudit after re-keying: %v", err)
+	}
+	// The re-keyed chain is tamper-evident like any other.
+	if err := tm.EditAuditPayload(ctxT(t), 2, `{"i":99}`); err != nil {
+		t.Fatal(err)
+	}
+	if rep := verify(t, again); rep.OK || rep.FirstBadID != 2 {
+		t.Errorf("VerifyAudit after editing a re-keyed record = %+v, want broken at 2", rep)
+	}
+}
+
+func testAuditRekeyBroken(t *testing.T, h *harness) {
+	s, tm, _ := unkeyedLog(t, h, 5)
+	if err := tm.EditAuditPayload(ctxT(t), 3, `{"i":42}`); err != nil {
+		t.Fatal(err)
+	}
+	keyed := h.reopen(t, s, &sessions.Options{AuditKey: Key, AdoptUnkeyedLog: true})
+	rep := verify(t, keyed)
+	t.Logf("audit verify of a broken unkeyed log: %s", reportLine(rep))
+	if rep.OK || rep.FirstBadID != 3 || !strings.Contains(rep.Problem, "not re-keyed") {
+		t.Errorf("VerifyAudit of a broken unkeyed log = %+v, want broken at 3, saying it was not re-keyed", rep)
+	}
+	if _, err := keyed.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t"}); !errors.Is(err, sessions.ErrAuditKey) {
+		t.Errorf("AppendAudit to a broken unkeyed log = %v, want ErrAuditKey", err)
+	}
+	if head := headRow(t, tm); head.KeyID != "" || head.LastID != 5 {
+		t.Errorf("audit head after the refused re-key = %+v, want it untouched", head)
+	}
+}
+
+func testAuditUnkeyedNotAdopted(t *testing.T, h *harness) {
+	s, _, _ := unkeyedLog(t, h, 3)
+	keyed := h.reopen(t, s, &sessions.Options{AuditKey: Key})
+	rep := verify(t, keyed)
+	if rep.OK || !strings.Contains(rep.Problem, "not keyed") {
+		t.Errorf("VerifyAudit of an unkeyed log not adopted = %+v, want not OK, saying it is not keyed", rep)
+	}
+	if _, err := keyed.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t"}); !errors.Is(err, sessions.ErrAuditKey) {
+		t.Errorf("AppendAudit to an unkeyed log not adopted = %v, want ErrAuditKey", err)
+	}
 }

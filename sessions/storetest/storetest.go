@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -12,8 +13,9 @@ import (
 	"github.com/openprogram/openprogram/sessions"
 )
 
-// Tamperer edits a backend's audit table behind the Store's back, the way an
-// attacker with database access would. Ids are audit record ids.
+// Tamperer edits a backend's audit tables behind the Store's back, the way
+// an attacker with write access to the database (but not the key file)
+// would: past the append-only triggers. Ids are audit record ids.
 type Tamperer interface {
 	// EditAuditPayload overwrites the stored payload of record id, leaving
 	// its hashes as they were.
@@ -23,21 +25,42 @@ type Tamperer interface {
 	// SwapAudit exchanges every stored column but the id between records a
 	// and b (their hashes included), reordering the chain.
 	SwapAudit(ctx context.Context, a, b int64) error
+	// InsertAudit stores r as it is: its id, hashes and all.
+	InsertAudit(ctx context.Context, r sessions.AuditRecord) error
+	// RewriteAudit overwrites every stored column of record r.ID with r's.
+	RewriteAudit(ctx context.Context, r sessions.AuditRecord) error
+	// AuditHead reads the stored chain head; SetAuditHead overwrites it.
+	AuditHead(ctx context.Context) (HeadRow, error)
+	SetAuditHead(ctx context.Context, h HeadRow) error
 }
+
+// HeadRow is the stored audit chain head: the last record's id and MAC, the
+// id of the chain's key ("" while unkeyed) and the head's seal.
+type HeadRow struct {
+	LastID   int64
+	LastHash string
+	KeyID    string
+	MAC      string
+}
+
+// Key is the audit key the suite opens its stores with, unless a test says
+// otherwise.
+var Key = bytes.Repeat([]byte{0x5a}, 32)
 
 // Option configures Run.
 type Option func(*config)
 
 type config struct {
-	second func(t *testing.T, s sessions.Store) sessions.Store
+	second func(t *testing.T, s sessions.Store, opts *sessions.Options) sessions.Store
 	tamper func(t *testing.T, s sessions.Store) Tamperer
 }
 
 // WithSecondHandle supplies a second, independent handle (its own
-// connection pool, as another process would have) on the database behind s.
-// The lease-contention and cross-handle concurrency tests need it; without
-// it they fail. The function registers the handle's Close with t.Cleanup.
-func WithSecondHandle(second func(t *testing.T, s sessions.Store) sessions.Store) Option {
+// connection pool, as another process would have) on the database behind s,
+// opened with opts. The lease-contention, cross-handle concurrency, key and
+// re-key tests need it; without it they fail. The function registers the
+// handle's Close with t.Cleanup.
+func WithSecondHandle(second func(t *testing.T, s sessions.Store, opts *sessions.Options) sessions.Store) Option {
 	return func(c *config) { c.second = second }
 }
 
@@ -48,15 +71,16 @@ func WithTamperer(tamper func(t *testing.T, s sessions.Store) Tamperer) Option {
 }
 
 // Run runs the conformance suite. open must return a new, empty store (its
-// own database) and register its Close with t.Cleanup; Run calls it once per
-// subtest. Backends call it from a test:
+// own database) opened with opts, and register its Close with t.Cleanup; Run
+// calls it once per subtest, mostly with [Key] as the audit key. Backends
+// call it from a test:
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, openTemp,
 //			storetest.WithSecondHandle(reopen),
 //			storetest.WithTamperer(tamperer))
 //	}
-func Run(t *testing.T, open func(t *testing.T) sessions.Store, opts ...Option) {
+func Run(t *testing.T, open func(t *testing.T, opts *sessions.Options) sessions.Store, opts ...Option) {
 	t.Helper()
 	var c config
 	for _, o := range opts {
@@ -88,13 +112,19 @@ type test struct {
 }
 
 type harness struct {
-	open func(t *testing.T) sessions.Store
+	open func(t *testing.T, opts *sessions.Options) sessions.Store
 	cfg  config
 }
 
+// store opens a fresh store keyed with Key.
 func (h *harness) store(t *testing.T) sessions.Store {
 	t.Helper()
-	s := h.open(t)
+	return h.storeWith(t, &sessions.Options{AuditKey: Key})
+}
+
+func (h *harness) storeWith(t *testing.T, opts *sessions.Options) sessions.Store {
+	t.Helper()
+	s := h.open(t, opts)
 	if s == nil {
 		t.Fatal("storetest: open returned a nil Store")
 	}
@@ -104,15 +134,21 @@ func (h *harness) store(t *testing.T) sessions.Store {
 // pair returns two independent handles on one fresh database.
 func (h *harness) pair(t *testing.T) (a, b sessions.Store) {
 	t.Helper()
+	a = h.store(t)
+	return a, h.reopen(t, a, &sessions.Options{AuditKey: Key})
+}
+
+// reopen returns another handle on the database behind s, opened with opts.
+func (h *harness) reopen(t *testing.T, s sessions.Store, opts *sessions.Options) sessions.Store {
+	t.Helper()
 	if h.cfg.second == nil {
 		t.Fatal("storetest: this test needs a second handle on the same database; pass storetest.WithSecondHandle to Run")
 	}
-	a = h.store(t)
-	b = h.cfg.second(t, a)
+	b := h.cfg.second(t, s, opts)
 	if b == nil {
 		t.Fatal("storetest: WithSecondHandle returned a nil Store")
 	}
-	return a, b
+	return b
 }
 
 func (h *harness) tamperer(t *testing.T, s sessions.Store) Tamperer {

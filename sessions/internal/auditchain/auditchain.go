@@ -1,14 +1,20 @@
-// Package auditchain holds the audit hash chain shared by every backend:
-// the canonical payload form, the record hash and the chain verifier, so a
-// chain written by one backend verifies the same way in another.
+// Package auditchain holds the audit chain shared by every backend: the
+// canonical payload form, the record MAC (HMAC-SHA-256 under a key that
+// lives outside the store), the MAC over the chain head, and the chain
+// verifier, so a chain written by one backend verifies the same way in
+// another. The unkeyed SHA-256 chain of the first version is kept only to
+// check a log before it is re-keyed.
 package auditchain
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash"
 	"strconv"
 	"time"
 
@@ -44,24 +50,72 @@ func CanonicalPayload(raw json.RawMessage) (json.RawMessage, error) {
 	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n")), nil
 }
 
-// Hash returns hex(SHA-256(prevHash, id, ts in Unix microseconds, type,
-// origin, session id, payload)), each field length-prefixed so no two
-// records share an encoding.
-func Hash(prevHash string, id int64, ts time.Time, typ, origin, sessionID string, payload []byte) string {
-	h := sha256.New()
-	field := func(b []byte) {
+// KeySize is the least audit key length accepted, in bytes.
+const KeySize = 32
+
+// RekeyType is the type of the audit record that starts a keyed chain: on a
+// new log it is record 1, on a re-keyed log the record after the old ones.
+const RekeyType = "audit.keyed"
+
+// RekeyPayload is the payload of the [RekeyType] record.
+type RekeyPayload struct {
+	// Rekeyed is how many records of an unkeyed log were re-keyed.
+	Rekeyed int64 `json:"rekeyed"`
+	// UnkeyedHead is the unkeyed chain's last hash before re-keying, or ""
+	// on a new log.
+	UnkeyedHead string `json:"unkeyed_head,omitempty"`
+}
+
+// CheckKey refuses a key too short to key the chain.
+func CheckKey(key []byte) error {
+	if len(key) < KeySize {
+		return fmt.Errorf("audit key is %d bytes, want at least %d", len(key), KeySize)
+	}
+	return nil
+}
+
+// Head is the stored chain head: the last record's id and MAC, the id of
+// the key that keyed the chain ("" for an unkeyed log) and the MAC over
+// those three.
+type Head struct {
+	ID    int64
+	Hash  string
+	KeyID string
+	MAC   string
+}
+
+// fields writes each field length-prefixed, so no two field lists share
+// an encoding.
+func fields(h hash.Hash, fs ...[]byte) string {
+	for _, b := range fs {
 		h.Write(strconv.AppendInt(nil, int64(len(b)), 10))
 		h.Write([]byte{':'})
 		h.Write(b)
 	}
-	field([]byte(prevHash))
-	field(strconv.AppendInt(nil, id, 10))
-	field(strconv.AppendInt(nil, ts.UnixMicro(), 10))
-	field([]byte(typ))
-	field([]byte(origin))
-	field([]byte(sessionID))
-	field(payload)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+func recordFields(h hash.Hash, prev string, id int64, ts time.Time, typ, origin, sessionID string, payload []byte) string {
+	return fields(h, []byte(prev), strconv.AppendInt(nil, id, 10), strconv.AppendInt(nil, ts.UnixMicro(), 10),
+		[]byte(typ), []byte(origin), []byte(sessionID), payload)
+}
+
+// Hash returns the unkeyed hash of the first version: hex(SHA-256(prevHash,
+// id, ts in Unix microseconds, type, origin, session id, payload)), each
+// field length-prefixed. Only the re-key check uses it.
+func Hash(prevHash string, id int64, ts time.Time, typ, origin, sessionID string, payload []byte) string {
+	return recordFields(sha256.New(), prevHash, id, ts, typ, origin, sessionID, payload)
+}
+
+// MAC returns hex(HMAC-SHA-256(key, ...)) over the fields [Hash] covers,
+// encoded the same way.
+func MAC(key []byte, prevMAC string, id int64, ts time.Time, typ, origin, sessionID string, payload []byte) string {
+	return recordFields(hmac.New(sha256.New, key), prevMAC, id, ts, typ, origin, sessionID, payload)
+}
+
+// RecordMAC is MAC over r's own fields.
+func RecordMAC(key []byte, r sessions.AuditRecord) string {
+	return MAC(key, r.PrevHash, r.ID, r.TS, r.Type, r.Origin, r.SessionID, r.Payload)
 }
 
 // RecordHash is Hash over r's own fields.
@@ -69,13 +123,94 @@ func RecordHash(r sessions.AuditRecord) string {
 	return Hash(r.PrevHash, r.ID, r.TS, r.Type, r.Origin, r.SessionID, r.Payload)
 }
 
+// KeyID names key without revealing it: 16 hex digits of an HMAC under it.
+// The store keeps it so that a wrong key is told apart from tampering.
+func KeyID(key []byte) string {
+	return fields(hmac.New(sha256.New, key), []byte("openprogram audit key id"))[:16]
+}
+
+// HeadMAC seals a head under key, so moving the head back (after deleting
+// the newest records) needs the key. The first field never has the length
+// of a record's first field, so a head never encodes like a record.
+func HeadMAC(key []byte, h Head) string {
+	return fields(hmac.New(sha256.New, key), []byte("openprogram audit head"),
+		strconv.AppendInt(nil, h.ID, 10), []byte(h.Hash), []byte(h.KeyID))
+}
+
+// Seal returns the head after r under key.
+func Seal(key []byte, r sessions.AuditRecord) Head {
+	h := Head{ID: r.ID, Hash: r.Hash, KeyID: KeyID(key)}
+	h.MAC = HeadMAC(key, h)
+	return h
+}
+
+// Next returns the record that follows head with the fields of in, the
+// time ts and its MAC under key.
+func Next(key []byte, head Head, ts time.Time, in sessions.NewAuditRecord, payload json.RawMessage) sessions.AuditRecord {
+	prev := head.Hash
+	if prev == "" {
+		prev = Genesis
+	}
+	r := sessions.AuditRecord{ID: head.ID + 1, TS: ts, Type: in.Type, Origin: in.Origin,
+		SessionID: in.SessionID, Payload: payload, PrevHash: prev}
+	r.Hash = RecordMAC(key, r)
+	return r
+}
+
+// Errors of [CheckAppend].
+var (
+	errUnkeyed  = errors.New("the audit log is not keyed yet (it was written before keyed audit, and its unkeyed chain did not pass the check that re-keying needs, or the store was opened without permission to adopt it); run `openprogram audit verify` to see why")
+	errWrongKey = errors.New("the audit key does not match the key this audit log was written with; use the key file of the host that created the log")
+)
+
+// CheckAppend says whether a record may be appended after head with key:
+// never without a key, to an unkeyed log, or with another key than the
+// chain's (errors wrapping [sessions.ErrAuditKey]), and never after a head
+// whose seal does not verify ([sessions.ErrAuditBroken]): sealing it anew
+// would launder a head moved back over deleted records.
+func CheckAppend(key []byte, head Head) error {
+	switch {
+	case key == nil:
+		return fmt.Errorf("%w: the store was opened without an audit key", sessions.ErrAuditKey)
+	case head.KeyID == "":
+		return fmt.Errorf("%w: %w", sessions.ErrAuditKey, errUnkeyed)
+	case head.KeyID != KeyID(key):
+		return fmt.Errorf("%w: %w", sessions.ErrAuditKey, errWrongKey)
+	case !hmac.Equal([]byte(HeadMAC(key, head)), []byte(head.MAC)):
+		return fmt.Errorf("%w: the chain head (record %d) does not carry its seal, so records after it were deleted or the head was forged; keep a copy of the database for investigation and run `openprogram audit verify`", sessions.ErrAuditBroken, head.ID)
+	}
+	return nil
+}
+
 // Verifier walks a chain in id order. Feed every record to Add, then call
-// Finish with the stored chain head.
+// Finish.
 type Verifier struct {
+	key      []byte // nil: the unkeyed chain of the first version
+	head     Head
+	anchor   *sessions.AuditHead
+	unkeyed  bool // a keyed check of a log that was never keyed
+	wrongKey bool // the head names another key
+
 	n    int64
 	prev string
 	rep  sessions.AuditReport
 	done bool
+}
+
+// NewVerifier returns a verifier of the chain that ends at head. With a key
+// it checks MACs and the head's seal, and, when anchor is not nil, that the
+// chain still holds the anchored record; with a nil key it checks the
+// unkeyed SHA-256 chain (the check before re-keying).
+func NewVerifier(key []byte, head Head, anchor *sessions.AuditHead) *Verifier {
+	v := &Verifier{key: key, head: head, anchor: anchor, prev: Genesis}
+	if key != nil {
+		v.unkeyed = head.KeyID == ""
+		v.wrongKey = !v.unkeyed && head.KeyID != KeyID(key)
+		if v.unkeyed {
+			v.key = nil // report what the unkeyed chain looks like
+		}
+	}
+	return v
 }
 
 // Add checks the next record. It returns false once the chain is broken;
@@ -84,17 +219,26 @@ func (v *Verifier) Add(r sessions.AuditRecord) bool {
 	if v.done {
 		return false
 	}
-	if v.prev == "" {
-		v.prev = Genesis
-	}
 	want := v.n + 1
+	var ok bool
+	if v.key != nil {
+		ok = hmac.Equal([]byte(RecordMAC(v.key, r)), []byte(r.Hash))
+	} else {
+		ok = RecordHash(r) == r.Hash
+	}
 	switch {
+	case v.wrongKey && r.ID == 1 && r.PrevHash == Genesis && !ok:
+		return v.fail(1, fmt.Sprintf("the audit key does not match the key this log names (the log names key %s, the key file is key %s): either the key file is not the one this log was written with (use the key file of the host that created the log), or the chain was recomputed without the key", v.head.KeyID, KeyID(v.key)))
 	case r.ID != want:
 		return v.fail(want, fmt.Sprintf("audit record %d is missing (next stored record is %d)", want, r.ID))
 	case r.PrevHash != v.prev:
 		return v.fail(r.ID, fmt.Sprintf("audit record %d does not follow record %d (prev_hash mismatch: deleted or reordered)", r.ID, r.ID-1))
-	case RecordHash(r) != r.Hash:
+	case !ok && v.key != nil:
+		return v.fail(r.ID, fmt.Sprintf("audit record %d does not match its MAC (edited, inserted, or written without the key)", r.ID))
+	case !ok:
 		return v.fail(r.ID, fmt.Sprintf("audit record %d does not match its hash (edited)", r.ID))
+	case v.anchor != nil && r.ID == v.anchor.ID && !hmac.Equal([]byte(r.Hash), []byte(v.anchor.MAC)):
+		return v.fail(r.ID, fmt.Sprintf("audit record %d is not the anchored head %d:%s (the log was rewritten from there)", r.ID, v.anchor.ID, v.anchor.MAC))
 	}
 	v.n = r.ID
 	v.prev = r.Hash
@@ -103,31 +247,40 @@ func (v *Verifier) Add(r sessions.AuditRecord) bool {
 
 func (v *Verifier) fail(id int64, problem string) bool {
 	v.done = true
+	if v.unkeyed {
+		problem = "the unkeyed audit log (written before keyed audit) is broken, so it was not re-keyed: " + problem
+	}
 	v.rep = sessions.AuditReport{Records: v.n, FirstBadID: id, Problem: problem}
 	return false
 }
 
-// Finish compares the walked chain with the stored head (headID 0 and
-// headHash "" when no record was ever appended) and returns the report.
+// Finish compares the walked chain with the head and returns the report.
 // Records counts the records verified before any problem.
-func (v *Verifier) Finish(headID int64, headHash string) sessions.AuditReport {
+func (v *Verifier) Finish() sessions.AuditReport {
 	if v.done {
 		return v.rep
 	}
-	last := v.prev
-	if last == "" {
-		last = Genesis
-	}
+	headHash := v.head.Hash
 	if headHash == "" {
 		headHash = Genesis
 	}
 	switch {
-	case headID > v.n:
-		v.fail(v.n+1, fmt.Sprintf("audit records %d to %d are missing (chain head is %d)", v.n+1, headID, headID))
-	case headID < v.n:
-		v.fail(headID+1, fmt.Sprintf("audit record %d is not covered by the chain head %d (inserted)", headID+1, headID))
-	case headHash != last:
+	case v.head.ID > v.n:
+		v.fail(v.n+1, fmt.Sprintf("audit records %d to %d are missing (chain head is %d)", v.n+1, v.head.ID, v.head.ID))
+	case v.head.ID < v.n:
+		v.fail(v.head.ID+1, fmt.Sprintf("audit record %d is not covered by the chain head %d (inserted)", v.head.ID+1, v.head.ID))
+	case headHash != v.prev:
 		v.fail(v.n, fmt.Sprintf("audit record %d does not match the chain head hash", v.n))
+	case v.unkeyed:
+		v.done = true
+		v.rep = sessions.AuditReport{Records: v.n, FirstBadID: 1, Problem: fmt.Sprintf(
+			"the audit log is not keyed: its %d records form an intact unkeyed chain, which anyone with write access to the database could have recomputed; it is re-keyed when openprogram first opens it with a newly created key", v.n)}
+	case v.wrongKey:
+		v.fail(v.n+1, fmt.Sprintf("the chain head names key %s, but the records verify under the key file (key %s): the head was altered", v.head.KeyID, KeyID(v.key)))
+	case v.key != nil && !hmac.Equal([]byte(HeadMAC(v.key, v.head)), []byte(v.head.MAC)):
+		v.fail(v.n+1, fmt.Sprintf("the chain head (record %d) does not carry its seal: it was moved back (records after %d deleted) or forged", v.n, v.n))
+	case v.anchor != nil && v.anchor.ID > v.n:
+		v.fail(v.n+1, fmt.Sprintf("the log ends at record %d and no longer extends the anchored head %d:%s (records %d to %d deleted)", v.n, v.anchor.ID, v.anchor.MAC, v.n+1, v.anchor.ID))
 	default:
 		return sessions.AuditReport{Records: v.n, OK: true}
 	}

@@ -1,7 +1,9 @@
 package auditchain
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -62,13 +64,16 @@ func chain(n int) []sessions.AuditRecord {
 }
 
 func verify(recs []sessions.AuditRecord, headID int64, headHash string) sessions.AuditReport {
-	var v Verifier
+	return walk(NewVerifier(nil, Head{ID: headID, Hash: headHash}, nil), recs)
+}
+
+func walk(v *Verifier, recs []sessions.AuditRecord) sessions.AuditReport {
 	for _, r := range recs {
 		if !v.Add(r) {
 			break
 		}
 	}
-	return v.Finish(headID, headHash)
+	return v.Finish()
 }
 
 func TestVerifier(t *testing.T) {
@@ -105,5 +110,79 @@ func TestVerifier(t *testing.T) {
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s: report (-want +got):\n%s", tc.name, diff)
 		}
+	}
+}
+
+// TestMACPinned pins the keyed encoding: changing it breaks every stored chain.
+func TestMACPinned(t *testing.T) {
+	key := bytes.Repeat([]byte{1}, 32)
+	ts := time.UnixMicro(1_700_000_000_123_456)
+	got := MAC(key, Genesis, 1, ts, "server.start", "cli", "", []byte(`{"pid":42}`))
+	if got == Hash(Genesis, 1, ts, "server.start", "cli", "", []byte(`{"pid":42}`)) || len(got) != 64 {
+		t.Fatalf("MAC = %s, want 64 hex digits unlike the unkeyed hash", got)
+	}
+	const want = "ea95ab714e88a48e99be54a70ef719375fb8466911bd37a4c3d4ca10349ba65a"
+	if got != want {
+		t.Errorf("MAC = %s, want %s", got, want)
+	}
+	if MAC(bytes.Repeat([]byte{2}, 32), Genesis, 1, ts, "server.start", "cli", "", nil) == MAC(key, Genesis, 1, ts, "server.start", "cli", "", nil) {
+		t.Errorf("MAC does not depend on the key")
+	}
+	if KeyID(key) == KeyID(bytes.Repeat([]byte{2}, 32)) || len(KeyID(key)) != 16 {
+		t.Errorf("KeyID = %s, want 16 hex digits that differ between keys", KeyID(key))
+	}
+}
+
+func keyedChain(key []byte, n int) ([]sessions.AuditRecord, Head) {
+	var out []sessions.AuditRecord
+	head := Head{}
+	for i := range n {
+		r := Next(key, head, time.UnixMicro(int64(i)), sessions.NewAuditRecord{Type: "t", Origin: "o"}, json.RawMessage(`{}`))
+		head = Seal(key, r)
+		out = append(out, r)
+	}
+	return out, head
+}
+
+func TestKeyedVerifier(t *testing.T) {
+	key, other := bytes.Repeat([]byte{7}, 32), bytes.Repeat([]byte{8}, 32)
+	c, head := keyedChain(key, 5)
+	truncated := Seal(key, c[2])
+	unsealed := head
+	unsealed.ID, unsealed.Hash = 3, c[2].Hash
+	for _, tc := range []struct {
+		name   string
+		key    []byte
+		recs   []sessions.AuditRecord
+		head   Head
+		anchor *sessions.AuditHead
+		want   sessions.AuditReport
+	}{
+		{"intact", key, c, head, nil, sessions.AuditReport{Records: 5, OK: true}},
+		{"anchored", key, c, head, &sessions.AuditHead{ID: 4, MAC: c[3].Hash}, sessions.AuditReport{Records: 5, OK: true}},
+		{"anchor mismatch", key, c, head, &sessions.AuditHead{ID: 4, MAC: c[2].Hash}, sessions.AuditReport{Records: 3, FirstBadID: 4}},
+		{"head moved back", key, c[:3], unsealed, nil, sessions.AuditReport{Records: 3, FirstBadID: 4}},
+		{"truncated by a key holder", key, c[:3], truncated, nil, sessions.AuditReport{Records: 3, OK: true}},
+		{"truncated past the anchor", key, c[:3], truncated, &sessions.AuditHead{ID: 5, MAC: c[4].Hash}, sessions.AuditReport{Records: 3, FirstBadID: 4}},
+		{"wrong key", other, c, head, nil, sessions.AuditReport{FirstBadID: 1}},
+		{"unkeyed chain", key, chain(3), Head{ID: 3, Hash: chain(3)[2].Hash}, nil, sessions.AuditReport{Records: 3, FirstBadID: 1}},
+	} {
+		got := walk(NewVerifier(tc.key, tc.head, tc.anchor), tc.recs)
+		if got.OK != (got.Problem == "") {
+			t.Errorf("%s: report %+v: Problem must be set exactly when not OK", tc.name, got)
+		}
+		got.Problem = ""
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: report (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	if err := CheckAppend(key, unsealed); !errors.Is(err, sessions.ErrAuditBroken) {
+		t.Errorf("CheckAppend(head moved back) = %v, want ErrAuditBroken", err)
+	}
+	if err := CheckAppend(other, head); !errors.Is(err, sessions.ErrAuditKey) {
+		t.Errorf("CheckAppend(wrong key) = %v, want ErrAuditKey", err)
+	}
+	if err := CheckAppend(key, head); err != nil {
+		t.Errorf("CheckAppend(intact head) = %v, want nil", err)
 	}
 }
