@@ -3,13 +3,20 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/tokenauth"
 )
 
 type auditCmd struct {
 	Tail   auditTailCmd   `cmd:"" help:"Print the newest audit records."`
-	Verify auditVerifyCmd `cmd:"" help:"Verify the audit hash chain (detects edited, deleted or reordered records)."`
+	Verify auditVerifyCmd `cmd:"" help:"Verify the keyed audit chain with the audit key (detects edited, deleted, inserted or reordered records and a recomputed chain)."`
+	Head   auditHeadCmd   `cmd:"" help:"Verify the audit chain and print its head as <id> <mac>, to keep outside this machine for audit verify --head."`
 }
 
 type auditTailCmd struct {
@@ -45,21 +52,86 @@ func (c *auditTailCmd) Run(ctx context.Context, app *App) error {
 	return nil
 }
 
-type auditVerifyCmd struct{}
+type auditVerifyCmd struct {
+	Head string `name:"head" placeholder:"ID:MAC" help:"Also prove that the log still extends this head, printed earlier by audit head (catches truncation even by a holder of the key)."`
+}
 
-func (auditVerifyCmd) Run(ctx context.Context, app *App) error {
-	_, st, err := openAppStore(ctx, app)
+func (c *auditVerifyCmd) Run(ctx context.Context, app *App) error {
+	var anchor *sessions.AuditHead
+	if c.Head != "" {
+		a, err := parseAuditHead(c.Head)
+		if err != nil {
+			return err
+		}
+		anchor = &a
+	}
+	st, rep, err := verifyAudit(ctx, app, anchor)
+	if err != nil {
+		return err
+	}
+	st.Close()
+	if anchor != nil {
+		_, err = fmt.Fprintf(app.Stdout, "audit log intact: %d records, extends head %d\n", rep.Records, anchor.ID)
+		return err
+	}
+	_, err = fmt.Fprintf(app.Stdout, "audit log intact: %d records\n", rep.Records)
+	return err
+}
+
+type auditHeadCmd struct{}
+
+func (auditHeadCmd) Run(ctx context.Context, app *App) error {
+	st, _, err := verifyAudit(ctx, app, nil)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	rep, err := st.VerifyAudit(ctx)
+	recs, err := st.TailAudit(ctx, 1)
 	if err != nil {
-		return fmt.Errorf("verify the audit log: %w", err)
+		return fmt.Errorf("read the audit head: %w", err)
+	}
+	if len(recs) == 0 {
+		return errors.New("the audit log has no records yet: nothing to anchor")
+	}
+	_, err = fmt.Fprintf(app.Stdout, "%d %s\n", recs[0].ID, recs[0].Hash)
+	return err
+}
+
+// verifyAudit opens the store with the audit key and verifies the chain
+// (against anchor when not nil). On success the caller closes the store;
+// a broken chain is an error naming the first bad record.
+func verifyAudit(ctx context.Context, app *App, anchor *sessions.AuditHead) (sessions.Store, sessions.AuditReport, error) {
+	_, st, err := openAppStore(ctx, app)
+	if err != nil {
+		return nil, sessions.AuditReport{}, err
+	}
+	rep, err := st.VerifyAudit(ctx, anchor)
+	if err != nil {
+		st.Close()
+		if errors.Is(err, sessions.ErrAuditKey) {
+			dir, _ := app.StateDir()
+			return nil, rep, fmt.Errorf("verify the audit log: no audit key at %s: the key is created by the first `openprogram mcp serve` on this state directory; for a PostgreSQL store shared by several hosts, copy the key file from the host that created the log: %w",
+				tokenauth.KeyPath(dir), err)
+		}
+		return nil, rep, fmt.Errorf("verify the audit log: %w", err)
 	}
 	if !rep.OK {
-		return fmt.Errorf("audit log broken at record %d: %s (%d records checked)", rep.FirstBadID, rep.Problem, rep.Records)
+		st.Close()
+		return nil, rep, fmt.Errorf("audit log broken at record %d: %s (%d records checked)", rep.FirstBadID, rep.Problem, rep.Records)
 	}
-	_, err = fmt.Fprintf(app.Stdout, "audit log intact: %d records\n", rep.Records)
-	return err
+	return st, rep, nil
+}
+
+// parseAuditHead parses the <id>:<mac> form of --head (the two fields
+// audit head prints, joined by a colon).
+func parseAuditHead(s string) (sessions.AuditHead, error) {
+	idText, mac, ok := strings.Cut(s, ":")
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if !ok || err != nil || id < 1 || idText != strconv.FormatInt(id, 10) {
+		return sessions.AuditHead{}, usagef("--head must be <id>:<mac> as printed by `openprogram audit head` (id a positive number), got %q", s)
+	}
+	if len(mac) != 64 || strings.Trim(mac, "0123456789abcdef") != "" {
+		return sessions.AuditHead{}, usagef("--head %d:...: the MAC must be 64 lowercase hex digits as printed by `openprogram audit head`", id)
+	}
+	return sessions.AuditHead{ID: id, MAC: mac}, nil
 }

@@ -71,12 +71,12 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 	} else {
 		add(check{name: "store", ok: true, info: storeKind(u) + ", reachable and migrated"})
 	}
-	if rep, err := st.VerifyAudit(ctx); err != nil {
+	if rep, err := st.VerifyAudit(ctx, nil); err != nil {
 		add(check{name: "audit log", info: err.Error(), fix: "check the database"})
 	} else if !rep.OK {
 		add(check{name: "audit log", info: fmt.Sprintf("broken at record %d: %s", rep.FirstBadID, rep.Problem), fix: "the audit log was edited outside openprogram; keep a copy of the database for investigation"})
 	} else {
-		add(check{name: "audit log", ok: true, info: fmt.Sprintf("%d records, hash chain intact", rep.Records)})
+		add(check{name: "audit log", ok: true, info: fmt.Sprintf("%d records, keyed chain intact", rep.Records)})
 	}
 
 	if rules, err := cfg.Rules(); err != nil {

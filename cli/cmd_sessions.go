@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/tokenauth"
 	// The two store backends register their URL schemes.
 	_ "github.com/openprogram/openprogram/sessions/postgres"
 	_ "github.com/openprogram/openprogram/sessions/sqlite"
@@ -32,8 +34,9 @@ func storeURL(env Env, cfg *Config, stateDir string) string {
 	return "sqlite:" + filepath.Join(stateDir, DatabaseFileName)
 }
 
-// openAppStore loads config.json and opens the configured store; the caller
-// closes the store.
+// openAppStore loads config.json and opens the configured store for a
+// read-only command, with the audit key if it exists (it is never created
+// here); the caller closes the store.
 func openAppStore(ctx context.Context, app *App) (*Config, sessions.Store, error) {
 	cfg, dir, err := loadAppConfig(app)
 	if err != nil {
@@ -43,7 +46,7 @@ func openAppStore(ctx context.Context, app *App) (*Config, sessions.Store, error
 		// A read-only command does not install: no state dir means no store yet.
 		return nil, nil, fmt.Errorf("no state directory at %s yet: create one with `openprogram mcp token create`", dir)
 	}
-	st, err := openStore(ctx, app, cfg, dir)
+	st, err := openStoreKey(ctx, app, cfg, dir, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -51,19 +54,55 @@ func openAppStore(ctx context.Context, app *App) (*Config, sessions.Store, error
 }
 
 // openStore opens the configured store, creating the state dir for the
-// embedded default.
+// embedded default, and the audit key if it is missing (see openStoreKey).
 func openStore(ctx context.Context, app *App, cfg *Config, stateDir string) (sessions.Store, error) {
+	return openStoreKey(ctx, app, cfg, stateDir, true)
+}
+
+// openStoreKey opens the configured store with the audit key of the state
+// directory (tokenauth.KeyFileName). With create, a missing key is created
+// (with the token file's no-replace procedure) and the store may adopt an
+// unkeyed log: re-key a log written before keyed audit, or key an empty
+// one. Only a key created just now may adopt: a log that is unkeyed while
+// its key exists was reset behind openprogram's back. Without create, a
+// missing key opens the store without one, so audit commands fail closed.
+func openStoreKey(ctx context.Context, app *App, cfg *Config, stateDir string, create bool) (sessions.Store, error) {
 	u := storeURL(app.Env, cfg, stateDir)
 	if strings.HasPrefix(u, "sqlite:") {
 		if err := ensureStateDir(stateDir); err != nil {
 			return nil, err
 		}
 	}
-	st, err := sessions.Open(ctx, u)
+	opts, err := auditKeyOptions(tokenauth.KeyPath(stateDir), create)
+	if err != nil {
+		return nil, err
+	}
+	st, err := sessions.OpenWith(ctx, u, opts)
+	clear(opts.AuditKey) // the stores keep their own copy
 	if err != nil {
 		return nil, fmt.Errorf("open the session store: %w", err)
 	}
 	return st, nil
+}
+
+// auditKeyOptions reads (with create: reads or creates) the audit key at
+// path into store options.
+func auditKeyOptions(path string, create bool) (*sessions.Options, error) {
+	if create {
+		key, created, err := tokenauth.LoadOrCreateKey(path)
+		if err != nil {
+			return nil, fmt.Errorf("load the audit key: %w", err)
+		}
+		return &sessions.Options{AuditKey: key, AdoptUnkeyedLog: created}, nil
+	}
+	key, err := tokenauth.ReadKey(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &sessions.Options{}, nil
+	case err != nil:
+		return nil, fmt.Errorf("load the audit key: %w", err)
+	}
+	return &sessions.Options{AuditKey: key}, nil
 }
 
 type sessionsCmd struct {
