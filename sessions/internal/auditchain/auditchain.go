@@ -274,7 +274,7 @@ func (v *Verifier) Finish() sessions.AuditReport {
 	case v.unkeyed:
 		v.done = true
 		v.rep = sessions.AuditReport{Records: v.n, FirstBadID: 1, Problem: fmt.Sprintf(
-			"the audit log is not keyed: its %d records form an intact unkeyed chain, which anyone with write access to the database could have recomputed; it is re-keyed when openprogram first opens it with a newly created key", v.n)}
+			"the audit log is not keyed: its %d records form an unkeyed chain, which anyone with write access to the database can recompute; a log written before keyed audit is re-keyed by the open that creates the audit key, so an unkeyed log whose key already exists was reset or rewritten", v.n)}
 	case v.wrongKey:
 		v.fail(v.n+1, fmt.Sprintf("the chain head names key %s, but the records verify under the key file (key %s): the head was altered", v.head.KeyID, KeyID(v.key)))
 	case v.key != nil && !hmac.Equal([]byte(HeadMAC(v.key, v.head)), []byte(v.head.MAC)):
