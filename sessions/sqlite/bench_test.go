@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/storetest"
 )
 
 // Seeded benchmark databases live for the whole test binary run, so
@@ -49,7 +50,7 @@ func benchStore(b *testing.B, name string, seed func(ctx context.Context, s *Sto
 		}
 		benchDir = d
 	}
-	s, err := Open(context.Background(), filepath.Join(benchDir, name+".db"))
+	s, err := OpenWith(context.Background(), filepath.Join(benchDir, name+".db"), &sessions.Options{AuditKey: storetest.Key})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -186,3 +186,24 @@ func TestKeyedVerifier(t *testing.T) {
 		t.Errorf("CheckAppend(intact head) = %v, want nil", err)
 	}
 }
+
+func benchRecord() sessions.AuditRecord {
+	return sessions.AuditRecord{ID: 12345, TS: time.UnixMicro(1_700_000_000_123_456), Type: "mcp.request.cancelled",
+		Origin: "mcp/0123456789abcdef", SessionID: "mcp_s", PrevHash: Genesis,
+		Payload: json.RawMessage(`{"client_id":"0123456789abcdef","reason":"prompt_cancel","request_id":7,"session_id":"mcp_s"}`)}
+}
+
+// BenchmarkRecordHash is the unkeyed hash of the first version, for comparison.
+func BenchmarkRecordHash(b *testing.B) {
+	r := benchRecord()
+	for b.Loop() {
+		RecordHash(r)
+	}
+}
+
+func BenchmarkRecordMAC(b *testing.B) {
+	r, key := benchRecord(), bytes.Repeat([]byte{1}, 32)
+	for b.Loop() {
+		RecordMAC(key, r)
+	}
+}
