@@ -85,40 +85,24 @@ func (s *Store) appendAfter(ctx context.Context, tx pgx.Tx, head auditchain.Head
 	return out, nil
 }
 
-// keyAudit keys an unkeyed audit log (see [sessions.Options]): an intact
-// version 1 chain is re-keyed from its first record, and the keyed chain
-// starts with an [auditchain.RekeyType] record, all in one transaction
-// holding the head's row lock. The append-only trigger is disabled for the
-// rewrite and enabled again inside the same transaction (ALTER TABLE locks
-// the table, so nobody else sees it off). A broken unkeyed chain is left as
-// it is: VerifyAudit reports it.
+// keyAudit keys an unkeyed audit log (see [sessions.Options] and
+// [auditchain.Adopt]) in one transaction holding the head's row lock. The
+// append-only trigger is disabled for the rewrite and enabled again inside
+// the same transaction (ALTER TABLE locks the table, so nobody else sees it
+// off).
 func (s *Store) keyAudit(ctx context.Context) error {
 	err := s.tx(ctx, readWrite, func(tx pgx.Tx) error {
 		head, err := readHead(ctx, tx, true)
-		if err != nil || head.KeyID != "" {
-			return err
-		}
-		v := auditchain.NewVerifier(nil, head, nil)
-		if err := scanChain(ctx, tx, 0, v.Add); err != nil {
-			return err
-		}
-		rep := v.Finish()
-		if !rep.OK {
-			return nil
-		}
-		keyed := auditchain.RekeyPayload{Rekeyed: rep.Records}
-		if rep.Records > 0 {
-			keyed.UnkeyedHead = head.Hash
-			if head, err = s.rekeyRows(ctx, tx); err != nil {
-				return err
-			}
-		}
-		payload, err := json.Marshal(keyed)
 		if err != nil {
 			return err
 		}
-		_, err = s.appendAfter(ctx, tx, head, sessions.NewAuditRecord{Type: auditchain.RekeyType, Origin: "sessions"}, payload)
-		return err
+		scan := func(after int64, fn func(sessions.AuditRecord) bool) error { return scanChain(ctx, tx, after, fn) }
+		return auditchain.Adopt(head, scan,
+			func() (auditchain.Head, error) { return s.rekeyRows(ctx, tx, scan) },
+			func(h auditchain.Head, in sessions.NewAuditRecord, payload json.RawMessage) error {
+				_, err := s.appendAfter(ctx, tx, h, in, payload)
+				return err
+			})
 	})
 	if err != nil {
 		return fmt.Errorf("key the audit log: %w", err)
@@ -126,37 +110,20 @@ func (s *Store) keyAudit(ctx context.Context) error {
 	return nil
 }
 
-// rekeyBatch bounds the records rekeyRows holds in memory at once.
-const rekeyBatch = 500
-
-// rekeyRows rewrites the whole chain with MACs under the store's key and
-// returns the unsealed head after its last record.
-func (s *Store) rekeyRows(ctx context.Context, tx pgx.Tx) (auditchain.Head, error) {
+// rekeyRows re-keys every row with the append-only trigger disabled.
+func (s *Store) rekeyRows(ctx context.Context, tx pgx.Tx, scan auditchain.Scan) (auditchain.Head, error) {
 	if _, err := tx.Exec(ctx, "ALTER TABLE audit_records DISABLE TRIGGER audit_records_no_update_delete"); err != nil {
 		return auditchain.Head{}, err
 	}
-	head := auditchain.Head{Hash: auditchain.Genesis}
-	for {
-		batch := make([]sessions.AuditRecord, 0, rekeyBatch)
-		if err := scanChain(ctx, tx, head.ID, func(r sessions.AuditRecord) bool {
-			batch = append(batch, r)
-			return len(batch) < rekeyBatch
-		}); err != nil {
-			return auditchain.Head{}, err
-		}
-		if len(batch) == 0 {
-			break
-		}
+	head, err := auditchain.Rekey(s.auditKey, scan, func(batch []sessions.AuditRecord) error {
 		b := &pgx.Batch{}
 		for _, r := range batch {
-			r.PrevHash = head.Hash
-			r.Hash = auditchain.RecordMAC(s.auditKey, r)
 			b.Queue("UPDATE audit_records SET prev_hash = $1, hash = $2 WHERE id = $3", r.PrevHash, r.Hash, r.ID)
-			head = auditchain.Head{ID: r.ID, Hash: r.Hash}
 		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return auditchain.Head{}, err
-		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return auditchain.Head{}, err
 	}
 	if _, err := tx.Exec(ctx, "ALTER TABLE audit_records ENABLE TRIGGER audit_records_no_update_delete"); err != nil {
 		return auditchain.Head{}, err

@@ -66,13 +66,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 // the transaction that follows the migrations. Hosts sharing one database
 // must share one key.
 func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, error) {
-	if opts == nil {
-		opts = &sessions.Options{}
-	}
-	if opts.AuditKey != nil {
-		if err := auditchain.CheckKey(opts.AuditKey); err != nil {
-			return nil, fmt.Errorf("open postgres store: %w", err)
-		}
+	opts, err := auditchain.OpenOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
 	// URL schemes are case-insensitive (sessions.Open matches them so);
 	// pgx only knows the lowercase ones.

@@ -63,39 +63,23 @@ func readHead(ctx context.Context, tx *sql.Tx) (auditchain.Head, error) {
 	return h, err
 }
 
-// keyAudit keys an unkeyed audit log (see [sessions.Options]): an intact
-// version 1 chain is re-keyed from its first record, and the keyed chain
-// starts with an [auditchain.RekeyType] record, all in one transaction. The
-// append-only triggers are dropped and recreated from their stored SQL
-// inside it, so no other connection ever sees the table without them. A
-// broken unkeyed chain is left as it is: VerifyAudit reports it.
+// keyAudit keys an unkeyed audit log (see [sessions.Options] and
+// [auditchain.Adopt]) in one write transaction. The append-only triggers
+// are dropped for the rewrite and recreated from their stored SQL inside
+// it, so no other connection ever sees the table without them.
 func (s *Store) keyAudit(ctx context.Context) error {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		head, err := readHead(ctx, tx)
-		if err != nil || head.KeyID != "" {
-			return err
-		}
-		v := auditchain.NewVerifier(nil, head, nil)
-		if err := scanChain(ctx, tx, 0, v.Add); err != nil {
-			return err
-		}
-		rep := v.Finish()
-		if !rep.OK {
-			return nil
-		}
-		keyed := auditchain.RekeyPayload{Rekeyed: rep.Records}
-		if rep.Records > 0 {
-			keyed.UnkeyedHead = head.Hash
-			if head, err = s.rekeyRows(ctx, tx); err != nil {
-				return err
-			}
-		}
-		payload, err := json.Marshal(keyed)
 		if err != nil {
 			return err
 		}
-		_, err = s.appendAfter(ctx, tx, head, sessions.NewAuditRecord{Type: auditchain.RekeyType, Origin: "sessions"}, payload)
-		return err
+		scan := func(after int64, fn func(sessions.AuditRecord) bool) error { return scanChain(ctx, tx, after, fn) }
+		return auditchain.Adopt(head, scan,
+			func() (auditchain.Head, error) { return s.rekeyRows(ctx, tx, scan) },
+			func(h auditchain.Head, in sessions.NewAuditRecord, payload json.RawMessage) error {
+				_, err := s.appendAfter(ctx, tx, h, in, payload)
+				return err
+			})
 	})
 	if err != nil {
 		return fmt.Errorf("key the audit log: %w", err)
@@ -103,12 +87,8 @@ func (s *Store) keyAudit(ctx context.Context) error {
 	return nil
 }
 
-// rekeyBatch bounds the records rekeyRows holds in memory at once.
-const rekeyBatch = 500
-
-// rekeyRows rewrites the whole chain with MACs under the store's key and
-// returns the unsealed head after its last record.
-func (s *Store) rekeyRows(ctx context.Context, tx *sql.Tx) (auditchain.Head, error) {
+// rekeyRows re-keys every row with the triggers dropped and recreated.
+func (s *Store) rekeyRows(ctx context.Context, tx *sql.Tx, scan auditchain.Scan) (auditchain.Head, error) {
 	var names, triggers []string
 	rows, err := tx.QueryContext(ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'audit_log' ORDER BY name`)
 	if err != nil {
@@ -130,26 +110,16 @@ func (s *Store) rekeyRows(ctx context.Context, tx *sql.Tx) (auditchain.Head, err
 			return auditchain.Head{}, err
 		}
 	}
-	head := auditchain.Head{Hash: auditchain.Genesis}
-	for {
-		batch := make([]sessions.AuditRecord, 0, rekeyBatch)
-		if err := scanChain(ctx, tx, head.ID, func(r sessions.AuditRecord) bool {
-			batch = append(batch, r)
-			return len(batch) < rekeyBatch
-		}); err != nil {
-			return auditchain.Head{}, err
-		}
-		if len(batch) == 0 {
-			break
-		}
+	head, err := auditchain.Rekey(s.auditKey, scan, func(batch []sessions.AuditRecord) error {
 		for _, r := range batch {
-			r.PrevHash = head.Hash
-			r.Hash = auditchain.RecordMAC(s.auditKey, r)
 			if _, err := tx.ExecContext(ctx, `UPDATE audit_log SET prev_hash = ?, hash = ? WHERE id = ?`, r.PrevHash, r.Hash, r.ID); err != nil {
-				return auditchain.Head{}, err
+				return err
 			}
-			head = auditchain.Head{ID: r.ID, Hash: r.Hash}
 		}
+		return nil
+	})
+	if err != nil {
+		return auditchain.Head{}, err
 	}
 	for _, def := range triggers {
 		if _, err := tx.ExecContext(ctx, def); err != nil {

@@ -87,13 +87,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 // an audit key it keys the audit log as [sessions.Options] describes, in
 // the write transaction that follows the migrations.
 func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, error) {
-	if opts == nil {
-		opts = &sessions.Options{}
-	}
-	if opts.AuditKey != nil {
-		if err := auditchain.CheckKey(opts.AuditKey); err != nil {
-			return nil, fmt.Errorf("open sqlite store: %w", err)
-		}
+	opts, err := auditchain.OpenOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
 	path, err := parseDSN(dsn)
 	if err != nil {

@@ -168,7 +168,7 @@ func testAuditConcurrent(t *testing.T, h *harness) {
 // tampered appends five records (ids 2 to 6, after the key record), lets
 // tamper edit the tables and checks that VerifyAudit reports firstBad with
 // a problem that says want. It logs what verify reported, for the record.
-func tampered(t *testing.T, h *harness, firstBad int64, want string, tamper func(Tamperer, []sessions.AuditRecord) error) {
+func tampered(t *testing.T, h *harness, firstBad int64, want string, tamper func(Tamperer, sessions.Store, []sessions.AuditRecord) error) {
 	t.Helper()
 	s := h.store(t)
 	tm := h.tamperer(t, s)
@@ -176,7 +176,7 @@ func tampered(t *testing.T, h *harness, firstBad int64, want string, tamper func
 	if rep := verify(t, s); !rep.OK {
 		t.Fatalf("VerifyAudit before tampering = %+v, want OK", rep)
 	}
-	if err := tamper(tm, recs); err != nil {
+	if err := tamper(tm, s, recs); err != nil {
 		t.Fatalf("tampering failed: %v", err)
 	}
 	rep := verify(t, s)
@@ -210,24 +210,24 @@ func headRow(t *testing.T, tm Tamperer) HeadRow {
 }
 
 func testAuditTamperEdit(t *testing.T, h *harness) {
-	tampered(t, h, 3, "does not match its MAC", func(tm Tamperer, _ []sessions.AuditRecord) error {
+	tampered(t, h, 3, "does not match its MAC", func(tm Tamperer, _ sessions.Store, _ []sessions.AuditRecord) error {
 		return tm.EditAuditPayload(ctxT(t), 3, `{"request_id":2,"reason":"request_cancelled","client_id":"abc"}`)
 	})
 }
 
 func testAuditTamperDelete(t *testing.T, h *harness) {
-	tampered(t, h, 3, "missing", func(tm Tamperer, _ []sessions.AuditRecord) error { return tm.DeleteAudit(ctxT(t), 3) })
+	tampered(t, h, 3, "missing", func(tm Tamperer, _ sessions.Store, _ []sessions.AuditRecord) error { return tm.DeleteAudit(ctxT(t), 3) })
 }
 
 func testAuditTamperDeleteLast(t *testing.T, h *harness) {
-	tampered(t, h, 6, "missing", func(tm Tamperer, _ []sessions.AuditRecord) error { return tm.DeleteAudit(ctxT(t), 6) })
+	tampered(t, h, 6, "missing", func(tm Tamperer, _ sessions.Store, _ []sessions.AuditRecord) error { return tm.DeleteAudit(ctxT(t), 6) })
 }
 
 // The newest records deleted and the head moved back onto the record
 // before them, as the first version could not catch: the head's seal is
 // the old head's.
 func testAuditTamperDeleteTailMoveHead(t *testing.T, h *harness) {
-	tampered(t, h, 5, "moved back", func(tm Tamperer, recs []sessions.AuditRecord) error {
+	tampered(t, h, 5, "moved back", func(tm Tamperer, _ sessions.Store, recs []sessions.AuditRecord) error {
 		head := headRow(t, tm)
 		for _, id := range []int64{6, 5} {
 			if err := tm.DeleteAudit(ctxT(t), id); err != nil {
@@ -240,7 +240,7 @@ func testAuditTamperDeleteTailMoveHead(t *testing.T, h *harness) {
 }
 
 func testAuditTamperDeleteAllResetHead(t *testing.T, h *harness) {
-	tampered(t, h, 1, "moved back", func(tm Tamperer, _ []sessions.AuditRecord) error {
+	tampered(t, h, 1, "moved back", func(tm Tamperer, _ sessions.Store, _ []sessions.AuditRecord) error {
 		head := headRow(t, tm)
 		for id := int64(1); id <= 6; id++ {
 			if err := tm.DeleteAudit(ctxT(t), id); err != nil {
@@ -255,7 +255,7 @@ func testAuditTamperDeleteAllResetHead(t *testing.T, h *harness) {
 // keyed: the store does not adopt it (its key is not new), and verify says
 // the log is not keyed.
 func testAuditTamperDeleteAllUnkey(t *testing.T, h *harness) {
-	tampered(t, h, 1, "not keyed", func(tm Tamperer, _ []sessions.AuditRecord) error {
+	tampered(t, h, 1, "not keyed", func(tm Tamperer, _ sessions.Store, _ []sessions.AuditRecord) error {
 		for id := int64(1); id <= 6; id++ {
 			if err := tm.DeleteAudit(ctxT(t), id); err != nil {
 				return err
@@ -268,7 +268,7 @@ func testAuditTamperDeleteAllUnkey(t *testing.T, h *harness) {
 // A record inserted at the end, the head moved onto it: its MAC cannot be
 // made without the key (here: the unkeyed hash of the first version).
 func testAuditTamperInsert(t *testing.T, h *harness) {
-	tampered(t, h, 7, "does not match its MAC", func(tm Tamperer, recs []sessions.AuditRecord) error {
+	tampered(t, h, 7, "does not match its MAC", func(tm Tamperer, _ sessions.Store, recs []sessions.AuditRecord) error {
 		last := recs[len(recs)-1]
 		forged := sessions.AuditRecord{ID: 7, TS: last.TS.Add(time.Millisecond), Type: "mcp.server.stop", Origin: "mcp",
 			Payload: json.RawMessage(`{}`), PrevHash: last.Hash}
@@ -283,7 +283,7 @@ func testAuditTamperInsert(t *testing.T, h *harness) {
 }
 
 func testAuditTamperSwap(t *testing.T, h *harness) {
-	tampered(t, h, 3, "does not follow", func(tm Tamperer, _ []sessions.AuditRecord) error { return tm.SwapAudit(ctxT(t), 3, 5) })
+	tampered(t, h, 3, "does not follow", func(tm Tamperer, _ sessions.Store, _ []sessions.AuditRecord) error { return tm.SwapAudit(ctxT(t), 3, 5) })
 }
 
 // recompute rewrites the whole chain (record 3 edited first) the way an
@@ -315,10 +315,7 @@ var otherKey = bytes.Repeat([]byte{0xa5}, 32)
 // The chain and its head recomputed under the attacker's own key, naming
 // that key: the records verify under no key the host has.
 func testAuditTamperRecomputeOtherKey(t *testing.T, h *harness) {
-	var s sessions.Store
-	h2 := *h
-	h2.open = func(t *testing.T, opts *sessions.Options) sessions.Store { s = h.open(t, opts); return s }
-	tampered(t, &h2, 1, "recomputed without the key", func(tm Tamperer, _ []sessions.AuditRecord) error {
+	tampered(t, h, 1, "recomputed without the key", func(tm Tamperer, s sessions.Store, _ []sessions.AuditRecord) error {
 		return recompute(t, tm, s, func(r sessions.AuditRecord) string { return auditchain.RecordMAC(otherKey, r) },
 			func(last sessions.AuditRecord) HeadRow {
 				hd := auditchain.Seal(otherKey, last)
@@ -330,10 +327,7 @@ func testAuditTamperRecomputeOtherKey(t *testing.T, h *harness) {
 // The chain recomputed with the unkeyed hash of the first version and the
 // head made unkeyed: not adopted, reported as not keyed.
 func testAuditTamperRecomputeUnkeyed(t *testing.T, h *harness) {
-	var s sessions.Store
-	h2 := *h
-	h2.open = func(t *testing.T, opts *sessions.Options) sessions.Store { s = h.open(t, opts); return s }
-	tampered(t, &h2, 1, "not keyed", func(tm Tamperer, _ []sessions.AuditRecord) error {
+	tampered(t, h, 1, "not keyed", func(tm Tamperer, s sessions.Store, _ []sessions.AuditRecord) error {
 		return recompute(t, tm, s, auditchain.RecordHash, func(last sessions.AuditRecord) HeadRow {
 			return HeadRow{LastID: last.ID, LastHash: last.Hash}
 		})
@@ -343,10 +337,7 @@ func testAuditTamperRecomputeUnkeyed(t *testing.T, h *harness) {
 // The chain recomputed under another key, the head still naming the real
 // one: record 1 fails its MAC.
 func testAuditTamperRecomputeKeepKeyID(t *testing.T, h *harness) {
-	var s sessions.Store
-	h2 := *h
-	h2.open = func(t *testing.T, opts *sessions.Options) sessions.Store { s = h.open(t, opts); return s }
-	tampered(t, &h2, 1, "does not match its MAC", func(tm Tamperer, _ []sessions.AuditRecord) error {
+	tampered(t, h, 1, "does not match its MAC", func(tm Tamperer, s sessions.Store, _ []sessions.AuditRecord) error {
 		return recompute(t, tm, s, func(r sessions.AuditRecord) string { return auditchain.RecordMAC(otherKey, r) },
 			func(last sessions.AuditRecord) HeadRow {
 				hd := auditchain.Seal(otherKey, last)

@@ -286,3 +286,84 @@ func (v *Verifier) Finish() sessions.AuditReport {
 	}
 	return v.rep
 }
+
+// OpenOptions returns opts, or the zero options for nil, after checking
+// the audit key's length: what every backend's OpenWith does first.
+func OpenOptions(opts *sessions.Options) (*sessions.Options, error) {
+	if opts == nil {
+		return &sessions.Options{}, nil
+	}
+	if opts.AuditKey != nil {
+		if err := CheckKey(opts.AuditKey); err != nil {
+			return nil, err
+		}
+	}
+	return opts, nil
+}
+
+// Scan feeds a backend's records with ids above after to fn in id order,
+// inside the caller's transaction, until fn returns false.
+type Scan func(after int64, fn func(sessions.AuditRecord) bool) error
+
+// Adopt keys the unkeyed log that ends at head (whose row the caller's
+// transaction holds): if its unkeyed chain is intact, rewrite re-keys every
+// record (when there are any) and appendAfter appends the [RekeyType]
+// record after the re-keyed head. A keyed log, or an unkeyed one whose
+// chain is broken, is left as it is (VerifyAudit reports the latter).
+func Adopt(head Head, scan Scan, rewrite func() (Head, error),
+	appendAfter func(Head, sessions.NewAuditRecord, json.RawMessage) error) error {
+	if head.KeyID != "" {
+		return nil
+	}
+	v := NewVerifier(nil, head, nil)
+	if err := scan(0, v.Add); err != nil {
+		return err
+	}
+	rep := v.Finish()
+	if !rep.OK {
+		return nil
+	}
+	keyed := RekeyPayload{Rekeyed: rep.Records}
+	if rep.Records > 0 {
+		keyed.UnkeyedHead = head.Hash
+		var err error
+		if head, err = rewrite(); err != nil {
+			return err
+		}
+	}
+	payload, err := json.Marshal(keyed)
+	if err != nil {
+		return err
+	}
+	return appendAfter(head, sessions.NewAuditRecord{Type: RekeyType, Origin: "sessions"}, payload)
+}
+
+// rekeyBatch bounds the records Rekey holds in memory at once.
+const rekeyBatch = 500
+
+// Rekey rewrites the whole chain from its first record with MACs under
+// key, a bounded batch at a time: update stores each batch's new prev_hash
+// and hash. It returns the unsealed head after the last record.
+func Rekey(key []byte, scan Scan, update func([]sessions.AuditRecord) error) (Head, error) {
+	head := Head{Hash: Genesis}
+	for {
+		batch := make([]sessions.AuditRecord, 0, rekeyBatch)
+		if err := scan(head.ID, func(r sessions.AuditRecord) bool {
+			batch = append(batch, r)
+			return len(batch) < rekeyBatch
+		}); err != nil {
+			return Head{}, err
+		}
+		if len(batch) == 0 {
+			return head, nil
+		}
+		for i := range batch {
+			batch[i].PrevHash = head.Hash
+			batch[i].Hash = RecordMAC(key, batch[i])
+			head = Head{ID: batch[i].ID, Hash: batch[i].Hash}
+		}
+		if err := update(batch); err != nil {
+			return Head{}, err
+		}
+	}
+}
