@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/internal/auditchain"
@@ -106,7 +107,7 @@ func (s *Store) rekeyRows(ctx context.Context, tx *sql.Tx, scan auditchain.Scan)
 		return auditchain.Head{}, err
 	}
 	for _, n := range names {
-		if _, err := tx.ExecContext(ctx, `DROP TRIGGER "`+n+`"`); err != nil {
+		if _, err := tx.ExecContext(ctx, `DROP TRIGGER "`+strings.ReplaceAll(n, `"`, `""`)+`"`); err != nil {
 			return auditchain.Head{}, err
 		}
 	}
