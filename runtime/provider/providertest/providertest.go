@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -43,6 +44,10 @@ type Reply struct {
 	// DropAfter, when > 0, makes the server close the connection abruptly
 	// after that many events, as a broken network would.
 	DropAfter int
+	// Stall makes the server read the request and then send nothing, not
+	// even the response headers, until the client hangs up (counted by
+	// [Server.Aborted]) or the test ends.
+	Stall bool
 }
 
 // Request is what the server received.
@@ -138,6 +143,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"providertest: no reply left","type":"server_error"}}`, http.StatusInternalServerError)
 		return
 	}
+	if rep.Stall {
+		s.hold(r.Context())
+		return
+	}
 	for k, vs := range rep.Header {
 		for _, v := range vs {
 			w.Header().Add(k, v)
@@ -227,6 +236,20 @@ func drop(w http.ResponseWriter) {
 	_ = conn.Close()
 }
 
+// RoutedClient returns a client that sends every request to this server,
+// whatever host its URL names, so a test can use a base URL that is not
+// literally loopback (http://gpu-box.lan:8000/v1) without any traffic
+// leaving the machine.
+func (s *Server) RoutedClient() *http.Client {
+	addr := s.Listener.Addr().String()
+	var d net.Dialer
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		},
+	}}
+}
+
 // Events splits an SSE body into its events, each keeping its terminating
 // blank line.
 func Events(body string) []string {
@@ -290,6 +313,25 @@ func OpenAIToolCalls(model, text string, calls ...Call) string {
 	openAIChunk(&b, model, map[string]any{}, &stop)
 	b.WriteString("data: [DONE]\n\n")
 	return b.String()
+}
+
+// OpenAIUsage returns body, a Chat Completions stream, with the usage chunk
+// a server sends for stream_options.include_usage (no choices) inserted
+// before its final "data: [DONE]".
+func OpenAIUsage(body string, promptTokens, completionTokens int) string {
+	data, err := json.Marshal(map[string]any{
+		"id": "chatcmpl-providertest", "object": "chat.completion.chunk", "created": 1730000000,
+		"model": "providertest", "choices": []any{},
+		"usage": map[string]any{"prompt_tokens": promptTokens, "completion_tokens": completionTokens, "total_tokens": promptTokens + completionTokens},
+	})
+	if err != nil {
+		panic(err)
+	}
+	chunk := fmt.Sprintf("data: %s\n\n", data)
+	if i := strings.LastIndex(body, "data: [DONE]"); i >= 0 {
+		return body[:i] + chunk + body[i:]
+	}
+	return body + chunk
 }
 
 func openAIChunk(b *bytes.Buffer, model string, delta map[string]any, finish *string) {
