@@ -40,7 +40,8 @@ type Options struct {
 	// Model is the model name sent with each request (model.name). Required.
 	Model string
 	// BaseURL is the API root, ending in /v1 for most servers
-	// (model.base_url). Empty means [DefaultBaseURL].
+	// (model.base_url). Empty means [DefaultBaseURL]. A query in it (Azure's
+	// ?api-version=...) is sent with every request.
 	BaseURL string
 	// APIKey is sent as a bearer token. It may be empty only for a loopback
 	// BaseURL (see [KeyRequired]) or when Keyless is set.
@@ -96,6 +97,11 @@ func New(opts Options) (*Provider, error) {
 	if hc == nil {
 		hc = wire.HTTPClient()
 	}
+	// A query in the base URL (Azure's ?api-version=...) is sent with every
+	// request; the SDK would drop it when it appends the path.
+	query := u.Query()
+	u.RawQuery = ""
+	base = u.String()
 	reqOpts := []option.RequestOption{
 		option.WithBaseURL(base),
 		option.WithHTTPClient(hc),
@@ -104,6 +110,11 @@ func New(opts Options) (*Provider, error) {
 	}
 	if opts.APIKey != "" {
 		reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey))
+	}
+	for k, vs := range query {
+		for _, v := range vs {
+			reqOpts = append(reqOpts, option.WithQueryAdd(k, v))
+		}
 	}
 	ua := opts.UserAgent
 	if ua == "" {

@@ -54,6 +54,7 @@ type Reply struct {
 type Request struct {
 	Method string
 	Path   string
+	Query  string // the raw query, without "?"
 	Header http.Header
 	Body   []byte
 }
@@ -132,7 +133,7 @@ func (s *Server) WaitAborted(ctx context.Context) bool {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
 	var rep Reply
 	ok := len(s.replies) > 0
 	if ok {

@@ -363,3 +363,26 @@ func TestExpandHeaders(t *testing.T) {
 		}
 	}
 }
+
+// Azure's deployment-style URL: the api-version query of the base URL goes
+// with the request, and the key in an api-key header (model.headers) with
+// api_key_env none.
+func TestAzureDeploymentURL(t *testing.T) {
+	srv := providertest.New(t, providertest.Reply{Body: providertest.OpenAIText("m", "ok")})
+	p, err := openai.New(openai.Options{Model: "gpt-4o", Keyless: true, HTTPClient: srv.RoutedClient(),
+		BaseURL:  "http://myres.openai.azure.com/openai/deployments/my-gpt4o?api-version=2024-10-21",
+		Settings: provider.Settings{Headers: map[string]string{"api-key": "az-key"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Stream(t.Context(), provider.Request{Messages: hello}, nil); err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	r := only(t, srv)
+	if r.Path != "/openai/deployments/my-gpt4o/chat/completions" || r.Query != "api-version=2024-10-21" {
+		t.Errorf("request = %s?%s, want the deployment path with the api-version", r.Path, r.Query)
+	}
+	if r.Header.Get("Api-Key") != "az-key" || r.Header.Get("Authorization") != "" {
+		t.Errorf("headers = %v, want api-key alone", r.Header)
+	}
+}
