@@ -3,8 +3,9 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"strings"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/openprogram/openprogram/runtime/provider"
 )
@@ -36,7 +37,9 @@ type Omitted struct {
 	Tokens int `json:"tokens"`
 }
 
-func estimateText(s string) int { return (len(s) + bytesPerToken - 1) / bytesPerToken }
+func estimateText(s string) int { return estimateBytes(len(s)) }
+
+func estimateBytes(n int) int { return (n + bytesPerToken - 1) / bytesPerToken }
 
 func estimateMessage(m provider.Message) int {
 	n := messageOverhead + estimateText(m.Content) + estimateText(m.ToolCallID)
@@ -167,21 +170,49 @@ func fitHistory(system string, tools []provider.ToolSpec, msgs []provider.Messag
 }
 
 // shortenSavings is how many tokens shortening the tool results of ms
-// would save.
+// would save. It builds no string.
 func shortenSavings(ms []provider.Message) int {
 	saved := 0
 	for _, m := range ms {
 		if m.Role == provider.RoleTool && len(m.Content) > shortenedMinimum {
-			saved += estimateText(m.Content) - estimateText(shortened(m.Content))
+			head := headLen(m.Content)
+			saved += estimateText(m.Content) - estimateBytes(head+shortenedNoteLen(len(m.Content)-head))
 		}
 	}
 	return saved
 }
 
+// headLen is how many bytes of s a shortened result keeps: shortenedKeep,
+// cut back to a rune boundary.
+func headLen(s string) int {
+	n := shortenedKeep
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
+}
+
+const (
+	notePrefix = "\n["
+	noteSuffix = " more bytes of this tool result were left out to fit the context window]"
+)
+
+func shortenedNote(left int) string { return notePrefix + strconv.Itoa(left) + noteSuffix }
+
+// shortenedNoteLen is len(shortenedNote(left)), without building it.
+func shortenedNoteLen(left int) int {
+	digits := 1
+	for left >= 10 {
+		left /= 10
+		digits++
+	}
+	return len(notePrefix) + digits + len(noteSuffix)
+}
+
 // shortened keeps the head of a long tool result and says how much is gone.
 func shortened(s string) string {
-	head := strings.ToValidUTF8(s[:shortenedKeep], "")
-	return fmt.Sprintf("%s\n[%d more bytes of this tool result were left out to fit the context window]", head, len(s)-len(head))
+	n := headLen(s)
+	return s[:n] + shortenedNote(len(s)-n)
 }
 
 // fit is fitHistory with the runtime's budget.

@@ -80,3 +80,11 @@ func TestHistoryBudget(t *testing.T) {
 		}
 	}
 }
+
+func TestShortenedNoteLen(t *testing.T) {
+	for _, n := range []int{0, 9, 10, 99, 100, 123456} {
+		if got, want := shortenedNoteLen(n), len(shortenedNote(n)); got != want {
+			t.Errorf("shortenedNoteLen(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
