@@ -45,9 +45,8 @@ func number(v any) (float64, error) {
 	return f, nil
 }
 
-// validateFloat accepts null or a number in [lo, hi] ((lo, hi] when
-// !loIncluded).
-func validateFloat(key string, lo, hi float64, loIncluded bool) func(any) error {
+// validateNumber accepts null or a number that check accepts.
+func validateNumber(check func(f float64, v any) error) func(any) error {
 	return func(v any) error {
 		if v == nil {
 			return nil
@@ -56,31 +55,32 @@ func validateFloat(key string, lo, hi float64, loIncluded bool) func(any) error 
 		if err != nil {
 			return err
 		}
-		if f > hi || f < lo || (f == lo && !loIncluded) {
-			if loIncluded {
-				return fmt.Errorf("%v is outside %v to %v", f, lo, hi)
-			}
-			return fmt.Errorf("%v is not above %v and at most %v", f, lo, hi)
-		}
-		return nil
+		return check(f, v)
 	}
+}
+
+// validateFloat accepts null or a number in [lo, hi] ((lo, hi] when
+// !loIncluded).
+func validateFloat(lo, hi float64, loIncluded bool) func(any) error {
+	return validateNumber(func(f float64, _ any) error {
+		switch {
+		case f <= hi && f > lo, f == lo && loIncluded:
+			return nil
+		case loIncluded:
+			return fmt.Errorf("%v is outside %v to %v", f, lo, hi)
+		}
+		return fmt.Errorf("%v is not above %v and at most %v", f, lo, hi)
+	})
 }
 
 // validateInt accepts null or an integer in [lo, hi].
 func validateInt(lo, hi int) func(any) error {
-	return func(v any) error {
-		if v == nil {
-			return nil
-		}
-		f, err := number(v)
-		if err != nil {
-			return err
-		}
+	return validateNumber(func(f float64, v any) error {
 		if f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
 			return fmt.Errorf("want a whole number from %d to %d, got %v", lo, hi, v)
 		}
 		return nil
-	}
+	})
 }
 
 func validateDuration(v any) error {

@@ -98,14 +98,7 @@ func New(opts Options) (*Provider, error) {
 	if opts.APIKey != "" {
 		reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey))
 	}
-	ua := opts.UserAgent
-	if ua == "" {
-		ua = provider.UserAgent("")
-	}
-	reqOpts = append(reqOpts, option.WithHeader("User-Agent", ua))
-	for k, v := range opts.Headers {
-		reqOpts = append(reqOpts, option.WithHeader(k, v))
-	}
+	reqOpts = append(reqOpts, wire.HeaderOptions(opts.Settings, option.WithHeader)...)
 	return &Provider{
 		model:    opts.Model,
 		settings: opts.Settings,

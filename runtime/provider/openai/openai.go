@@ -116,14 +116,7 @@ func New(opts Options) (*Provider, error) {
 			reqOpts = append(reqOpts, option.WithQueryAdd(k, v))
 		}
 	}
-	ua := opts.UserAgent
-	if ua == "" {
-		ua = provider.UserAgent("")
-	}
-	reqOpts = append(reqOpts, option.WithHeader("User-Agent", ua))
-	for k, v := range opts.Headers {
-		reqOpts = append(reqOpts, option.WithHeader(k, v))
-	}
+	reqOpts = append(reqOpts, wire.HeaderOptions(opts.Settings, option.WithHeader)...)
 	return &Provider{
 		model:    opts.Model,
 		baseURL:  base,

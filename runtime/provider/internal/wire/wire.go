@@ -277,3 +277,17 @@ func (i *Idle) Stop() {
 	}
 	i.cancel(nil)
 }
+
+// HeaderOptions returns the SDK request options, made with withHeader, that
+// send s's User-Agent (provider.UserAgent("") when empty) and extra headers.
+func HeaderOptions[O any](s provider.Settings, withHeader func(key, value string) O) []O {
+	ua := s.UserAgent
+	if ua == "" {
+		ua = provider.UserAgent("")
+	}
+	out := []O{withHeader("User-Agent", ua)}
+	for k, v := range s.Headers {
+		out = append(out, withHeader(k, v))
+	}
+	return out
+}
