@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/openprogram/openprogram/runtime"
@@ -111,11 +110,9 @@ func validateHeaders(v any) error {
 		if !ok {
 			return fmt.Errorf("header %s: want a string, got %s", name, jsonKind(val))
 		}
+		// CheckHeader also refuses ${OPENPROGRAM_MCP_TOKEN}.
 		if err := provider.CheckHeader(name, s); err != nil {
 			return err
-		}
-		if strings.Contains(s, "${"+tokenauth.EnvVar+"}") {
-			return fmt.Errorf("header %s: ${%s} is the MCP server token, which is never sent to a model endpoint", name, tokenauth.EnvVar)
 		}
 	}
 	return nil
