@@ -150,6 +150,9 @@ func fitHistory(system string, tools []provider.ToolSpec, msgs []provider.Messag
 		om.Tokens += u.tokens
 		om.Messages += u.end - u.start
 	}
+	if om.Tokens == 0 {
+		return msgs, nil // only protected messages: nothing could be left out
+	}
 	out := make([]provider.Message, 0, len(msgs)-om.Messages)
 	for _, u := range units {
 		switch {

@@ -67,6 +67,11 @@ func TestFitHistoryCases(t *testing.T) {
 	if om == nil || om.Messages != 3 || len(out) != 2 || out[0].Content != "first" || out[1].Content != "latest" {
 		t.Errorf("far over = %+v, %+v; want first and latest only", out, om)
 	}
+	// Only the protected messages, over the budget: sent as they are.
+	only := []provider.Message{user("first"), user("latest")}
+	if out, om = fitHistory("sys", nil, only, 1); om != nil || len(out) != 2 {
+		t.Errorf("protected only = %d messages, %+v; want both and nil", len(out), om)
+	}
 	// No budget: untouched.
 	if out, om = fitHistory("sys", nil, msgs, 0); om != nil || len(out) != len(msgs) {
 		t.Errorf("no budget = %d messages, %+v", len(out), om)
