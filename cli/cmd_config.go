@@ -44,6 +44,9 @@ func (c *configSetCmd) Run(app *App) error {
 	if err := cfg.set(c.Key, parseValue(c.Value)); err != nil {
 		return fmt.Errorf("%w; config.json was not changed", err)
 	}
+	if err := checkModelSettings(cfg); err != nil {
+		return fmt.Errorf("%s cannot be set: %w; config.json was not changed", c.Key, err)
+	}
 	if err := ensureStateDir(dir); err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/events"
-	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
@@ -66,22 +65,23 @@ func (mcpServeCmd) Run(ctx context.Context, app *App) error {
 	defer bus.Close()
 	qs := questions.New(&questions.Options{Bus: bus})
 	executor := tool.NewExecutor(&tool.ExecutorOptions{Logger: log})
-	prov, provErr := runtime.NewProvider(providerConfig(cfg), app.Env.Get)
+	prov, provErr := modelProvider(app, cfg)
 	if provErr != nil {
 		log.Warn("no model provider: prompts will complete with failed:true", "why", provErr.Error())
 	}
-	rt := runtime.New(runtime.Options{
-		Store:        st,
-		Registry:     reg,
-		Executor:     executor,
-		Bus:          bus,
-		Questions:    qs,
-		Provider:     prov,
-		ProviderErr:  provErr,
-		SystemPrompt: cfg.String("agent.system_prompt"),
-		OnDenied:     auditTurnDenial(st, clientID, log),
-		Logger:       log,
-	})
+	rtOpts := runtime.Options{
+		Store:       st,
+		Registry:    reg,
+		Executor:    executor,
+		Bus:         bus,
+		Questions:   qs,
+		Provider:    prov,
+		ProviderErr: provErr,
+		OnDenied:    auditTurnDenial(st, clientID, log),
+		Logger:      log,
+	}
+	modelOptions(cfg, &rtOpts)
+	rt := runtime.New(rtOpts)
 	srv, err := mcpserver.New(mcpserver.Options{
 		Store:        st,
 		Registry:     reg,
@@ -113,19 +113,6 @@ func authFailed(app *App, cause error) error {
 	fmt.Fprintln(app.Stderr, "Error: MCP server authentication failed")
 	fmt.Fprintf(app.Stderr, "cause: %s\n", oneLine(cause.Error()))
 	return ExitError(ExitFailure)
-}
-
-// providerConfig maps config.json's model.* keys onto the runtime's provider
-// configuration.
-func providerConfig(cfg *Config) provider.Config {
-	pc := provider.Config{
-		Provider:  cfg.String("model.provider"),
-		Model:     cfg.String("model.name"),
-		BaseURL:   cfg.String("model.base_url"),
-		APIKeyEnv: cfg.String("model.api_key_env"),
-		Script:    cfg.String("model.script"),
-	}
-	return pc
 }
 
 // auditTurnDenial records gate denials inside prompt_send turns (tool_call

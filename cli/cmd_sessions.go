@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
 	// The two store backends register their URL schemes.
@@ -173,15 +174,36 @@ func (c *sessionsShowCmd) Run(ctx context.Context, app *App) error {
 		enc := json.NewEncoder(app.Stdout)
 		enc.SetEscapeHTML(false)
 		for _, m := range branch {
-			if err := enc.Encode(map[string]any{"id": m.ID, "role": m.Role, "content": m.Content, "timestamp": m.CreatedAt.Unix()}); err != nil {
+			line := map[string]any{"id": m.ID, "role": m.Role, "content": m.Content, "timestamp": m.CreatedAt.Unix()}
+			if u := runtime.UsageOf(m.Metadata); u != nil {
+				line["usage"] = u
+			}
+			if err := enc.Encode(line); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	fmt.Fprintf(app.Stdout, "session %s  agent=%s  source=%s  title=%q\n", s.ID, s.AgentID, s.Source, s.Title)
+	fmt.Fprintln(app.Stdout, usageLine(branch))
 	for _, m := range branch {
 		fmt.Fprintf(app.Stdout, "\n[%s] %s  %s\n%s\n", m.Role, m.ID, m.CreatedAt.Local().Format(time.DateTime), m.Content)
 	}
 	return nil
+}
+
+// usageLine totals the token usage recorded on a branch's messages.
+func usageLine(branch []sessions.Message) string {
+	var in, out, calls int
+	for _, m := range branch {
+		if u := runtime.UsageOf(m.Metadata); u != nil {
+			in += u.InputTokens
+			out += u.OutputTokens
+			calls++
+		}
+	}
+	if calls == 0 {
+		return "tokens: none reported"
+	}
+	return fmt.Sprintf("tokens: %d input, %d output over %d model calls", in, out, calls)
 }

@@ -48,11 +48,19 @@ var configKeys = []configKey{
 	{"model.provider", "the model provider: openai, anthropic or scripted", "", validateEnum("openai", "anthropic", "scripted")},
 	{"model.name", "the model name sent to the provider", "", validateString},
 	{"model.base_url", "the provider's base URL (OpenAI-compatible servers: Ollama, vLLM, llama.cpp, LM Studio, OpenRouter)", "", validateBaseURL},
-	{"model.api_key_env", "the environment variable that holds the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY)", "", validateEnvName},
+	{"model.api_key_env", "the environment variable that holds the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY; none: the server takes no key, at any URL)", "", validateKeyEnv},
 	{"model.script", "the JSON script the scripted provider replays", "", validateString},
+	{"model.temperature", "sampling temperature, 0 to 2 (null: the server's default; the anthropic provider refuses it)", nil, validateFloat(0, 2, true)},
+	{"model.top_p", "nucleus sampling, above 0 and at most 1 (null: the server's default; the anthropic provider refuses it)", nil, validateFloat(0, 1, false)},
+	{"model.max_output_tokens", "the longest reply in tokens (null: the server's default; anthropic: 8192)", nil, validateInt(1, 1<<24)},
+	{"model.timeout", `the longest silence of one model request: the wait for the response and each gap in the stream ("90s", "5m")`, "120s", validateDuration},
+	{"model.turn_timeout", `the longest a whole prompt may take, model calls, retries and tools together (null: no limit)`, nil, validateDuration},
+	{"model.headers", `extra HTTP headers for every model request, a JSON object of strings; ${NAME} in a value is read from the environment`, map[string]any{}, validateHeaders},
+	{"model.context_tokens", "the model's context window in tokens: older turns are left out of what is sent to fit it (null: send the whole session)", nil, validateInt(256, 1<<24)},
 	{"tools.permission_rules", `permission rules: [{"tool":"name or name(pattern)","action":"allow|ask|deny"}]`, []any{}, validateRules},
 	{"agent.system_prompt", "the system prompt of the main agent", "", validateString},
 	{"agent.work_dirs", "absolute directories the runtime's file tools are confined to", []any{}, validateWorkDirs},
+	{"agent.max_steps", "the most model calls one prompt may make", json.Number("20"), validateInt(1, 1000)},
 }
 
 func lookupKey(name string) (configKey, bool) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/provider/anthropic"
@@ -18,6 +19,11 @@ const (
 	ProviderScripted  = "scripted"
 )
 
+// DefaultModelTimeout is model.timeout when it is not set: the longest
+// silence of one model request (the wait for the response headers, or any
+// gap between two stream events).
+const DefaultModelTimeout = 120 * time.Second
+
 // ConfigError reports a model configuration that cannot give a provider.
 // Keys names the config.json keys (or environment variables) to set, and the
 // message says how; it never contains an API key.
@@ -29,8 +35,9 @@ type ConfigError struct {
 func (e *ConfigError) Error() string { return "model provider not configured: " + e.Msg }
 
 // NewProvider builds the provider cfg describes (model.provider,
-// model.name, model.base_url, model.api_key_env, model.script), reading the API key from
-// the environment through getenv. Network providers come wrapped in
+// model.name, model.base_url, model.api_key_env, model.script and the
+// generation settings), reading the API key and the ${NAME} references of
+// model.headers from the environment through getenv. Network providers come wrapped in
 // [provider.WithRetry] with [provider.DefaultRetryPolicy]; the scripted one
 // does not (its script decides what fails). A configuration that cannot work
 // is a [*ConfigError] saying exactly which keys to set.
@@ -38,10 +45,17 @@ func (e *ConfigError) Error() string { return "model provider not configured: " 
 //   - openai: model.name required; the key is read from the variable named by
 //     model.api_key_env (default OPENAI_API_KEY) and may be absent only when
 //     model.base_url is a loopback address (a local Ollama, vLLM, llama.cpp
-//     or LM Studio).
+//     or LM Studio) or model.api_key_env is "none" (a keyless server at any
+//     URL).
 //   - anthropic: model.name required; the key from model.api_key_env
-//     (default ANTHROPIC_API_KEY).
-//   - scripted: model.script is the script file (a path or a file:// URL).
+//     (default ANTHROPIC_API_KEY; "none": no key). model.temperature and
+//     model.top_p are refused: the Messages API rejects them.
+//   - scripted: model.script is the script file (a path or a file:// URL);
+//     the generation settings do not apply to a script and are ignored.
+//
+// model.api_key_env may never name OPENPROGRAM_MCP_TOKEN, nor a header
+// reference it: the MCP token is never sent to a model endpoint. A
+// model.timeout of 0 means [DefaultModelTimeout].
 func NewProvider(cfg provider.Config, getenv func(string) string) (provider.Provider, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -70,10 +84,20 @@ func missingModel(p string) *ConfigError {
 		"model.name is not set for the %s provider: run `openprogram config set model.name <model>`", p)}
 }
 
+// keyEnv returns the variable the key is read from; "" with a nil error
+// means model.api_key_env is none (no key).
 func keyEnv(cfg provider.Config, def string) (string, error) {
 	env := strings.TrimSpace(cfg.APIKeyEnv)
 	if env == "" {
 		return def, nil
+	}
+	if env == provider.KeyEnvNone {
+		return "", nil
+	}
+	if env == provider.SecretEnv {
+		return "", &ConfigError{Keys: []string{"model.api_key_env"}, Msg: fmt.Sprintf(
+			"model.api_key_env may not be %s: the MCP server token is never sent to a model endpoint; "+
+				"run `openprogram config set model.api_key_env %s`", provider.SecretEnv, def)}
 	}
 	for _, r := range env {
 		if !(r == '_' || (r >= 'A' && r <= 'Z') || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9')) {
@@ -84,6 +108,35 @@ func keyEnv(cfg provider.Config, def string) (string, error) {
 	return env, nil
 }
 
+// settings checks cfg's generation settings and returns them ready for a
+// provider: headers expanded, the default timeout and the User-Agent set.
+func settings(cfg provider.Config, getenv func(string) string) (provider.Settings, error) {
+	s := cfg.Settings
+	bad := func(key, format string, args ...any) (provider.Settings, error) {
+		return provider.Settings{}, &ConfigError{Keys: []string{key}, Msg: key + " " + fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case s.Temperature != nil && !(*s.Temperature >= 0 && *s.Temperature <= 2):
+		return bad("model.temperature", "must be between 0 and 2, not %v", *s.Temperature)
+	case s.TopP != nil && !(*s.TopP > 0 && *s.TopP <= 1):
+		return bad("model.top_p", "must be above 0 and at most 1, not %v", *s.TopP)
+	case s.MaxOutputTokens < 0:
+		return bad("model.max_output_tokens", "must be positive, not %d", s.MaxOutputTokens)
+	case s.Timeout < 0:
+		return bad("model.timeout", "must be positive, not %s", s.Timeout)
+	}
+	if s.Timeout == 0 {
+		s.Timeout = DefaultModelTimeout
+	}
+	h, err := provider.ExpandHeaders(s.Headers, getenv)
+	if err != nil {
+		return bad("model.headers", "cannot be used: %v", err)
+	}
+	s.Headers = h
+	s.UserAgent = provider.UserAgent(cfg.Version)
+	return s, nil
+}
+
 func newOpenAI(cfg provider.Config, getenv func(string) string) (provider.Provider, error) {
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, missingModel(ProviderOpenAI)
@@ -92,8 +145,16 @@ func newOpenAI(cfg provider.Config, getenv func(string) string) (provider.Provid
 	if err != nil {
 		return nil, err
 	}
-	key := strings.TrimSpace(getenv(env))
-	if key == "" && openai.KeyRequired(cfg.BaseURL) {
+	set, err := settings(cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	keyless := env == ""
+	key := ""
+	if !keyless {
+		key = strings.TrimSpace(getenv(env))
+	}
+	if key == "" && !keyless && openai.KeyRequired(cfg.BaseURL) {
 		where := "the OpenAI API"
 		if cfg.BaseURL != "" {
 			where = cfg.BaseURL
@@ -101,9 +162,10 @@ func newOpenAI(cfg provider.Config, getenv func(string) string) (provider.Provid
 		return nil, &ConfigError{Keys: []string{"model.api_key_env", env}, Msg: fmt.Sprintf(
 			"the openai provider needs an API key for %s: export %s=<key> before starting openprogram "+
 				"(or name another variable with `openprogram config set model.api_key_env NAME`); "+
-				"a local server on a loopback model.base_url needs no key", where, env)}
+				"a local server on a loopback model.base_url needs no key, and for a keyless server elsewhere "+
+				"run `openprogram config set model.api_key_env none`", where, env)}
 	}
-	p, err := openai.New(openai.Options{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: key})
+	p, err := openai.New(openai.Options{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: key, Keyless: keyless, Settings: set})
 	if err != nil {
 		return nil, &ConfigError{Keys: []string{"model.base_url"}, Msg: err.Error()}
 	}
@@ -118,13 +180,24 @@ func newAnthropic(cfg provider.Config, getenv func(string) string) (provider.Pro
 	if err != nil {
 		return nil, err
 	}
-	key := strings.TrimSpace(getenv(env))
-	if key == "" {
+	set, err := settings(cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	if err := anthropic.Unsupported(set); err != nil {
+		return nil, &ConfigError{Keys: []string{"model.temperature", "model.top_p"}, Msg: err.Error()}
+	}
+	keyless := env == ""
+	key := ""
+	if !keyless {
+		key = strings.TrimSpace(getenv(env))
+	}
+	if key == "" && !keyless {
 		return nil, &ConfigError{Keys: []string{"model.api_key_env", env}, Msg: fmt.Sprintf(
 			"the anthropic provider needs an API key: export %s=<key> before starting openprogram "+
 				"(or name another variable with `openprogram config set model.api_key_env NAME`)", env)}
 	}
-	p, err := anthropic.New(anthropic.Options{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: key})
+	p, err := anthropic.New(anthropic.Options{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: key, Keyless: keyless, Settings: set})
 	if err != nil {
 		return nil, &ConfigError{Keys: []string{"model.base_url"}, Msg: err.Error()}
 	}

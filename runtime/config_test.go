@@ -18,7 +18,9 @@ func TestNewProvider(t *testing.T) {
 	if err := os.WriteFile(scriptPath, []byte(`{"turns":[{"text":"hi"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"OPENAI_API_KEY": "sk-openai-secret", "ANTHROPIC_API_KEY": "sk-ant-secret", "MY_KEY": "sk-mine-secret"}
+	env := map[string]string{"OPENAI_API_KEY": "sk-openai-secret", "ANTHROPIC_API_KEY": "sk-ant-secret", "MY_KEY": "sk-mine-secret",
+		"OPENPROGRAM_MCP_TOKEN": "mcp-token-secret", "OR_KEY": "or-secret"}
+	temp := 0.7
 	getenv := func(k string) string { return env[k] }
 	noenv := func(string) string { return "" }
 
@@ -32,6 +34,10 @@ func TestNewProvider(t *testing.T) {
 		{"openai custom env", provider.Config{Provider: "OpenAI", Model: "m", BaseURL: "https://openrouter.ai/api/v1", APIKeyEnv: "MY_KEY"}, getenv, "openai"},
 		{"openai loopback keyless", provider.Config{Provider: "openai", Model: "qwen2.5:7b", BaseURL: "http://127.0.0.1:11434/v1"}, noenv, "openai"},
 		{"anthropic", provider.Config{Provider: "anthropic", Model: "claude-sonnet-4-5"}, getenv, "anthropic"},
+		{"openai keyless remote", provider.Config{Provider: "openai", Model: "m", BaseURL: "http://gpu-box.lan:8000/v1", APIKeyEnv: "none"}, noenv, "openai"},
+		{"anthropic keyless", provider.Config{Provider: "anthropic", Model: "m", BaseURL: "http://proxy:8080", APIKeyEnv: "none"}, noenv, "anthropic"},
+		{"openai settings", provider.Config{Provider: "openai", Model: "m", Settings: provider.Settings{Temperature: &temp,
+			Headers: map[string]string{"Authorization": "Bearer ${OR_KEY}"}}}, getenv, "openai"},
 		{"scripted path", provider.Config{Provider: "scripted", Script: scriptPath}, noenv, "scripted"},
 		{"scripted file url", provider.Config{Provider: "scripted", Script: "file://" + scriptPath}, noenv, "scripted"},
 	}
@@ -68,6 +74,20 @@ func TestNewProvider(t *testing.T) {
 			[]string{"export ANTHROPIC_API_KEY="}},
 		{"anthropic no model", provider.Config{Provider: "anthropic"}, getenv, []string{"model.name"}, []string{"model.name"}},
 		{"scripted no path", provider.Config{Provider: "scripted"}, noenv, []string{"model.script"}, []string{"openprogram config set model.script"}},
+		{"mcp token as key", provider.Config{Provider: "openai", Model: "m", APIKeyEnv: "OPENPROGRAM_MCP_TOKEN"}, getenv, []string{"model.api_key_env"},
+			[]string{"may not be OPENPROGRAM_MCP_TOKEN"}},
+		{"mcp token as anthropic key", provider.Config{Provider: "anthropic", Model: "m", APIKeyEnv: "OPENPROGRAM_MCP_TOKEN"}, getenv, []string{"model.api_key_env"},
+			[]string{"never sent to a model endpoint"}},
+		{"mcp token in a header", provider.Config{Provider: "openai", Model: "m", Settings: provider.Settings{
+			Headers: map[string]string{"X-A": "${OPENPROGRAM_MCP_TOKEN}"}}}, getenv, []string{"model.headers"}, []string{"MCP server token"}},
+		{"header variable unset", provider.Config{Provider: "openai", Model: "m", Settings: provider.Settings{
+			Headers: map[string]string{"api-key": "${AZURE_KEY}"}}}, getenv, []string{"model.headers"}, []string{"AZURE_KEY is not set"}},
+		{"anthropic temperature", provider.Config{Provider: "anthropic", Model: "m", Settings: provider.Settings{Temperature: &temp}}, getenv,
+			[]string{"model.temperature", "model.top_p"}, []string{"rejects temperature"}},
+		{"temperature range", provider.Config{Provider: "openai", Model: "m", Settings: provider.Settings{Temperature: ptr(2.5)}}, getenv,
+			[]string{"model.temperature"}, []string{"between 0 and 2"}},
+		{"top_p range", provider.Config{Provider: "openai", Model: "m", Settings: provider.Settings{TopP: ptr(0.0)}}, getenv,
+			[]string{"model.top_p"}, []string{"above 0"}},
 		{"scripted missing file", provider.Config{Provider: "scripted", Script: filepath.Join(t.TempDir(), "nope.json")}, noenv,
 			[]string{"model.script"}, []string{"no such file"}},
 	}
@@ -86,8 +106,10 @@ func TestNewProvider(t *testing.T) {
 				t.Errorf("%s: error %q does not contain %q", tt.name, err, s)
 			}
 		}
-		if strings.Contains(err.Error(), "secret") {
+		if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "mcp-token") {
 			t.Errorf("%s: error %q leaks a key", tt.name, err)
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -16,11 +16,15 @@ import (
 // JSON. Each role uses a subset:
 //
 //   - user: Authority (the speaker's six fields), Source, AgentID
-//   - assistant asking for tools: ToolCalls, Provider
+//   - assistant asking for tools: ToolCalls, Provider, Usage, HistoryOmitted
 //   - tool: ToolCallID, ToolName, IsError, Denied, ReasonCode
-//   - final assistant: Provider, StopReason; or Failed and ErrorClass when
-//     the turn failed (the content is then the failure text, which is never
-//     sent back to the model)
+//   - final assistant: Provider, StopReason, Usage, HistoryOmitted; or
+//     Failed and ErrorClass when the turn failed (the content is then the
+//     failure text, which is never sent back to the model)
+//
+// Usage is the model call's token count when the provider reported it;
+// HistoryOmitted is what the call left out of the history to fit
+// Options.ContextTokens, when it left anything out.
 type Metadata struct {
 	Authority  *authz.Authority `json:"authority,omitempty"`
 	Source     string           `json:"source,omitempty"`
@@ -35,7 +39,14 @@ type Metadata struct {
 	StopReason string           `json:"stop_reason,omitempty"`
 	Failed     bool             `json:"failed,omitempty"`
 	ErrorClass string           `json:"error_class,omitempty"`
+
+	Usage          *provider.Usage `json:"usage,omitempty"`
+	HistoryOmitted *Omitted        `json:"history_omitted,omitempty"`
 }
+
+// UsageOf returns the token usage recorded in a stored message's metadata,
+// or nil when none was.
+func UsageOf(raw json.RawMessage) *provider.Usage { return decodeMetadata(raw).Usage }
 
 // ToolCallData is one tool call the model asked for. Arguments is the JSON
 // the model produced; arguments that were not valid JSON are kept as a JSON

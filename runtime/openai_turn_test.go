@@ -3,6 +3,8 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,9 +20,13 @@ import (
 // Turns against a fake OpenAI-compatible server speaking the real streaming
 // wire format.
 
-func openAIRuntime(t *testing.T, srv *providertest.Server, opts runtime.Options) *runtime.Runtime {
+func openAIRuntime(t *testing.T, srv *providertest.Server, opts runtime.Options, settings ...provider.Settings) *runtime.Runtime {
 	t.Helper()
-	p, err := openai.New(openai.Options{Model: "gpt-test", BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()})
+	var set provider.Settings
+	if len(settings) > 0 {
+		set = settings[0]
+	}
+	p, err := openai.New(openai.Options{Model: "gpt-test", BaseURL: srv.URL + "/v1", HTTPClient: srv.Client(), Settings: set})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,5 +149,66 @@ func TestOpenAIServerErrorFailsTurn(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("server saw %d requests, want 1 (auth is not retried)", n)
+	}
+}
+
+// A server that stalls ends the turn failed, with a text naming the
+// timeout, within model.timeout plus a margin; the retries do not stretch it.
+func TestOpenAIStallFailsTurn(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	for _, stall := range []struct {
+		name  string
+		reply providertest.Reply
+	}{
+		{"before headers", providertest.Reply{Stall: true}},
+		{"mid-stream", providertest.Reply{Body: providertest.OpenAIText("gpt-test", "partial", " never", " sent"), HoldAfter: 2}},
+	} {
+		t.Run(stall.name, func(t *testing.T) {
+			store := openStore(t, "")
+			createSession(t, store, "s1")
+			srv := providertest.New(t, stall.reply, stall.reply, stall.reply, stall.reply)
+			rt := openAIRuntime(t, srv, runtime.Options{Store: store}, provider.Settings{Timeout: timeout})
+			start := time.Now()
+			res, err := rt.ProcessUserTurn(t.Context(), mcpRequest(t, "s1", "hi"))
+			elapsed := time.Since(start)
+			if err != nil || !res.Failed || res.ErrorClass != string(provider.ClassTimeout) {
+				t.Fatalf("ProcessUserTurn = %+v, %v; want a failed timeout turn", res, err)
+			}
+			if !strings.Contains(res.Text, "timed out") || !strings.Contains(res.Text, "model.timeout") {
+				t.Errorf("failure text %q does not say the model timed out", res.Text)
+			}
+			if elapsed > timeout+2*time.Second {
+				t.Errorf("the turn took %s, want under %s", elapsed, timeout+2*time.Second)
+			}
+			checkReleased(t, store, "s1")
+		})
+	}
+}
+
+// model.turn_timeout bounds the whole turn, retries included: a server that
+// keeps failing with a retryable error ends the turn at the deadline.
+func TestTurnTimeoutBoundsRetries(t *testing.T) {
+	store := openStore(t, "")
+	createSession(t, store, "s1")
+	busy := providertest.Reply{Status: 503, Body: `{"error":{"message":"busy","type":"server_error"}}`, Header: http.Header{"Retry-After": {"0.2"}}}
+	srv := providertest.New(t, busy, busy, busy, busy, busy, busy)
+	const turnTimeout = 500 * time.Millisecond
+	p, err := openai.New(openai.Options{Model: "gpt-test", BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := runtime.New(runtime.Options{Store: store, TurnTimeout: turnTimeout,
+		Provider: provider.WithRetry(p, provider.RetryPolicy{MaxAttempts: 100, BaseDelay: 200 * time.Millisecond, MaxDelay: 200 * time.Millisecond})})
+	start := time.Now()
+	res, err := rt.ProcessUserTurn(t.Context(), mcpRequest(t, "s1", "hi"))
+	elapsed := time.Since(start)
+	if err != nil || !res.Failed {
+		t.Fatalf("ProcessUserTurn = %+v, %v; want a failed turn", res, err)
+	}
+	if elapsed > turnTimeout+2*time.Second {
+		t.Errorf("the turn took %s, want under %s", elapsed, turnTimeout+2*time.Second)
+	}
+	if n := len(srv.Requests()); n > 4 {
+		t.Errorf("server saw %d requests within a %s turn", n, turnTimeout)
 	}
 }

@@ -54,8 +54,21 @@ type Options struct {
 	// SystemPrompt is config agent.system_prompt ("": DefaultSystemPrompt).
 	// [SpeakerNote] is always appended.
 	SystemPrompt string
-	// MaxSteps bounds the model calls of one turn (0: DefaultMaxSteps).
+	// MaxSteps bounds the model calls of one turn (config agent.max_steps;
+	// 0: DefaultMaxSteps).
 	MaxSteps int
+	// ContextTokens is the model's context window (config
+	// model.context_tokens): before each model call the conversation is
+	// fitted into it minus the reply's reserve, oldest turns left out first
+	// (see [Omitted]). 0 sends the whole history.
+	ContextTokens int
+	// MaxOutputTokens is the reply's reserve within ContextTokens (config
+	// model.max_output_tokens; 0: a quarter of the window).
+	MaxOutputTokens int
+	// TurnTimeout bounds one turn's model calls, their retries and its tool
+	// runs (config model.turn_timeout; 0: none). A turn past it ends failed
+	// with error class timeout.
+	TurnTimeout time.Duration
 	// LeaseTTL is the session turn lease's time to live; the lease is renewed
 	// every third of it while the turn runs (0: DefaultLeaseTTL).
 	LeaseTTL time.Duration

@@ -309,6 +309,8 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 		return t.fail(ctx, ErrorClassNotConfigured, "Turn failed: "+t.r.opts.ProviderErr.Error())
 	}
 	specs, tools := t.offer()
+	tctx, stopTimeout := t.r.turnContext(ctx)
+	defer stopTimeout()
 	prog := &progress{interval: progressInterval, chars: progressChars,
 		emit: func(text string, total int) {
 			t.r.publish(events.TextProgress, sid, map[string]any{"request_id": t.req.RequestID, "text": text, "chars": total})
@@ -321,7 +323,8 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 		if ctx.Err() != nil {
 			return TurnResult{}, errStopped
 		}
-		resp, err := p.Stream(ctx, provider.Request{System: t.r.system, Messages: msgs, Tools: specs}, func(d provider.Delta) {
+		sent, omitted := t.r.fit(msgs, specs)
+		resp, err := p.Stream(tctx, provider.Request{System: t.r.system, Messages: sent, Tools: specs}, func(d provider.Delta) {
 			prog.add(d.Text)
 		})
 		if ctx.Err() != nil {
@@ -333,7 +336,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 		}
 		if len(resp.ToolCalls) == 0 {
 			t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: resp.Text,
-				Metadata: Metadata{Provider: p.Name(), StopReason: resp.StopReason}.encode()})
+				Metadata: Metadata{Provider: p.Name(), StopReason: resp.StopReason, Usage: resp.Usage, HistoryOmitted: omitted}.encode()})
 			return t.write(ctx, TurnResult{Text: resp.Text})
 		}
 
@@ -342,7 +345,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 			calls[i] = ToolCallData{ID: c.ID, Name: c.Name, Arguments: safeArgs(c.Arguments)}
 		}
 		t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: resp.Text,
-			Metadata: Metadata{ToolCalls: calls, Provider: p.Name()}.encode()})
+			Metadata: Metadata{ToolCalls: calls, Provider: p.Name(), Usage: resp.Usage, HistoryOmitted: omitted}.encode()})
 		am := provider.Message{Role: provider.RoleAssistant, Content: resp.Text}
 		for _, c := range calls {
 			am.ToolCalls = append(am.ToolCalls, provider.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
@@ -359,7 +362,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 				if ctx.Err() != nil {
 					return TurnResult{}, errStopped
 				}
-				res = t.execute(ctx, tools, c, resp.ToolCalls[i].Arguments)
+				res = t.execute(tctx, tools, c, resp.ToolCalls[i].Arguments)
 				if ctx.Err() != nil {
 					return TurnResult{}, errStopped
 				}

@@ -30,6 +30,10 @@ const (
 	// ClassInvalidRequest: the provider rejected the request (unknown model,
 	// malformed input, a reply it could not parse).
 	ClassInvalidRequest Class = "invalid_request"
+	// ClassTimeout: the server stayed silent longer than model.timeout, or
+	// the turn ran past model.turn_timeout. Not retried: a stalled server
+	// rarely recovers within the same turn.
+	ClassTimeout Class = "timeout"
 	// ClassCancelled: the caller's context ended.
 	ClassCancelled Class = "cancelled"
 )
@@ -66,6 +70,8 @@ func (e *Error) Error() string {
 		what = "endpoint unreachable or connection broken (check model.base_url)"
 	case ClassInvalidRequest:
 		what = "request rejected (check model.name and model.base_url)"
+	case ClassTimeout:
+		what = "timed out"
 	case ClassCancelled:
 		what = "call cancelled"
 	default:
@@ -101,8 +107,12 @@ func ClassOf(err error) Class {
 	return ClassServer
 }
 
-// Cancelled returns the [ClassCancelled] error for ctx, which has ended.
+// Cancelled returns the [ClassCancelled] error for ctx, which has ended; when
+// ctx ended with an [*Error] as its cause (a timeout), it returns that error.
 func Cancelled(ctx context.Context) *Error {
+	if pe, ok := errors.AsType[*Error](context.Cause(ctx)); ok {
+		return pe
+	}
 	err := ctx.Err()
 	if err == nil {
 		err = context.Canceled

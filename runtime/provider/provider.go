@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"strings"
+	"time"
 )
 
 // Message roles of [Message.Role].
@@ -69,11 +71,44 @@ type Delta struct {
 }
 
 // Response is a complete model reply: its text (the concatenation of every
-// delta), the tool calls it requested, in order, and why it stopped.
+// delta), the tool calls it requested, in order, why it stopped, and the
+// tokens it cost when the server reported them (nil when it did not).
 type Response struct {
 	Text       string
 	ToolCalls  []ToolCall
 	StopReason string
+	Usage      *Usage
+}
+
+// Usage is the token count a server reported for one request: the prompt
+// (cached input included) and the reply.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Settings are the generation and transport settings both HTTP providers
+// take (config model.temperature, model.top_p, model.max_output_tokens,
+// model.timeout, model.headers). A nil or zero field is not sent: the
+// server's own default applies.
+type Settings struct {
+	// Temperature and TopP are sent as they are when not nil.
+	Temperature *float64
+	TopP        *float64
+	// MaxOutputTokens is the reply limit of a request that sets none
+	// (Request.MaxTokens 0); 0 means the provider's default.
+	MaxOutputTokens int
+	// Timeout bounds the silence of one request: the wait for the response
+	// headers and every gap between two stream events. 0 means none (the
+	// context alone bounds the call). A request that times out fails with
+	// [ClassTimeout] and is not retried.
+	Timeout time.Duration
+	// Headers are added to every request, after the provider's own (so
+	// they may replace Authorization, for a gateway). Values are used as
+	// they are: expand references with [ExpandHeaders] first.
+	Headers map[string]string
+	// UserAgent is the User-Agent header ("": [UserAgent] of "dev").
+	UserAgent string
 }
 
 // Provider is a model endpoint. Stream sends req, calls onDelta (when not
@@ -87,14 +122,41 @@ type Provider interface {
 }
 
 // Config is the model section of config.json: model.provider, model.name,
-// model.base_url, model.api_key_env and model.script. The runtime package
-// turns it into a Provider.
+// model.base_url, model.api_key_env, model.script and the [Settings]. The
+// runtime package turns it into a Provider.
 type Config struct {
-	Provider  string
-	Model     string
-	BaseURL   string
+	Provider string
+	Model    string
+	BaseURL  string
+	// APIKeyEnv names the variable holding the key; [KeyEnvNone] means the
+	// server takes no key.
 	APIKeyEnv string
 	// Script is the scripted provider's script file (a path or a file://
 	// URL); the other providers ignore it.
 	Script string
+	// Settings go to the HTTP providers; Headers values may still hold
+	// ${NAME} references, expanded when the provider is built. The scripted
+	// provider ignores them.
+	Settings
+	// Version is the build's version, sent in the User-Agent ("": "dev").
+	Version string
+}
+
+// KeyEnvNone is the model.api_key_env value of a server that takes no key,
+// at any URL.
+const KeyEnvNone = "none"
+
+// UserAgent returns the User-Agent both HTTP providers send:
+// openprogram/<version>, "dev" when version is empty.
+func UserAgent(version string) string {
+	version = strings.TrimSpace(version)
+	if version == "" {
+		version = "dev"
+	}
+	return "openprogram/" + strings.Map(func(r rune) rune {
+		if r <= ' ' || r >= 0x7f {
+			return '_'
+		}
+		return r
+	}, version)
 }

@@ -70,7 +70,8 @@ func (p RetryPolicy) backoff(n int) time.Duration {
 // [*Error] is returned as it is. An attempt that already
 // delivered text through onDelta is never retried, so the caller never sees a
 // fragment twice. Waits end early, with a [ClassCancelled] error, when ctx
-// ends.
+// ends; a wait that would outlast ctx's deadline is not started, and the
+// error is returned at once.
 func WithRetry(p Provider, policy RetryPolicy) Provider {
 	return &retrying{inner: p, policy: policy.withDefaults()}
 }
@@ -110,6 +111,11 @@ func (r *retrying) Stream(ctx context.Context, req Request, onDelta func(Delta))
 				return resp, err
 			}
 			wait = pe.RetryAfter
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= wait {
+			// The wait would outlast the caller's deadline (the turn
+			// timeout): the retry could never run.
+			return resp, err
 		}
 		if r.policy.OnRetry != nil {
 			r.policy.OnRetry(attempt, err, wait)

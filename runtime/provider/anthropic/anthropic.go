@@ -43,16 +43,25 @@ type Options struct {
 	Model string
 	// BaseURL is the API root (model.base_url). Empty means [DefaultBaseURL].
 	BaseURL string
-	// APIKey authenticates the requests. Required.
+	// APIKey authenticates the requests (x-api-key). Required unless
+	// Keyless is set.
 	APIKey string
+	// Keyless says the server takes no key (model.api_key_env none, for a
+	// gateway that authenticates otherwise): no x-api-key is sent.
+	Keyless bool
 	// HTTPClient sends the requests. Nil means a client without an overall
-	// timeout (the context bounds each call).
+	// timeout (the context and Settings.Timeout bound each call).
 	HTTPClient *http.Client
+	// Settings are the generation and transport settings; every one that is
+	// set appears in each request. MaxOutputTokens 0 means
+	// [DefaultMaxTokens] (the API requires a limit).
+	provider.Settings
 }
 
 // Provider streams Messages API replies. It is safe for concurrent use.
 type Provider struct {
 	model    string
+	settings provider.Settings
 	messages ant.MessageService
 }
 
@@ -62,8 +71,11 @@ func New(opts Options) (*Provider, error) {
 	if strings.TrimSpace(opts.Model) == "" {
 		return nil, errors.New("anthropic provider: model name is empty: set model.name")
 	}
-	if opts.APIKey == "" {
+	if opts.APIKey == "" && !opts.Keyless {
 		return nil, errors.New("anthropic provider: no API key")
+	}
+	if err := Unsupported(opts.Settings); err != nil {
+		return nil, err
 	}
 	base := opts.BaseURL
 	if base == "" {
@@ -77,18 +89,36 @@ func New(opts Options) (*Provider, error) {
 	if hc == nil {
 		hc = wire.HTTPClient()
 	}
+	reqOpts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+		option.WithMiddleware(wire.ErrorMiddleware),
+	}
+	if opts.APIKey != "" {
+		reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey))
+	}
+	reqOpts = append(reqOpts, wire.HeaderOptions(opts.Settings, option.WithHeader)...)
 	return &Provider{
-		model: opts.Model,
+		model:    opts.Model,
+		settings: opts.Settings,
 		// The service, unlike ant.NewClient, reads nothing from the
 		// environment or the user's profile files.
-		messages: ant.NewMessageService(
-			option.WithBaseURL(base),
-			option.WithHTTPClient(hc),
-			option.WithAPIKey(opts.APIKey),
-			option.WithMaxRetries(0),
-			option.WithMiddleware(wire.ErrorMiddleware),
-		),
+		messages: ant.NewMessageService(reqOpts...),
 	}, nil
+}
+
+// Unsupported returns why s cannot be honoured by the Messages API, or nil:
+// API version 2026-10-21, which this SDK sends, answers 400 to any
+// temperature or top_p, so neither may be set.
+func Unsupported(s provider.Settings) error {
+	switch {
+	case s.Temperature != nil:
+		return errors.New("anthropic provider: the Messages API (version 2026-10-21) rejects temperature: unset model.temperature")
+	case s.TopP != nil:
+		return errors.New("anthropic provider: the Messages API (version 2026-10-21) rejects top_p: unset model.top_p")
+	}
+	return nil
 }
 
 // Name returns "anthropic".
@@ -103,6 +133,8 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 	if err != nil {
 		return provider.Response{}, &provider.Error{Class: provider.ClassInvalidRequest, Err: err}
 	}
+	ctx, idle := wire.StartIdle(ctx, p.settings.Timeout)
+	defer idle.Stop()
 	stream := p.messages.NewStreaming(ctx, params)
 	defer stream.Close()
 
@@ -116,6 +148,7 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 		byIndex = map[int64]*partialCall{}
 		stop    string
 		stopped bool
+		usage   *provider.Usage
 	)
 	emit := func(s string) {
 		if s == "" {
@@ -127,8 +160,16 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 		}
 	}
 	for stream.Next() {
+		idle.Touch()
 		ev := stream.Current()
 		switch ev.Type {
+		case "message_start":
+			if u := ev.Message.Usage; u.JSON.InputTokens.Valid() {
+				usage = &provider.Usage{
+					InputTokens:  int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens),
+					OutputTokens: int(u.OutputTokens),
+				}
+			}
 		case "content_block_start":
 			switch ev.ContentBlock.Type {
 			case "text":
@@ -151,6 +192,13 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 			if ev.Delta.StopReason != "" {
 				stop = string(ev.Delta.StopReason)
 			}
+			if u := ev.Usage; u.JSON.OutputTokens.Valid() {
+				// The count is cumulative: the last one is the reply's.
+				if usage == nil {
+					usage = &provider.Usage{}
+				}
+				usage.OutputTokens = int(u.OutputTokens)
+			}
 		case "message_stop":
 			stopped = true
 		}
@@ -165,7 +213,7 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 		return provider.Response{}, &provider.Error{Class: provider.ClassNetwork,
 			Err: errors.New("the stream ended before message_stop")}
 	}
-	resp := provider.Response{Text: text.String(), StopReason: stopReason(stop)}
+	resp := provider.Response{Text: text.String(), StopReason: stopReason(stop), Usage: usage}
 	for _, pc := range calls {
 		args := strings.TrimSpace(pc.args.String())
 		if args == "" {
@@ -194,6 +242,9 @@ func (p *Provider) params(req provider.Request) (ant.MessageNewParams, error) {
 		model = p.model
 	}
 	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = p.settings.MaxOutputTokens
+	}
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxTokens
 	}

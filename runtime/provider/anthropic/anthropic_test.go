@@ -59,7 +59,7 @@ func TestStreamText(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
-	want := provider.Response{Text: "Hello there! ✓", StopReason: provider.StopEnd}
+	want := provider.Response{Text: "Hello there! ✓", StopReason: provider.StopEnd, Usage: &provider.Usage{InputTokens: 25, OutputTokens: 15}}
 	if diff := cmp.Diff(want, resp); diff != "" {
 		t.Errorf("Stream response (-want +got):\n%s", diff)
 	}
@@ -112,7 +112,7 @@ func TestStreamToolUse(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
-	want := provider.Response{Text: "Let me read it.", StopReason: provider.StopToolUse, ToolCalls: []provider.ToolCall{
+	want := provider.Response{Text: "Let me read it.", StopReason: provider.StopToolUse, Usage: &provider.Usage{InputTokens: 472, OutputTokens: 89}, ToolCalls: []provider.ToolCall{
 		{ID: "toolu_01T1x1fJ34qAmk2tNTrN7Up6", Name: "read", Arguments: json.RawMessage(`{"path": "README.md"}`)},
 		{ID: "toolu_01AbCdEfGhIjKlMnOpQrStUv", Name: "todo_list", Arguments: json.RawMessage(`{}`)},
 	}}

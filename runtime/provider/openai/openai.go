@@ -40,21 +40,29 @@ type Options struct {
 	// Model is the model name sent with each request (model.name). Required.
 	Model string
 	// BaseURL is the API root, ending in /v1 for most servers
-	// (model.base_url). Empty means [DefaultBaseURL].
+	// (model.base_url). Empty means [DefaultBaseURL]. A query in it (Azure's
+	// ?api-version=...) is sent with every request.
 	BaseURL string
 	// APIKey is sent as a bearer token. It may be empty only for a loopback
-	// BaseURL (see [KeyRequired]).
+	// BaseURL (see [KeyRequired]) or when Keyless is set.
 	APIKey string
+	// Keyless says the server takes no key at any URL (model.api_key_env
+	// none): no Authorization header is sent unless Headers set one.
+	Keyless bool
 	// HTTPClient sends the requests. Nil means a client without an overall
-	// timeout (the context bounds each call).
+	// timeout (the context and Settings.Timeout bound each call).
 	HTTPClient *http.Client
+	// Settings are the generation and transport settings; every one that is
+	// set appears in each request.
+	provider.Settings
 }
 
 // Provider streams Chat Completions. It is safe for concurrent use.
 type Provider struct {
-	model   string
-	baseURL string
-	chat    oai.ChatCompletionService
+	model    string
+	baseURL  string
+	settings provider.Settings
+	chat     oai.ChatCompletionService
 }
 
 // KeyRequired reports whether a server at baseURL ("" for the OpenAI API)
@@ -82,13 +90,18 @@ func New(opts Options) (*Provider, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("openai provider: base URL %q is not an http(s) URL: fix model.base_url", base)
 	}
-	if opts.APIKey == "" && KeyRequired(opts.BaseURL) {
+	if opts.APIKey == "" && !opts.Keyless && KeyRequired(opts.BaseURL) {
 		return nil, errors.New("openai provider: no API key for a non-loopback base URL")
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
 		hc = wire.HTTPClient()
 	}
+	// A query in the base URL (Azure's ?api-version=...) is sent with every
+	// request; the SDK would drop it when it appends the path.
+	query := u.Query()
+	u.RawQuery = ""
+	base = u.String()
 	reqOpts := []option.RequestOption{
 		option.WithBaseURL(base),
 		option.WithHTTPClient(hc),
@@ -98,9 +111,16 @@ func New(opts Options) (*Provider, error) {
 	if opts.APIKey != "" {
 		reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey))
 	}
+	for k, vs := range query {
+		for _, v := range vs {
+			reqOpts = append(reqOpts, option.WithQueryAdd(k, v))
+		}
+	}
+	reqOpts = append(reqOpts, wire.HeaderOptions(opts.Settings, option.WithHeader)...)
 	return &Provider{
-		model:   opts.Model,
-		baseURL: base,
+		model:    opts.Model,
+		baseURL:  base,
+		settings: opts.Settings,
 		// The service, unlike oai.NewClient, reads nothing from the environment.
 		chat: oai.NewChatCompletionService(reqOpts...),
 	}, nil
@@ -118,6 +138,8 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 	if err != nil {
 		return provider.Response{}, &provider.Error{Class: provider.ClassInvalidRequest, Err: err}
 	}
+	ctx, idle := wire.StartIdle(ctx, p.settings.Timeout)
+	defer idle.Stop()
 	stream := p.chat.NewStreaming(ctx, params)
 	defer stream.Close()
 
@@ -127,9 +149,15 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 		byIndex  = map[int64]*partialCall{}
 		finish   string
 		finished bool
+		usage    *provider.Usage
 	)
 	for stream.Next() {
+		idle.Touch()
 		chunk := stream.Current()
+		if u := chunk.Usage; u.JSON.PromptTokens.Valid() || u.JSON.CompletionTokens.Valid() {
+			// With stream_options.include_usage the last chunk holds it.
+			usage = &provider.Usage{InputTokens: int(u.PromptTokens), OutputTokens: int(u.CompletionTokens)}
+		}
 		for _, ch := range chunk.Choices {
 			if ch.Index != 0 {
 				continue // one choice is requested; ignore any other
@@ -172,7 +200,7 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 		return provider.Response{}, &provider.Error{Class: provider.ClassNetwork,
 			Err: errors.New("the stream ended before the reply finished (no finish_reason; does the server stream?)")}
 	}
-	resp := provider.Response{Text: text.String(), StopReason: stopReason(finish)}
+	resp := provider.Response{Text: text.String(), StopReason: stopReason(finish), Usage: usage}
 	for i, pc := range calls {
 		args := strings.TrimSpace(pc.args.String())
 		if args == "" {
@@ -213,7 +241,14 @@ func (p *Provider) params(req provider.Request) (oai.ChatCompletionNewParams, er
 	if model == "" {
 		model = p.model
 	}
-	params := oai.ChatCompletionNewParams{Model: shared.ChatModel(model)}
+	params := oai.ChatCompletionNewParams{Model: shared.ChatModel(model),
+		StreamOptions: oai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}}
+	if t := p.settings.Temperature; t != nil {
+		params.Temperature = param.NewOpt(*t)
+	}
+	if t := p.settings.TopP; t != nil {
+		params.TopP = param.NewOpt(*t)
+	}
 	if req.System != "" {
 		params.Messages = append(params.Messages, oai.SystemMessage(req.System))
 	}
@@ -256,13 +291,17 @@ func (p *Provider) params(req provider.Request) (oai.ChatCompletionNewParams, er
 		}
 		params.Tools = append(params.Tools, oai.ChatCompletionFunctionTool(fn))
 	}
-	if req.MaxTokens > 0 {
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = p.settings.MaxOutputTokens
+	}
+	if maxTokens > 0 {
 		// The OpenAI API wants max_completion_tokens; most compatible
 		// servers still read only max_tokens.
 		if p.baseURL == DefaultBaseURL {
-			params.MaxCompletionTokens = param.NewOpt(int64(req.MaxTokens))
+			params.MaxCompletionTokens = param.NewOpt(int64(maxTokens))
 		} else {
-			params.MaxTokens = param.NewOpt(int64(req.MaxTokens))
+			params.MaxTokens = param.NewOpt(int64(maxTokens))
 		}
 	}
 	return params, nil

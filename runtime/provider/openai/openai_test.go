@@ -152,7 +152,7 @@ func TestStreamCompatibleServers(t *testing.T) {
 			{ID: "call_8a1b2c3d", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`)},
 			{ID: "call_9e8f7a6b", Name: "glob", Arguments: json.RawMessage(`{"pattern":"*.go"}`)},
 		}}},
-		{"llamacpp_text.sse", provider.Response{Text: "Local reply.", StopReason: provider.StopMaxTokens}},
+		{"llamacpp_text.sse", provider.Response{Text: "Local reply.", StopReason: provider.StopMaxTokens, Usage: &provider.Usage{InputTokens: 10, OutputTokens: 2}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -43,12 +44,17 @@ type Reply struct {
 	// DropAfter, when > 0, makes the server close the connection abruptly
 	// after that many events, as a broken network would.
 	DropAfter int
+	// Stall makes the server read the request and then send nothing, not
+	// even the response headers, until the client hangs up (counted by
+	// [Server.Aborted]) or the test ends.
+	Stall bool
 }
 
 // Request is what the server received.
 type Request struct {
 	Method string
 	Path   string
+	Query  string // the raw query, without "?"
 	Header http.Header
 	Body   []byte
 }
@@ -127,7 +133,7 @@ func (s *Server) WaitAborted(ctx context.Context) bool {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
 	var rep Reply
 	ok := len(s.replies) > 0
 	if ok {
@@ -136,6 +142,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if !ok {
 		http.Error(w, `{"error":{"message":"providertest: no reply left","type":"server_error"}}`, http.StatusInternalServerError)
+		return
+	}
+	if rep.Stall {
+		s.hold(r.Context())
 		return
 	}
 	for k, vs := range rep.Header {
@@ -227,6 +237,20 @@ func drop(w http.ResponseWriter) {
 	_ = conn.Close()
 }
 
+// RoutedClient returns a client that sends every request to this server,
+// whatever host its URL names, so a test can use a base URL that is not
+// literally loopback (http://gpu-box.lan:8000/v1) without any traffic
+// leaving the machine.
+func (s *Server) RoutedClient() *http.Client {
+	addr := s.Listener.Addr().String()
+	var d net.Dialer
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		},
+	}}
+}
+
 // Events splits an SSE body into its events, each keeping its terminating
 // blank line.
 func Events(body string) []string {
@@ -290,6 +314,25 @@ func OpenAIToolCalls(model, text string, calls ...Call) string {
 	openAIChunk(&b, model, map[string]any{}, &stop)
 	b.WriteString("data: [DONE]\n\n")
 	return b.String()
+}
+
+// OpenAIUsage returns body, a Chat Completions stream, with the usage chunk
+// a server sends for stream_options.include_usage (no choices) inserted
+// before its final "data: [DONE]".
+func OpenAIUsage(body string, promptTokens, completionTokens int) string {
+	data, err := json.Marshal(map[string]any{
+		"id": "chatcmpl-providertest", "object": "chat.completion.chunk", "created": 1730000000,
+		"model": "providertest", "choices": []any{},
+		"usage": map[string]any{"prompt_tokens": promptTokens, "completion_tokens": completionTokens, "total_tokens": promptTokens + completionTokens},
+	})
+	if err != nil {
+		panic(err)
+	}
+	chunk := fmt.Sprintf("data: %s\n\n", data)
+	if i := strings.LastIndex(body, "data: [DONE]"); i >= 0 {
+		return body[:i] + chunk + body[i:]
+	}
+	return body + chunk
 }
 
 func openAIChunk(b *bytes.Buffer, model string, delta map[string]any, finish *string) {

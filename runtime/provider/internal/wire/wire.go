@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -236,4 +237,57 @@ func IsLoopback(rawURL string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// Idle bounds the silence of one request (see provider.Settings.Timeout):
+// its context ends with a [provider.ClassTimeout] error as its cause once
+// the timeout passes without a call to Touch.
+type Idle struct {
+	d      time.Duration
+	timer  *time.Timer
+	cancel context.CancelCauseFunc
+}
+
+// StartIdle returns a context for one request bounded by an idle timeout of
+// d (none when d <= 0), and the Idle that rearms it. Stop must be called
+// when the request is over.
+func StartIdle(ctx context.Context, d time.Duration) (context.Context, *Idle) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	i := &Idle{d: d, cancel: cancel}
+	if d > 0 {
+		i.timer = time.AfterFunc(d, func() {
+			cancel(&provider.Error{Class: provider.ClassTimeout, Err: fmt.Errorf(
+				"the model server sent nothing for %s (raise model.timeout if it is slow to start)", d)})
+		})
+	}
+	return ctx, i
+}
+
+// Touch rearms the timer: the server just sent something.
+func (i *Idle) Touch() {
+	if i.timer != nil {
+		i.timer.Reset(i.d)
+	}
+}
+
+// Stop ends the timer and the request's context.
+func (i *Idle) Stop() {
+	if i.timer != nil {
+		i.timer.Stop()
+	}
+	i.cancel(nil)
+}
+
+// HeaderOptions returns the SDK request options, made with withHeader, that
+// send s's User-Agent (provider.UserAgent("") when empty) and extra headers.
+func HeaderOptions[O any](s provider.Settings, withHeader func(key, value string) O) []O {
+	ua := s.UserAgent
+	if ua == "" {
+		ua = provider.UserAgent("")
+	}
+	out := []O{withHeader("User-Agent", ua)}
+	for k, v := range s.Headers {
+		out = append(out, withHeader(k, v))
+	}
+	return out
 }
