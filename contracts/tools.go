@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	invopop "github.com/invopop/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openprogram/openprogram/contracts/internal/canonjson"
-	"github.com/openprogram/openprogram/contracts/internal/schemacheck"
+	"github.com/openprogram/openprogram/contracts/schema"
 )
 
 // The six tool names, in the order tools/list returns them.
@@ -113,9 +112,8 @@ var specs = []struct {
 type frozenTool struct {
 	name        string
 	description string
-	schema      json.RawMessage      // the published schema, canonical JSON
-	resolved    *jsonschema.Resolved // for validation (patterns in RE2 form)
-	check       *schemacheck.Schema  // names the first (path, keyword) failure
+	schema      json.RawMessage // the published schema, canonical JSON
+	compiled    *schema.Schema  // validates arguments, names the first failure
 }
 
 var (
@@ -149,27 +147,15 @@ func freeze(name, description string, args any) (*frozenTool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal schema of %s: %w", name, err)
 	}
-	schema, err := canonjson.Canonicalize(raw)
+	doc, err := canonjson.Canonicalize(raw)
 	if err != nil {
 		return nil, fmt.Errorf("canonicalize schema of %s: %w", name, err)
 	}
-	check, err := schemacheck.Compile(schema)
+	compiled, err := schema.Compile(doc)
 	if err != nil {
-		return nil, fmt.Errorf("schema of %s: %w", name, err)
+		return nil, fmt.Errorf("compile schema of %s: %w", name, err)
 	}
-	re2, err := schemacheck.ForRE2(schema)
-	if err != nil {
-		return nil, fmt.Errorf("schema of %s: %w", name, err)
-	}
-	var js jsonschema.Schema
-	if err := json.Unmarshal(re2, &js); err != nil {
-		return nil, fmt.Errorf("load schema of %s: %w", name, err)
-	}
-	resolved, err := js.Resolve(nil)
-	if err != nil {
-		return nil, fmt.Errorf("resolve schema of %s: %w", name, err)
-	}
-	return &frozenTool{name: name, description: description, schema: schema, resolved: resolved, check: check}, nil
+	return &frozenTool{name: name, description: description, schema: doc, compiled: compiled}, nil
 }
 
 // Tools returns the six tools in their fixed order, ready for

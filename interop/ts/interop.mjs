@@ -349,11 +349,11 @@ await step('session_get with bad arguments: -32602, and the SDK’s Ajv agrees w
   const schema = (await client.listTools()).tools.find((t) => t.name === 'session_get').inputSchema;
   const validate = validator.getValidator(schema);
   const cases = [
-    [{}, 'invalid arguments at $: required'],
+    [{}, 'invalid arguments at $.session_id: required'],
     [{ session_id: '' }, 'invalid arguments at $.session_id: minLength'],
     [{ session_id: ' \t ' }, 'invalid arguments at $.session_id: pattern'],
     [{ session_id: 7 }, 'invalid arguments at $.session_id: type'],
-    [{ session_id: 'mcp_x', extra: true }, 'invalid arguments at $: additionalProperties'],
+    [{ session_id: 'mcp_x', extra: true }, 'invalid arguments at $.extra: additionalProperties'],
   ];
   for (const [args, message] of cases) {
     check(!validate(args).valid, `Ajv rejects ${JSON.stringify(args)}`);
