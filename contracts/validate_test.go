@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/openprogram/openprogram/contracts/internal/canonjson"
+	"github.com/openprogram/openprogram/contracts/schema"
 )
 
 // validateCases is the error matrix of CONTRACT section 4 for the wrapper
@@ -103,6 +104,8 @@ var validateCases = []struct {
 		want: `{"arguments":{"n":[1,2.5,null],"path":"a.txt"},"name":"read"}`},
 	{name: "tool_call big numbers kept exactly", tool: ToolCall, args: `{"name":"x","arguments":{"id":12345678901234567890,"f":1e400,"g":-0.0}}`,
 		want: `{"arguments":{"f":1e400,"g":-0.0,"id":12345678901234567890},"name":"x"}`},
+	{name: "tool_call number of 1,001 digits refused", tool: ToolCall, args: `{"name":"x","arguments":{"n":[1,` + strings.Repeat("7", 1001) + `]}}`,
+		code: -32602, err: "invalid arguments at $.arguments.n[1]: type"},
 	{name: "tool_call inner arguments are not checked", tool: ToolCall, args: `{"name":"x","arguments":{"":{"a":[]}}}`,
 		want: `{"arguments":{"":{"a":[]}},"name":"x"}`},
 	{name: "tool_call array arguments", tool: ToolCall, args: `{"name":"read","arguments":[]}`, code: -32602, err: "invalid arguments at $.arguments: type"},
@@ -209,7 +212,7 @@ func TestValidateConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-var messageRE = regexp.MustCompile(`^invalid arguments at \$(\.[A-Za-z_][A-Za-z0-9_]*|\[".*"\])?: (type|required|additionalProperties|minLength|pattern)$`)
+var messageRE = regexp.MustCompile(`^invalid arguments at \$(\.[A-Za-z_][A-Za-z0-9_]*|\[".*"\]|\[[0-9]+\])*(\.\.\.)?: (type|required|additionalProperties|minLength|pattern)$`)
 
 // wrapperProps is CONTRACT section 4's input table, written out by hand:
 // each tool's properties ("nb" a non-blank string, "object" an object) and
@@ -258,6 +261,9 @@ func contractViolation(tool string, args []byte) string {
 			v = map[string]any{}
 		}
 	}
+	if hasLongNumber(v) {
+		return "$...: type" // somewhere; see FuzzValidate
+	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return "$: type"
@@ -301,6 +307,28 @@ func contractViolation(tool string, args []byte) string {
 	}
 	slices.Sort(found)
 	return found[0]
+}
+
+// hasLongNumber reports a number literal the schema package refuses for its
+// length, anywhere in v.
+func hasLongNumber(v any) bool {
+	switch v := v.(type) {
+	case json.Number:
+		return len(v) > schema.MaxNumberBytes
+	case map[string]any:
+		for _, e := range v {
+			if hasLongNumber(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if hasLongNumber(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // FuzzValidate: Validate never panics, never changes its input, returns
@@ -363,7 +391,11 @@ func FuzzValidate(f *testing.F) {
 		if want == "" {
 			t.Fatalf("Validate(%q, %q) = %q, but the contract accepts the arguments", tool, args, msg)
 		}
-		if prefix, ok := strings.CutSuffix(want, ": "+keywordOf(want)); ok && prefix == "$[" {
+		if want == "$...: type" {
+			if keywordOf(msg) != "type" {
+				t.Fatalf("Validate(%q, %q) = %q, want a type failure for a long number", tool, args, msg)
+			}
+		} else if prefix, ok := strings.CutSuffix(want, ": "+keywordOf(want)); ok && prefix == "$[" {
 			if !strings.HasPrefix(msg, "$[") || keywordOf(msg) != keywordOf(want) {
 				t.Fatalf("Validate(%q, %q) = %q, want $[...]: %s", tool, args, msg, keywordOf(want))
 			}

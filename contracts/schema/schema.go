@@ -157,7 +157,14 @@ func (v Violation) String() string { return v.Path + ": " + v.Keyword }
 // as json.Number or float64), and returns nil when it is valid. Otherwise
 // it returns the first of all violations ordered by (Path, Keyword). It
 // never modifies instance.
+//
+// A json.Number literal longer than [MaxNumberBytes] is refused with
+// keyword "type" before anything else is checked: the validator compares
+// numbers exactly, at a cost that grows with the square of their length.
 func (s *Schema) Validate(instance any) *Violation {
+	if v := longNumber(instance, instance, nil); v != nil {
+		return v
+	}
 	err := s.s.Validate(instance)
 	if err == nil {
 		return nil
@@ -219,6 +226,38 @@ func keyword(k jsonschema.ErrorKind) string {
 		return p[0]
 	}
 	return "schema"
+}
+
+// MaxNumberBytes bounds the literal of a json.Number in an instance. Every
+// number a program can use exactly (int64, float64, a 128-bit decimal) is
+// far shorter.
+const MaxNumberBytes = 1000
+
+// longNumber returns a violation at the first (by path) json.Number in v
+// whose literal is longer than MaxNumberBytes, or nil. loc is v's location
+// in root.
+func longNumber(root, v any, loc []string) *Violation {
+	var first *Violation
+	keep := func(c *Violation) {
+		if c != nil && (first == nil || c.Path < first.Path) {
+			first = c
+		}
+	}
+	switch v := v.(type) {
+	case json.Number:
+		if len(v) > MaxNumberBytes {
+			return &Violation{Path: formatPath(root, loc), Keyword: "type"}
+		}
+	case map[string]any:
+		for k, e := range v {
+			keep(longNumber(root, e, append(loc, k)))
+		}
+	case []any:
+		for i, e := range v {
+			keep(longNumber(root, e, append(loc, strconv.Itoa(i))))
+		}
+	}
+	return first
 }
 
 // MaxNameBytes bounds each property name in a [Violation] path; a longer

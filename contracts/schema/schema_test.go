@@ -166,3 +166,19 @@ func TestCompileECMAPattern(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateBoundsNumbers: a number literal past MaxNumberBytes is refused
+// at once (exact comparison of an n-digit number costs O(n²)); shorter ones
+// are checked exactly.
+func TestValidateBoundsNumbers(t *testing.T) {
+	s := mustCompile(t, `{"type":"object","properties":{"list":{"type":"array","items":{"type":"integer"}}}}`)
+	ok := json.Number(strings.Repeat("9", schema.MaxNumberBytes))
+	if v := s.Validate(map[string]any{"list": []any{ok}}); v != nil {
+		t.Errorf("Validate(%d-digit integer) = %v, want nil", len(ok), v)
+	}
+	long := json.Number(strings.Repeat("9", 1<<20))
+	v := s.Validate(map[string]any{"list": []any{json.Number("1"), long}, "other": long})
+	if v == nil || v.String() != "$.list[1]: type" {
+		t.Errorf("Validate(1 MiB number) = %v, want $.list[1]: type", v)
+	}
+}
