@@ -39,11 +39,9 @@
 package schema
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -52,6 +50,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
+	"github.com/openprogram/openprogram/contracts/internal/canonjson"
 	"github.com/openprogram/openprogram/contracts/internal/clip"
 )
 
@@ -70,7 +69,7 @@ type Schema struct {
 // must translate to RE2 (see translatePattern), and its references must
 // resolve inside it.
 func Compile(doc []byte) (*Schema, error) {
-	v, err := decode(doc)
+	v, err := Decode(doc)
 	if err != nil {
 		return nil, fmt.Errorf("parse schema: %w", err)
 	}
@@ -101,7 +100,7 @@ func CompileValue(doc any) (*Schema, error) {
 type noLoader struct{}
 
 func (noLoader) Load(url string) (any, error) {
-	return nil, errors.New("external references are not supported; define the schema under $defs and refer to it with #/$defs/...")
+	return nil, errors.New("external references are not supported; define the schema under $defs and refer to it as #/$defs/<name>")
 }
 
 func compilePattern(p string) (jsonschema.Regexp, error) {
@@ -126,18 +125,12 @@ type ecmaRegexp struct {
 func (r ecmaRegexp) MatchString(s string) bool { return r.re.MatchString(s) }
 func (r ecmaRegexp) String() string            { return r.source }
 
-// decode reads exactly one JSON value, numbers as json.Number.
-func decode(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("data after the JSON value")
-	}
-	return v, nil
+// Decode decodes exactly one JSON value (a schema document or an instance)
+// into fresh values, numbers as json.Number, as [CompileValue] and
+// [Schema.Validate] take them: numbers are then checked exactly as written.
+// Data after the value is an error.
+func Decode(data []byte) (any, error) {
+	return canonjson.Decode(data)
 }
 
 // Violation is one failed keyword at one instance location.

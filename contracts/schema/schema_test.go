@@ -36,11 +36,9 @@ func mustCompile(t testing.TB, doc string) *schema.Schema {
 
 func decode(t testing.TB, data string) any {
 	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("decode %s: %v", data, err)
+	v, err := schema.Decode([]byte(data))
+	if err != nil {
+		t.Fatalf("Decode(%s): %v", data, err)
 	}
 	return v
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"sort"
 	"strings"
@@ -96,14 +95,9 @@ func checkSchemaText(raw json.RawMessage) (root map[string]any, lazy bool, err e
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, false, errors.New("schema is empty")
 	}
-	var doc any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
+	doc, err := schema.Decode(raw)
+	if err != nil {
 		return nil, false, fmt.Errorf("schema is not JSON: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, false, errors.New("schema has data after the JSON value")
 	}
 	root, ok := doc.(map[string]any)
 	if !ok {
@@ -396,15 +390,7 @@ func validateCompiled(name string, rs *schema.Schema, args json.RawMessage) erro
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	err := dec.Decode(&v)
-	if err == nil {
-		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
-			err = errors.New("data after the JSON value")
-		}
-	}
+	v, err := schema.Decode(args)
 	if err != nil {
 		return &ArgumentsError{Tool: name, Path: "$", Keyword: "json", Err: fmt.Errorf("arguments are not valid JSON: %w", err)}
 	}
