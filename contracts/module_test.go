@@ -97,7 +97,7 @@ func TestProtocolVersions(t *testing.T) {
 func TestDependencyGraph(t *testing.T) {
 	out := goCommand(t, "list", "-deps", "-test", "./...")
 	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, goSDK+"/mcp") || !slices.Contains(deps, "github.com/google/jsonschema-go/jsonschema") {
+	if !slices.Contains(deps, goSDK+"/mcp") || !slices.Contains(deps, "github.com/santhosh-tekuri/jsonschema/v6") {
 		t.Fatalf("go list output lacks the known dependencies; got:\n%s", out)
 	}
 	forbidden := []string{

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	invopop "github.com/invopop/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openprogram/openprogram/contracts/internal/canonjson"
-	"github.com/openprogram/openprogram/contracts/internal/schemacheck"
+	"github.com/openprogram/openprogram/contracts/schema"
 )
 
 // The six tool names, in the order tools/list returns them.
@@ -76,34 +75,54 @@ type ToolCallArgs struct {
 	Arguments map[string]any `json:"arguments,omitempty"`
 }
 
+// hints are a tool's MCP behaviour hints (CONTRACT section 4). All four are
+// always sent: the spec's defaults for destructiveHint and openWorldHint are
+// true, which would be wrong for every one of the six tools but prompt_send.
+type hints struct {
+	readOnly, destructive, idempotent, openWorld bool
+}
+
+var (
+	readOnly = hints{readOnly: true, idempotent: true}
+	// prompt_send calls a model: it reaches outside the install.
+	promptHints = hints{openWorld: true}
+	// prompt_cancel repeated changes nothing more.
+	cancelHints = hints{idempotent: true}
+	// tool_call runs whichever exposed runtime tool is named; the gate
+	// decides what it may do, so no hint is promised.
+	callHints = hints{}
+)
+
 // spec is what each tool is made of, in tools/list order.
 var specs = []struct {
 	name        string
+	title       string
+	hints       hints
 	args        any
 	description string
 }{
-	{SessionsList, SessionsListArgs{}, "List the OpenProgram agent's conversation sessions, most recently updated first " +
+	{SessionsList, "List sessions", readOnly, SessionsListArgs{}, "List the OpenProgram agent's conversation sessions, most recently updated first " +
 		"(at most 100; archived sessions are hidden). Use it to find the session_id of an earlier conversation " +
 		"before reading it with session_get or continuing it with prompt_send. Returns a JSON array of " +
 		"{id, title, updated_at}, updated_at in Unix seconds."},
-	{SessionGet, SessionGetArgs{}, "Read one OpenProgram session: the messages of its active branch, oldest first, " +
+	{SessionGet, "Read a session", readOnly, SessionGetArgs{}, "Read one OpenProgram session: the messages of its active branch, oldest first, " +
 		"as a JSON array of {id, role, content, timestamp} (role is user, assistant, tool or system; timestamp " +
 		"in Unix seconds). Use it to review a conversation before continuing it with prompt_send. session_id " +
 		"comes from sessions_list or an earlier prompt_send."},
-	{PromptSend, PromptSendArgs{}, "Send a prompt to the OpenProgram agent and wait for its reply. Without " +
+	{PromptSend, "Send a prompt", promptHints, PromptSendArgs{}, "Send a prompt to the OpenProgram agent and wait for its reply. Without " +
 		"session_id a new session is started; with session_id the existing session is continued (it is never " +
 		"created). The agent acts with paired-client authority: it can read memory and append notes, but it " +
 		"cannot run commands, write files or wait for approvals. Returns {session_id, text, assistant_msg_id, " +
 		"failed}; failed=true means the turn or the model failed. A session runs one turn at a time: while it is " +
 		"busy the call fails with \"prompt execution failed\", so retry later or start a new session. Send a " +
 		"progressToken to receive progress while the turn runs; use prompt_cancel to stop it."},
-	{PromptCancel, PromptCancelArgs{}, "Cancel the running turn that prompt_send started for session_id on this " +
+	{PromptCancel, "Cancel a prompt", cancelHints, PromptCancelArgs{}, "Cancel the running turn that prompt_send started for session_id on this " +
 		"connection. Returns {session_id, cancelled}: cancelled=false means there was no such turn of yours " +
 		"(unknown session, finished turn or another client's turn) and nothing changed."},
-	{ToolsList, ToolsListArgs{}, "List the OpenProgram runtime tools exposed for direct use with tool_call, as a " +
+	{ToolsList, "List runtime tools", readOnly, ToolsListArgs{}, "List the OpenProgram runtime tools exposed for direct use with tool_call, as a " +
 		"JSON array of {name, description, inputSchema}. Call it before tool_call to learn the tool names and " +
 		"their argument schemas; an empty array means the operator exposed no tools."},
-	{ToolCall, ToolCallArgs{}, "Run one exposed OpenProgram runtime tool directly, without the agent: name is a " +
+	{ToolCall, "Call a runtime tool", callHints, ToolCallArgs{}, "Run one exposed OpenProgram runtime tool directly, without the agent: name is a " +
 		"tool listed by tools_list and arguments is an object matching that tool's inputSchema (default {}). " +
 		"Returns the tool's own content (text or images). Every call passes the permission gate: a refused call " +
 		"returns an error result starting with \"[denied]\" and the tool does not run."},
@@ -112,10 +131,11 @@ var specs = []struct {
 // frozenTool is one tool as built at init; nothing changes it afterwards.
 type frozenTool struct {
 	name        string
+	title       string
+	hints       hints
 	description string
-	schema      json.RawMessage      // the published schema, canonical JSON
-	resolved    *jsonschema.Resolved // for validation (patterns in RE2 form)
-	check       *schemacheck.Schema  // names the first (path, keyword) failure
+	schema      json.RawMessage // the published schema, canonical JSON
+	compiled    *schema.Schema  // validates arguments, names the first failure
 }
 
 var (
@@ -136,6 +156,7 @@ func mustFreeze() []*frozenTool {
 		if err != nil {
 			panic(fmt.Sprintf("contracts: %v", err))
 		}
+		t.title, t.hints = s.title, s.hints
 		out = append(out, t)
 	}
 	return out
@@ -149,40 +170,40 @@ func freeze(name, description string, args any) (*frozenTool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal schema of %s: %w", name, err)
 	}
-	schema, err := canonjson.Canonicalize(raw)
+	doc, err := canonjson.Canonicalize(raw)
 	if err != nil {
 		return nil, fmt.Errorf("canonicalize schema of %s: %w", name, err)
 	}
-	check, err := schemacheck.Compile(schema)
+	compiled, err := schema.Compile(doc)
 	if err != nil {
-		return nil, fmt.Errorf("schema of %s: %w", name, err)
+		return nil, fmt.Errorf("compile schema of %s: %w", name, err)
 	}
-	re2, err := schemacheck.ForRE2(schema)
-	if err != nil {
-		return nil, fmt.Errorf("schema of %s: %w", name, err)
-	}
-	var js jsonschema.Schema
-	if err := json.Unmarshal(re2, &js); err != nil {
-		return nil, fmt.Errorf("load schema of %s: %w", name, err)
-	}
-	resolved, err := js.Resolve(nil)
-	if err != nil {
-		return nil, fmt.Errorf("resolve schema of %s: %w", name, err)
-	}
-	return &frozenTool{name: name, description: description, schema: schema, resolved: resolved, check: check}, nil
+	return &frozenTool{name: name, description: description, schema: doc, compiled: compiled}, nil
 }
 
 // Tools returns the six tools in their fixed order, ready for
-// mcp.Server.AddTool. Each call returns deep copies: the InputSchema of each
-// tool is a json.RawMessage of the frozen schema that the caller may keep or
-// change without affecting later calls.
+// mcp.Server.AddTool: name, title, description, input schema and the
+// standard annotations (readOnlyHint, destructiveHint, idempotentHint,
+// openWorldHint, all four always present, and the title again for clients
+// of protocol 2025-03-26, which read it only there). Each call returns deep
+// copies: the InputSchema of each tool is a json.RawMessage of the frozen
+// schema that the caller may keep or change without affecting later calls.
 func Tools() []*mcp.Tool {
 	out := make([]*mcp.Tool, 0, len(frozen))
 	for _, t := range frozen {
+		destructive, openWorld := t.hints.destructive, t.hints.openWorld
 		out = append(out, &mcp.Tool{
 			Name:        t.name,
+			Title:       t.title,
 			Description: t.description,
 			InputSchema: json.RawMessage(slices.Clone(t.schema)),
+			Annotations: &mcp.ToolAnnotations{
+				Title:           t.title,
+				ReadOnlyHint:    t.hints.readOnly,
+				DestructiveHint: &destructive,
+				IdempotentHint:  t.hints.idempotent,
+				OpenWorldHint:   &openWorld,
+			},
 		})
 	}
 	return out

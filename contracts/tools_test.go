@@ -190,3 +190,37 @@ func TestToolsAcceptedByGoSDK(t *testing.T) {
 		srv.AddTool(tool, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
 	}
 }
+
+// TestToolTitlesAndAnnotations pins CONTRACT section 4's hint table. The
+// spec's defaults are destructiveHint and openWorldHint true, so both must be
+// present (not omitted) on every tool.
+func TestToolTitlesAndAnnotations(t *testing.T) {
+	type hints struct{ ReadOnly, Destructive, Idempotent, OpenWorld bool }
+	want := map[string]hints{
+		contracts.SessionsList: {ReadOnly: true, Idempotent: true},
+		contracts.SessionGet:   {ReadOnly: true, Idempotent: true},
+		contracts.ToolsList:    {ReadOnly: true, Idempotent: true},
+		contracts.PromptSend:   {OpenWorld: true},
+		contracts.PromptCancel: {Idempotent: true},
+		contracts.ToolCall:     {},
+	}
+	titles := map[string]bool{}
+	for _, tool := range contracts.Tools() {
+		if tool.Title == "" || titles[tool.Title] {
+			t.Errorf("%s: title %q, want a distinct non-empty title", tool.Name, tool.Title)
+		}
+		titles[tool.Title] = true
+		a := tool.Annotations
+		if a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil {
+			t.Errorf("%s: annotations %+v, want all four hints set explicitly", tool.Name, a)
+			continue
+		}
+		got := hints{ReadOnly: a.ReadOnlyHint, Destructive: *a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: *a.OpenWorldHint}
+		if got != want[tool.Name] {
+			t.Errorf("%s: hints %+v, want %+v", tool.Name, got, want[tool.Name])
+		}
+		if a.Title != tool.Title {
+			t.Errorf("%s: annotations.title %q, want the title %q (2025-03-26 clients read only that one)", tool.Name, a.Title, tool.Title)
+		}
+	}
+}

@@ -5,10 +5,10 @@ go 1.26.0
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/google/go-cmp v0.7.0
-	github.com/google/jsonschema-go v0.4.3
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/openai/openai-go/v3 v3.98.0
 	github.com/openprogram/openprogram/authz v0.0.0
+	github.com/openprogram/openprogram/contracts v0.0.0
 	github.com/openprogram/openprogram/sessions v0.0.0
 	go.uber.org/goleak v1.3.0
 )
@@ -30,6 +30,7 @@ require (
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
@@ -51,5 +52,6 @@ require (
 
 replace (
 	github.com/openprogram/openprogram/authz => ../authz
+	github.com/openprogram/openprogram/contracts => ../contracts
 	github.com/openprogram/openprogram/sessions => ../sessions
 )

@@ -178,15 +178,15 @@ func TestToolMappings(t *testing.T) {
 			args any
 			want string
 		}{
-			{contracts.SessionGet, map[string]any{}, "invalid arguments at $: required"},
+			{contracts.SessionGet, map[string]any{}, "invalid arguments at $.session_id: required"},
 			{contracts.SessionGet, map[string]any{"session_id": ""}, "invalid arguments at $.session_id: minLength"},
 			{contracts.SessionGet, map[string]any{"session_id": " \t "}, "invalid arguments at $.session_id: pattern"},
 			{contracts.SessionGet, map[string]any{"session_id": 5}, "invalid arguments at $.session_id: type"},
-			{contracts.SessionsList, map[string]any{"x": 1}, "invalid arguments at $: additionalProperties"},
-			{contracts.PromptSend, map[string]any{"prompt": "hi", "extra": true}, "invalid arguments at $: additionalProperties"},
+			{contracts.SessionsList, map[string]any{"x": 1}, "invalid arguments at $.x: additionalProperties"},
+			{contracts.PromptSend, map[string]any{"prompt": "hi", "extra": true}, "invalid arguments at $.extra: additionalProperties"},
 			{contracts.PromptSend, map[string]any{"prompt": "hi", "session_id": ""}, "invalid arguments at $.session_id: minLength"},
 			{contracts.PromptCancel, map[string]any{"session_id": []any{"x"}}, "invalid arguments at $.session_id: type"},
-			{contracts.ToolCall, map[string]any{}, "invalid arguments at $: required"},
+			{contracts.ToolCall, map[string]any{}, "invalid arguments at $.name: required"},
 			{contracts.ToolCall, map[string]any{"name": "memory_status", "arguments": "x"}, "invalid arguments at $.arguments: type"},
 			{contracts.ToolsList, []any{1}, "invalid arguments at $: type"},
 		} {

@@ -267,6 +267,21 @@ await step('tools/list: exactly the six tools, in order, closed input schemas', 
     // The SDK's own validator (Ajv) must compile every schema.
     validator.getValidator(s);
   }
+  // CONTRACT section 4: every tool has a title and all four hints, as the
+  // SDK parsed them (so a client such as Codex can skip approval for reads).
+  const hints = {
+    sessions_list: [true, false, true, false],
+    session_get: [true, false, true, false],
+    prompt_send: [false, false, false, true],
+    prompt_cancel: [false, false, true, false],
+    tools_list: [true, false, true, false],
+    tool_call: [false, false, false, false],
+  };
+  for (const t of tools) {
+    check(typeof t.title === 'string' && t.title.length > 0, `${t.name}: has a title`, t.title);
+    const a = t.annotations ?? {};
+    eq([a.readOnlyHint, a.destructiveHint, a.idempotentHint, a.openWorldHint], hints[t.name], `${t.name}: annotations [readOnly, destructive, idempotent, openWorld]`);
+  }
   const byName = Object.fromEntries(raw.map((t) => [t.name, t.inputSchema]));
   eq(byName.session_get.properties.session_id, NB, 'session_get.session_id is a non-blank string');
   eq(byName.session_get.required, ['session_id'], 'session_get.required');
@@ -349,11 +364,11 @@ await step('session_get with bad arguments: -32602, and the SDK’s Ajv agrees w
   const schema = (await client.listTools()).tools.find((t) => t.name === 'session_get').inputSchema;
   const validate = validator.getValidator(schema);
   const cases = [
-    [{}, 'invalid arguments at $: required'],
+    [{}, 'invalid arguments at $.session_id: required'],
     [{ session_id: '' }, 'invalid arguments at $.session_id: minLength'],
     [{ session_id: ' \t ' }, 'invalid arguments at $.session_id: pattern'],
     [{ session_id: 7 }, 'invalid arguments at $.session_id: type'],
-    [{ session_id: 'mcp_x', extra: true }, 'invalid arguments at $: additionalProperties'],
+    [{ session_id: 'mcp_x', extra: true }, 'invalid arguments at $.extra: additionalProperties'],
   ];
   for (const [args, message] of cases) {
     check(!validate(args).valid, `Ajv rejects ${JSON.stringify(args)}`);

@@ -32,9 +32,11 @@
 // Input schemas are JSON Schema draft 2020-12 for an object. They are
 // checked when a tool is registered (a tool with an invalid schema cannot
 // be registered: unknown keywords, bad types, bad regular expressions and
-// dangling references are errors), resolved once and cached. [ValidateArgs]
-// reports bad arguments as an [*ArgumentsError] with the path and keyword,
-// which the MCP layer maps to JSON-RPC -32602.
+// dangling references are errors), compiled once and cached by
+// github.com/openprogram/openprogram/contracts/schema, the one JSON Schema
+// validator of OpenProgram. [ValidateArgs] reports bad arguments as an
+// [*ArgumentsError] with the path and keyword of the first failure by
+// (path, keyword), which the MCP layer maps to JSON-RPC -32602.
 //
 // # Executing
 //

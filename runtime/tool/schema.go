@@ -5,24 +5,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/openprogram/openprogram/contracts/schema"
 )
 
 // draft202012 is the only $schema value a tool schema may declare.
 const draft202012 = "https://json-schema.org/draft/2020-12/schema"
 
 // ArgumentsError reports tool arguments that are not JSON or do not match
-// the tool's input schema. Path is where the problem is ("$", "$.path"),
-// Keyword the failed schema keyword ("required", "type", "json", ...).
-// The MCP layer maps it to JSON-RPC -32602.
+// the tool's input schema. Path is where the problem is ("$", "$.path"; for
+// required the missing property, for additionalProperties the unexpected
+// one), Keyword the failed schema keyword ("required", "type", "json", ...):
+// the first failure by (Path, Keyword). Its text never repeats argument
+// values. The MCP layer maps it to JSON-RPC -32602.
 type ArgumentsError struct {
 	Tool    string
 	Path    string
@@ -49,18 +48,18 @@ func (e *SchemaError) Error() string {
 
 func (e *SchemaError) Unwrap() error { return e.Err }
 
-// maxCachedSchemas bounds the resolved-schema cache; schemas beyond it are
-// resolved on every call instead of growing memory without limit.
+// maxCachedSchemas bounds the compiled-schema cache; schemas beyond it are
+// compiled on every call instead of growing memory without limit.
 const maxCachedSchemas = 4096
 
 var schemaCache = struct {
 	sync.RWMutex
-	m map[string]*jsonschema.Resolved
-}{m: map[string]*jsonschema.Resolved{}}
+	m map[string]*schema.Schema
+}{m: map[string]*schema.Schema{}}
 
-// resolveSchema checks and resolves a tool's input schema, caching the
+// resolveSchema checks and compiles a tool's input schema, caching the
 // result by the schema's text.
-func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
+func resolveSchema(raw json.RawMessage) (*schema.Schema, error) {
 	key := string(raw)
 	schemaCache.RLock()
 	rs := schemaCache.m[key]
@@ -80,57 +79,47 @@ func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 	return rs, nil
 }
 
-func compileSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
-	if _, err := checkSchemaText(raw); err != nil {
+func compileSchema(raw json.RawMessage) (*schema.Schema, error) {
+	root, _, err := checkSchemaText(raw)
+	if err != nil {
 		return nil, err
 	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("decode schema: %w", err)
-	}
-	rs, err := s.Resolve(nil)
-	if err != nil {
-		return nil, fmt.Errorf("resolve schema: %w", err)
-	}
-	return rs, nil
+	return schema.CompileValue(root)
 }
 
 // checkSchemaText decodes raw (numbers as json.Number) and checks it with
-// checkSchema: one JSON object of "type": "object", nothing after it.
-func checkSchemaText(raw json.RawMessage) (map[string]any, error) {
+// checkSchema: one JSON object of "type": "object", nothing after it. lazy
+// reports that the schema uses none of compileKeywords, so compiling it
+// cannot fail.
+func checkSchemaText(raw json.RawMessage) (root map[string]any, lazy bool, err error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, errors.New("schema is empty")
+		return nil, false, errors.New("schema is empty")
 	}
-	var doc any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("schema is not JSON: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("schema has data after the JSON value")
+	doc, err := schema.Decode(raw)
+	if err != nil {
+		return nil, false, fmt.Errorf("schema is not JSON: %w", err)
 	}
 	root, ok := doc.(map[string]any)
 	if !ok {
-		return nil, errors.New("schema must be a JSON object")
+		return nil, false, errors.New("schema must be a JSON object")
 	}
 	if root["type"] != "object" {
-		return nil, errors.New(`schema must have "type": "object" (tool arguments are an object)`)
+		return nil, false, errors.New(`schema must have "type": "object" (tool arguments are an object)`)
 	}
-	if err := checkSchema("$", root); err != nil {
-		return nil, err
+	c := &schemaCheck{}
+	if err := c.check("$", root); err != nil {
+		return nil, false, err
 	}
-	return root, nil
+	return root, !c.compileNow, nil
 }
 
 // admitSchema is the schema check of [Registry.Register]: it fails exactly
-// when resolveSchema would. Compiling a schema for validation (decoding it
-// into jsonschema-go's types and resolving it) costs about ten times the
-// structural check, and a process registers every built-in tool at start
-// but validates arguments for few of them; so a schema that passes
-// checkSchemaText and lies within resolvable's subset with no repeated
-// object key, where compiling cannot fail, is compiled on first use
-// (resolveSchema) instead. Any other schema is compiled here.
+// when resolveSchema would. Compiling a schema for validation costs several
+// times the structural check, and a process registers every built-in tool
+// at start but validates arguments for few of them; so a schema that passes
+// checkSchemaText without compileKeywords, where compiling cannot fail, is
+// compiled on first use (resolveSchema) instead. Any other schema is
+// compiled here. FuzzAdmitSchema holds the two to agreeing.
 func admitSchema(raw json.RawMessage) error {
 	schemaCache.RLock()
 	cached := schemaCache.m[string(raw)] != nil
@@ -138,108 +127,22 @@ func admitSchema(raw json.RawMessage) error {
 	if cached {
 		return nil
 	}
-	root, err := checkSchemaText(raw)
-	if err != nil {
+	_, lazy, err := checkSchemaText(raw)
+	if err != nil || lazy {
 		return err
-	}
-	if resolvable(root) && countKeys(root) == countMembers(raw) {
-		return nil
 	}
 	_, err = resolveSchema(raw)
 	return err
 }
 
-// countKeys returns how many object keys v holds at every depth.
-func countKeys(v any) int {
-	n := 0
-	switch v := v.(type) {
-	case map[string]any:
-		n += len(v)
-		for _, e := range v {
-			n += countKeys(e)
-		}
-	case []any:
-		for _, e := range v {
-			n += countKeys(e)
-		}
-	}
-	return n
-}
-
-// countMembers returns how many object members the valid JSON text raw
-// holds: the colons outside strings. It exceeds countKeys of the decoded
-// text when some object repeats a key, which encoding/json decodes into a
-// struct field once per occurrence but into a map only once (the last),
-// so that checkSchema sees less than jsonschema-go does.
-func countMembers(raw []byte) int {
-	n, inString, escaped := 0, false, false
-	for _, c := range raw {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			if c == '\\' {
-				escaped = true
-			} else if c == '"' {
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ':':
-			n++
-		}
-	}
-	return n
-}
-
-// uriKeywords are the keywords through which resolving a schema that
-// passed checkSchema can still fail (a $ref that does not resolve, a
-// duplicate anchor, an $id that is not a URI, $vocabulary values that are
-// not booleans).
-var uriKeywords = map[string]bool{
+// compileKeywords are the keywords through which compiling a schema that
+// passed checkSchema can still fail: references that do not resolve,
+// duplicate anchors, an $id that is not a URI, $vocabulary values, and
+// patterns that are valid RE2 but have no ECMA-262 equivalent the validator
+// accepts (JSON Schema patterns are ECMA-262).
+var compileKeywords = map[string]bool{
 	"$id": true, "$anchor": true, "$dynamicAnchor": true, "$ref": true, "$dynamicRef": true, "$vocabulary": true,
-}
-
-// int32Keywords are the keywords jsonschema-go decodes into an int32.
-var int32Keywords = map[string]bool{
-	"minLength": true, "maxLength": true, "minItems": true, "maxItems": true,
-	"minProperties": true, "maxProperties": true, "minContains": true, "maxContains": true,
-}
-
-// resolvable reports whether v, a document that passed checkSchema, is
-// one jsonschema-go is sure to decode and resolve: no object key anywhere
-// is one of uriKeywords, every number is a finite float64 (jsonschema-go
-// decodes enum, const, examples and extension values with encoding/json),
-// and the integer keywords fit an int32. It is conservative: false only
-// means "compile now". FuzzAdmitSchema holds it to compileSchema.
-func resolvable(v any) bool {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, e := range v {
-			if uriKeywords[k] {
-				return false
-			}
-			if n, ok := e.(json.Number); ok && int32Keywords[k] {
-				if i, err := n.Int64(); err != nil || i < math.MinInt32 || i > math.MaxInt32 {
-					return false
-				}
-			}
-			if !resolvable(e) {
-				return false
-			}
-		}
-	case []any:
-		for _, e := range v {
-			if !resolvable(e) {
-				return false
-			}
-		}
-	case json.Number:
-		if _, err := strconv.ParseFloat(string(v), 64); err != nil {
-			return false
-		}
-	}
-	return true
+	"pattern": true, "patternProperties": true,
 }
 
 // keyword kinds for checkSchema.
@@ -299,9 +202,16 @@ var jsonTypes = map[string]bool{
 	"null": true, "boolean": true, "object": true, "array": true, "number": true, "string": true, "integer": true,
 }
 
-// checkSchema checks the structure of one (sub)schema: what the 2020-12
-// meta-schema would reject, which jsonschema-go's Resolve does not check.
-func checkSchema(at string, v any) error {
+// schemaCheck walks a schema document for checkSchemaText.
+type schemaCheck struct {
+	compileNow bool // a keyword of compileKeywords occurs
+}
+
+// check checks the structure of one (sub)schema: keywords the 2020-12
+// vocabularies define (or "x-" extensions) with values of the right shape.
+// The validator checks the meta-schema again when it compiles; this walk
+// also refuses unknown keywords, and is cheap enough for Register.
+func (c *schemaCheck) check(at string, v any) error {
 	if _, ok := v.(bool); ok {
 		return nil
 	}
@@ -318,23 +228,26 @@ func checkSchema(at string, v any) error {
 		val := obj[k]
 		where := at + "." + k
 		kind, known := keywords[k]
+		if compileKeywords[k] {
+			c.compileNow = true
+		}
 		if !known {
 			if strings.HasPrefix(k, "x-") {
 				continue
 			}
 			return fmt.Errorf("%s: unknown keyword %q (use an x- prefix for extensions)", at, k)
 		}
-		if err := checkKeyword(where, kind, val); err != nil {
+		if err := c.keyword(where, kind, val); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func checkKeyword(where string, kind kwKind, val any) error {
+func (c *schemaCheck) keyword(where string, kind kwKind, val any) error {
 	switch kind {
 	case kwSchema:
-		return checkSchema(where, val)
+		return c.check(where, val)
 	case kwSchemaMap, kwRegexpSchemaMap:
 		m, ok := val.(map[string]any)
 		if !ok {
@@ -346,7 +259,7 @@ func checkKeyword(where string, kind kwKind, val any) error {
 					return fmt.Errorf("%s: invalid regular expression %q: %v", where, name, err)
 				}
 			}
-			if err := checkSchema(where+"."+name, sub); err != nil {
+			if err := c.check(where+"."+name, sub); err != nil {
 				return err
 			}
 		}
@@ -356,7 +269,7 @@ func checkKeyword(where string, kind kwKind, val any) error {
 			return fmt.Errorf("%s: must be a non-empty array of schemas", where)
 		}
 		for i, sub := range a {
-			if err := checkSchema(fmt.Sprintf("%s[%d]", where, i), sub); err != nil {
+			if err := c.check(fmt.Sprintf("%s[%d]", where, i), sub); err != nil {
 				return err
 			}
 		}
@@ -459,81 +372,30 @@ func checkStringSet(where string, val any) error {
 // ValidateArgs checks args against t's input schema. Empty args mean {}.
 // It returns nil or an *[ArgumentsError] (also for arguments that are not
 // JSON); a tool whose schema does not compile yields a *[SchemaError].
+// Numbers are checked exactly as written (12345678901234567890 is an
+// integer, 1e400 a number). args is never modified.
 func ValidateArgs(t Tool, args json.RawMessage) error {
 	rs, err := resolveSchema(t.InputSchema())
 	if err != nil {
 		return &SchemaError{Tool: t.Name(), Err: err}
 	}
-	return validateResolved(t.Name(), rs, args)
+	return validateCompiled(t.Name(), rs, args)
 }
 
-func validateResolved(name string, rs *jsonschema.Resolved, args json.RawMessage) error {
+// errSchemaMismatch is the Err of an [ArgumentsError] for arguments that
+// are JSON but fail the schema: the text names no value.
+var errSchemaMismatch = errors.New("arguments do not match the tool's input schema; see its inputSchema")
+
+func validateCompiled(name string, rs *schema.Schema, args json.RawMessage) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
-	var v any
-	if err := json.Unmarshal(args, &v); err != nil {
+	v, err := schema.Decode(args)
+	if err != nil {
 		return &ArgumentsError{Tool: name, Path: "$", Keyword: "json", Err: fmt.Errorf("arguments are not valid JSON: %w", err)}
 	}
-	if err := rs.Validate(v); err != nil {
-		path, kw := describeValidation(err.Error())
-		return &ArgumentsError{Tool: name, Path: path, Keyword: kw, Err: err}
+	if f := rs.Validate(v); f != nil {
+		return &ArgumentsError{Tool: name, Path: f.Path, Keyword: f.Keyword, Err: errSchemaMismatch}
 	}
 	return nil
-}
-
-// describeValidation turns a jsonschema-go message such as
-// "validating root: validating /properties/n: minimum: ..." into an
-// instance path ("$.n") and keyword ("minimum"), best effort.
-func describeValidation(msg string) (path, keyword string) {
-	path = "$"
-	rest := msg
-	for {
-		seg, after, ok := strings.Cut(rest, ": ")
-		if !ok || !strings.HasPrefix(seg, "validating ") {
-			break
-		}
-		ptr := strings.TrimPrefix(seg, "validating ")
-		if strings.HasPrefix(ptr, "/") {
-			path = pointerToPath(ptr)
-		}
-		rest = after
-	}
-	kw, _, ok := strings.Cut(rest, ":")
-	switch {
-	case strings.HasPrefix(rest, "unexpected additional properties"):
-		kw = "additionalProperties"
-	case !ok || strings.ContainsAny(kw, " \"") || kw == "":
-		kw = "schema"
-	}
-	if i := strings.IndexByte(kw, '['); i > 0 {
-		kw = kw[:i]
-	}
-	return path, kw
-}
-
-// pointerToPath maps a schema pointer ("/properties/a/items/properties/b")
-// to an instance path ("$.a[].b").
-func pointerToPath(ptr string) string {
-	segs := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
-	var b strings.Builder
-	b.WriteString("$")
-	for i := 0; i < len(segs); i++ {
-		switch segs[i] {
-		case "properties":
-			if i+1 < len(segs) {
-				name := strings.ReplaceAll(strings.ReplaceAll(segs[i+1], "~1", "/"), "~0", "~")
-				b.WriteString("." + name)
-				i++
-			}
-		case "items", "additionalItems":
-			b.WriteString("[]")
-		case "prefixItems":
-			if i+1 < len(segs) {
-				b.WriteString("[" + segs[i+1] + "]")
-				i++
-			}
-		}
-	}
-	return b.String()
 }

@@ -179,13 +179,20 @@ func TestValidateArgs(t *testing.T) {
 	}{
 		{args: `{"text":"hi"}`},
 		{args: `{"text":"hi","n":3}`},
-		{args: ``, wantErr: true, path: "$", kword: "required"},
-		{args: `{}`, wantErr: true, path: "$", kword: "required"},
+		{args: ``, wantErr: true, path: "$.text", kword: "required"},
+		{args: `{}`, wantErr: true, path: "$.text", kword: "required"},
+		{args: `{"n":1}`, wantErr: true, path: "$.text", kword: "required"},
+		{args: `{"text":"a","n":12345678901234567890}`},
+		{args: `{"text":"a","n":1e400}`},
+		{args: `{"text":"a","n":1.0000000000000000001}`, wantErr: true, path: "$.n", kword: "type"},
+		{args: `{"text":"a","a b":1}`, wantErr: true, path: `$["a b"]`, kword: "additionalProperties"},
+		{args: `{"text":"a"} {}`, wantErr: true, path: "$", kword: "json"},
 		{args: `{"text":3}`, wantErr: true, path: "$.text", kword: "type"},
 		{args: `{"text":""}`, wantErr: true, path: "$.text", kword: "minLength"},
 		{args: `{"text":"a","n":-1}`, wantErr: true, path: "$.n", kword: "minimum"},
 		{args: `{"text":"a","n":1.5}`, wantErr: true, path: "$.n", kword: "type"},
-		{args: `{"text":"a","extra":1}`, wantErr: true, path: "$", kword: "additionalProperties"},
+		{args: `{"text":"a","extra":1}`, wantErr: true, path: "$.extra", kword: "additionalProperties"},
+		{args: `{"text":"","extra":1}`, wantErr: true, path: "$.extra", kword: "additionalProperties"},
 		{args: `{"text":`, wantErr: true, path: "$", kword: "json"},
 		{args: `null`, wantErr: true, path: "$", kword: "type"},
 		{args: `[1]`, wantErr: true, path: "$", kword: "type"},
@@ -520,3 +527,40 @@ func TestGuarded(t *testing.T) {
 }
 
 type guardKey struct{}
+
+// BenchmarkValidateArgs measures argument validation against a cached
+// compiled schema: a valid call and one that fails two keywords.
+func BenchmarkValidateArgs(b *testing.B) {
+	t := echo()
+	for _, bc := range []struct{ name, args string }{
+		{"valid", `{"text":"hello","n":3}`},
+		{"invalid", `{"text":"","n":-1,"extra":true}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			args := json.RawMessage(bc.args)
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = tool.ValidateArgs(t, args)
+			}
+		})
+	}
+}
+
+// TestValidateArgsDoesNotEchoValues: the error text (which reaches the model
+// and the logs) names where the arguments fail, never what they hold.
+func TestValidateArgsDoesNotEchoValues(t *testing.T) {
+	const secret = "SECRET-VALUE-1234"
+	for _, args := range []string{
+		`{"text":"a","n":"` + secret + `"}`,
+		`{"text":["` + secret + `"]}`,
+		`{"text":"a","n":-1` + `,"x":"` + secret + `"}`,
+	} {
+		err := tool.ValidateArgs(echo(), json.RawMessage(args))
+		if err == nil {
+			t.Fatalf("ValidateArgs(%s) = nil, want an error", args)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("ValidateArgs(%s) = %q, echoes the argument value", args, err)
+		}
+	}
+}
