@@ -135,9 +135,9 @@ func TestConfine(t *testing.T) {
 	for _, c := range []struct{ state, p, phrase string }{
 		{"", "sub/.bashrc", authz.PhraseProtectedFile},
 		{"", "sub/.openprogram-dev/x", authz.PhraseProtectedDir},
-		{f.work + "/sub", "ok/new", authz.PhraseProtectedDir},      // the state dir wherever it is
-		{f.work + "/ok", "sub/new", authz.PhraseProtectedDir},      // given through a symlink
-		{f.work + "/sub/../sub", "sub", authz.PhraseProtectedDir},  // the directory itself
+		{f.work + "/sub", "ok/new", authz.PhraseProtectedDir},     // the state dir wherever it is
+		{f.work + "/ok", "sub/new", authz.PhraseProtectedDir},     // given through a symlink
+		{f.work + "/sub/../sub", "sub", authz.PhraseProtectedDir}, // the directory itself
 		{f.work + "/missing-state", "missing-state/x", authz.PhraseProtectedDir},
 	} {
 		_, err := authz.ConfineWrite(dirs, c.state, c.p)

@@ -95,14 +95,21 @@ func TestParsePatchAndApplyHunks(t *testing.T) {
 	}
 }
 
+// commitRenameOK is what commitRename and restoreRename are outside tests.
+func commitRenameOK(dir *os.Root, from, to string) error { return dir.Rename(from, to) }
+
 func TestCommitRollsBackWhenARenameFails(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	write := func(name, content string) loc {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return p
+		return loc{root: root, rel: name, shown: name}
 	}
 	upd := write("upd.txt", "old\n")
 	del := write("del.txt", "gone?\n")
@@ -110,20 +117,20 @@ func TestCommitRollsBackWhenARenameFails(t *testing.T) {
 	plan := []change{
 		{kind: opUpdate, target: upd, data: []byte("new\n"), perm: 0o644},
 		{kind: opDelete, target: del},
-		{kind: opUpdate, from: src, target: filepath.Join(dir, "dst.txt"), data: []byte("moving\n"), perm: 0o644},
-		{kind: opAdd, target: filepath.Join(dir, "add.txt"), data: []byte("added\n"), perm: 0o644},
+		{kind: opUpdate, from: &src, target: loc{root: root, rel: "dst.txt", shown: "dst.txt"}, data: []byte("moving\n"), perm: 0o644},
+		{kind: opAdd, target: loc{root: root, rel: filepath.Join("new", "add.txt"), shown: "new/add.txt"}, data: []byte("added\n"), perm: 0o644},
 	}
 	for failAt := 1; failAt <= 6; failAt++ {
 		calls := 0
-		commitRename = func(a, b string) error {
+		commitRename = func(d *os.Root, a, b string) error {
 			calls++
 			if calls == failAt {
 				return errors.New("injected rename failure")
 			}
-			return os.Rename(a, b)
+			return d.Rename(a, b)
 		}
 		err := commit(plan)
-		commitRename = os.Rename
+		commitRename = commitRenameOK
 		if err == nil {
 			t.Fatalf("failAt %d: commit succeeded", failAt)
 		}
@@ -146,49 +153,59 @@ func TestCommitRollsBackWhenARenameFails(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if diff := cmp.Diff([]string{"add.txt", "dst.txt", "upd.txt"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"dst.txt", "new", "upd.txt"}, names); diff != "" {
 		t.Errorf("after commit (-want +got):\n%s", diff)
 	}
 }
 
 // A rollback that cannot put an original back says where it is instead of
-// losing it silently.
+// losing it silently, naming both as the tools show them.
 func TestCommitReportsAFailedRestore(t *testing.T) {
 	dir := t.TempDir()
-	upd := filepath.Join(dir, "upd.txt")
-	if err := os.WriteFile(upd, []byte("old\n"), 0o644); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	plan := []change{{kind: opUpdate, target: upd, data: []byte("new\n"), perm: 0o644}}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "upd.txt"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	plan := []change{{kind: opUpdate, target: loc{root: root, rel: filepath.Join("sub", "upd.txt"), shown: "sub/upd.txt"}, data: []byte("new\n"), perm: 0o644}}
 	calls := 0
-	commitRename = func(a, b string) error {
+	commitRename = func(d *os.Root, a, b string) error {
 		calls++
 		if calls == 2 { // the staged file into place, after the backup
 			return errors.New("injected rename failure")
 		}
-		return os.Rename(a, b)
+		return d.Rename(a, b)
 	}
-	restoreRename = func(string, string) error { return errors.New("injected restore failure") }
-	defer func() { commitRename, restoreRename = os.Rename, os.Rename }()
+	restoreRename = func(*os.Root, string, string) error { return errors.New("injected restore failure") }
+	defer func() { commitRename, restoreRename = commitRenameOK, commitRenameOK }()
 
-	err := commit(plan)
+	err = commit(plan)
 	if err == nil {
 		t.Fatal("commit succeeded")
 	}
-	ents, _ := os.ReadDir(dir)
+	ents, _ := os.ReadDir(filepath.Join(dir, "sub"))
 	var bak string
 	for _, e := range ents {
 		if e.Name() != "upd.txt" {
-			bak = filepath.Join(dir, e.Name())
+			bak = e.Name()
 		}
 	}
 	if bak == "" {
 		t.Fatalf("no backup left in %v", ents)
 	}
-	if b, _ := os.ReadFile(bak); string(b) != "old\n" {
+	if b, _ := os.ReadFile(filepath.Join(dir, "sub", bak)); string(b) != "old\n" {
 		t.Errorf("backup %s holds %q, want the original", bak, b)
 	}
-	if !strings.Contains(err.Error(), "its original content is in "+bak) {
-		t.Errorf("commit error = %q, want it to name the backup %s", err, bak)
+	if want := "restore sub/upd.txt failed (injected restore failure); its original content is in sub/" + bak; !strings.Contains(err.Error(), want) {
+		t.Errorf("commit error = %q, want it to contain %q", err, want)
+	}
+	if strings.Contains(err.Error(), dir) {
+		t.Errorf("commit error = %q names the absolute directory", err)
 	}
 }

@@ -351,12 +351,25 @@ func (c *config) applyPatchTool() tool.Tool {
 		applyPatchSchema, authz.CapFSWrite, c.applyPatch)
 }
 
+// maxPatchDirs bounds the directories one patch writes in: each is held
+// open (one file descriptor) until the patch is committed.
+const maxPatchDirs = 256
+
+// loc is a file of a patch: a name relative to the root of its working
+// directory, and how it is shown.
+type loc struct {
+	root  *os.Root
+	rel   string
+	shown string
+}
+
+func (l loc) split() (dir, name string) { return filepath.Dir(l.rel), filepath.Base(l.rel) }
+
 // change is one planned filesystem change of a patch.
 type change struct {
 	kind    opKind
-	shown   string
-	target  string // file written (add, update) or removed (delete)
-	from    string // the source of a move, removed after the target is written
+	target  loc  // file written (add, update) or removed (delete)
+	from    *loc // the source of a move, removed after the target is written
 	data    []byte
 	perm    fs.FileMode
 	summary string
@@ -371,47 +384,56 @@ func (c *config) applyPatch(ctx context.Context, _ string, a applyPatchArgs, _ f
 	if err != nil {
 		return tool.Result{}, tooldef.Fail(ReasonBadPatch, "apply_patch: %v", err)
 	}
+	rs := roots{}
+	defer rs.close()
 	touched := map[string]string{}
-	claim := func(resolved, as string) error {
-		if prev, dup := touched[resolved]; dup {
-			return tooldef.Fail(ReasonBadPatch, "apply_patch: %s is changed twice (as %s and %s); put all its changes in one section", sc.display(resolved), prev, as)
+	dirs := map[string]bool{}
+	// place confines p for writing, claims it once, and returns where it is.
+	place := func(p string) (loc, error) {
+		t, err := sc.confine(p, true)
+		if err != nil {
+			return loc{}, err
 		}
-		touched[resolved] = as
-		return nil
+		shown := sc.display(t.Resolved)
+		if prev, dup := touched[t.Resolved]; dup {
+			return loc{}, tooldef.Fail(ReasonBadPatch, "apply_patch: %s is changed twice (as %s and %s); put all its changes in one section", shown, prev, p)
+		}
+		touched[t.Resolved] = p
+		if t.Rel == "." {
+			return loc{}, tooldef.Fail(ReasonIsDir, "apply_patch: %s is a directory", shown)
+		}
+		if dirs[filepath.Dir(t.Resolved)] = true; len(dirs) > maxPatchDirs {
+			return loc{}, tooldef.Fail(ReasonBadPatch, "apply_patch: the patch writes in more than %d directories; split it", maxPatchDirs)
+		}
+		root, err := rs.of(t)
+		if err != nil {
+			return loc{}, statFailure(shown, err)
+		}
+		return loc{root: root, rel: t.Rel, shown: shown}, nil
 	}
 	var plan []change
 	for _, op := range ops {
-		p, err := sc.resolve(op.path)
+		l, err := place(op.path)
 		if err != nil {
-			return tool.Result{}, err
-		}
-		shown := sc.display(p)
-		if err := claim(p, op.path); err != nil {
 			return tool.Result{}, err
 		}
 		switch op.kind {
 		case opAdd:
-			if _, err := os.Lstat(p); err == nil {
-				return tool.Result{}, tooldef.Fail(ReasonExists, "apply_patch: %s already exists; use Update File", shown)
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				return tool.Result{}, statFailure(shown, err)
+			if err := mustNotExist(l); err != nil {
+				return tool.Result{}, err
 			}
 			data := ""
 			if len(op.lines) > 0 {
 				data = strings.Join(op.lines, "\n") + "\n"
 			}
-			plan = append(plan, change{kind: opAdd, shown: shown, target: p, data: []byte(data), perm: 0o644, summary: "A " + shown})
+			plan = append(plan, change{kind: opAdd, target: l, data: []byte(data), perm: 0o644, summary: "A " + l.shown})
 		case opDelete:
-			fi, err := os.Stat(p)
-			if err != nil {
-				return tool.Result{}, statFailure(shown, err)
+			if err := mustBeFile(l); err != nil {
+				return tool.Result{}, err
 			}
-			if !fi.Mode().IsRegular() {
-				return tool.Result{}, tooldef.Fail(ReasonBadPath, "apply_patch: %s is not a regular file", shown)
-			}
-			plan = append(plan, change{kind: opDelete, shown: shown, target: p, summary: "D " + shown})
+			plan = append(plan, change{kind: opDelete, target: l, summary: "D " + l.shown})
 		case opUpdate:
-			data, perm, err := c.readTextFile(p, shown)
+			data, perm, err := c.readLoc(l)
 			if err != nil {
 				return tool.Result{}, err
 			}
@@ -421,24 +443,18 @@ func (c *config) applyPatch(ctx context.Context, _ string, a applyPatchArgs, _ f
 					return tool.Result{}, tooldef.Fail(ReasonNoMatch, "apply_patch: %v", err)
 				}
 			}
-			ch := change{kind: opUpdate, shown: shown, target: p, data: []byte(next), perm: perm, summary: "M " + shown}
+			ch := change{kind: opUpdate, target: l, data: []byte(next), perm: perm, summary: "M " + l.shown}
 			if op.moveTo != "" {
-				dst, err := sc.resolve(op.moveTo)
+				dst, err := place(op.moveTo)
 				if err != nil {
 					return tool.Result{}, err
 				}
-				if dst != p {
-					if err := claim(dst, op.moveTo); err != nil {
-						return tool.Result{}, err
-					}
-					if _, err := os.Lstat(dst); err == nil {
-						return tool.Result{}, tooldef.Fail(ReasonExists, "apply_patch: move target %s already exists", sc.display(dst))
-					} else if !errors.Is(err, fs.ErrNotExist) {
-						return tool.Result{}, statFailure(sc.display(dst), err)
-					}
-					ch.from, ch.target = p, dst
-					ch.summary = "R " + shown + " -> " + sc.display(dst)
+				if err := mustNotExist(dst); err != nil {
+					return tool.Result{}, err
 				}
+				src := l
+				ch.from, ch.target = &src, dst
+				ch.summary = "R " + l.shown + " -> " + dst.shown
 			}
 			plan = append(plan, ch)
 		}
@@ -459,36 +475,129 @@ func (c *config) applyPatch(ctx context.Context, _ string, a applyPatchArgs, _ f
 	}, nil
 }
 
+// mustNotExist fails unless nothing is at l (a missing directory on the
+// way counts as nothing).
+func mustNotExist(l loc) error {
+	dirRel, name := l.split()
+	dir, _, err := openDir(l.root, dirRel, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return statFailure(l.shown, err)
+	}
+	defer dir.Close()
+	if _, err := dir.Lstat(name); err == nil {
+		return tooldef.Fail(ReasonExists, "apply_patch: %s already exists", l.shown)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return statFailure(l.shown, err)
+	}
+	return nil
+}
+
+// mustBeFile fails unless l is a regular file.
+func mustBeFile(l loc) error {
+	dirRel, name := l.split()
+	dir, _, err := openDir(l.root, dirRel, false)
+	if err != nil {
+		return statFailure(l.shown, err)
+	}
+	defer dir.Close()
+	fi, err := dir.Lstat(name)
+	if err != nil {
+		return statFailure(l.shown, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return tooldef.Fail(ReasonBadPath, "apply_patch: %s is not a regular file", l.shown)
+	}
+	return nil
+}
+
+// readLoc reads the text file at l for an update.
+func (c *config) readLoc(l loc) ([]byte, fs.FileMode, error) {
+	dirRel, name := l.split()
+	dir, _, err := openDir(l.root, dirRel, false)
+	if err != nil {
+		return nil, 0, statFailure(l.shown, err)
+	}
+	defer dir.Close()
+	return c.readTextFile(dir, name, l.shown)
+}
+
 // commit carries out plan all or nothing: new contents are staged in
 // temporary files, every file about to be replaced or removed is moved to
 // a backup, the staged files are renamed into place, and only then are
 // the backups removed. On any failure the backups are restored and the
-// staged files removed.
+// staged files removed. Every step happens inside the directory of its
+// file, opened once (openDir) and held until the end, so a symlink
+// swapped in meanwhile changes nothing: every rename is within one
+// directory handle.
 func commit(plan []change) (err error) {
-	type placed struct{ tmp, target string }
-	var staged []placed
-	var madeDirs []string
-	type backup struct{ orig, bak string }
+	type opened struct {
+		root *os.Root
+		dir  string
+	}
+	held := map[opened]*os.Root{}
+	type made struct {
+		root *os.Root
+		dir  string
+	}
+	var madeDirs []made
+	dirOf := func(l loc, create bool) (*os.Root, string, error) {
+		dirRel, name := l.split()
+		k := opened{l.root, dirRel}
+		if d, ok := held[k]; ok {
+			return d, name, nil
+		}
+		d, mk, err := openDir(l.root, dirRel, create)
+		for _, m := range mk {
+			madeDirs = append(madeDirs, made{l.root, m})
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		held[k] = d
+		return d, name, nil
+	}
+	type placed struct {
+		dir       *os.Root
+		tmp, name string
+	}
+	var staged, installed []placed
+	type backup struct {
+		dir       *os.Root
+		name, bak string
+		shown     string
+	}
 	var backups []backup
-	var installed []string
 	defer func() {
-		if err == nil {
-			return
-		}
-		for i := len(installed) - 1; i >= 0; i-- {
-			_ = os.Remove(installed[i])
-		}
-		for i := len(backups) - 1; i >= 0; i-- {
-			if rerr := restoreRename(backups[i].bak, backups[i].orig); rerr != nil {
-				// Never lose the original silently: say where it is.
-				err = errors.Join(err, fmt.Errorf("restore %s failed (%w); its original content is in %s", backups[i].orig, rerr, backups[i].bak))
+		if err != nil {
+			for i := len(installed) - 1; i >= 0; i-- {
+				_ = installed[i].dir.Remove(installed[i].name)
+			}
+			for i := len(backups) - 1; i >= 0; i-- {
+				b := backups[i]
+				if rerr := restoreRename(b.dir, b.bak, b.name); rerr != nil {
+					// Never lose the original silently: say where it is.
+					err = errors.Join(err, fmt.Errorf("restore %s failed (%w); its original content is in %s", b.shown, unwrapPath(rerr),
+						filepath.ToSlash(filepath.Join(filepath.Dir(b.shown), b.bak))))
+				}
+			}
+			for _, s := range staged {
+				_ = s.dir.Remove(s.tmp)
 			}
 		}
-		for _, s := range staged {
-			_ = os.Remove(s.tmp)
+		for _, d := range held {
+			_ = d.Close()
 		}
-		for i := len(madeDirs) - 1; i >= 0; i-- {
-			_ = os.Remove(madeDirs[i])
+		if err != nil {
+			for i := len(madeDirs) - 1; i >= 0; i-- {
+				m := madeDirs[i]
+				if parent, _, perr := openDir(m.root, filepath.Dir(m.dir), false); perr == nil {
+					_ = parent.Remove(filepath.Base(m.dir))
+					_ = parent.Close()
+				}
+			}
 		}
 	}()
 
@@ -496,91 +605,73 @@ func commit(plan []change) (err error) {
 		if ch.kind == opDelete {
 			continue
 		}
-		dirs, err := mkdirs(filepath.Dir(ch.target))
-		madeDirs = append(madeDirs, dirs...)
+		dir, name, err := dirOf(ch.target, true)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", ch.target.shown, unwrapPath(err))
 		}
-		tmp, err := stage(ch.target, ch.data, ch.perm)
+		tmp, err := stage(dir, name, ch.data, ch.perm)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", ch.target.shown, unwrapPath(err))
 		}
-		staged = append(staged, placed{tmp: tmp, target: ch.target})
+		staged = append(staged, placed{dir: dir, tmp: tmp, name: name})
 	}
 	for _, ch := range plan {
-		var orig string
+		var orig loc
 		switch {
 		case ch.kind == opDelete:
 			orig = ch.target
-		case ch.from != "":
-			orig = ch.from
+		case ch.from != nil:
+			orig = *ch.from
 		case ch.kind == opUpdate:
 			orig = ch.target
 		default:
 			continue
 		}
-		bak, err := backupName(orig)
+		dir, name, err := dirOf(orig, false)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", orig.shown, unwrapPath(err))
 		}
-		if err := commitRename(orig, bak); err != nil {
-			_ = os.Remove(bak)
-			return err
+		f, bak, err := reserve(dir, name, ".bak-")
+		if err != nil {
+			return fmt.Errorf("%s: %w", orig.shown, unwrapPath(err))
 		}
-		backups = append(backups, backup{orig: orig, bak: bak})
+		_ = f.Close()
+		if err := commitRename(dir, name, bak); err != nil {
+			_ = dir.Remove(bak)
+			return fmt.Errorf("%s: %w", orig.shown, unwrapPath(err))
+		}
+		backups = append(backups, backup{dir: dir, name: name, bak: bak, shown: orig.shown})
 	}
 	for _, s := range staged {
-		if err := commitRename(s.tmp, s.target); err != nil {
-			return err
+		if err := commitRename(s.dir, s.tmp, s.name); err != nil {
+			return unwrapPath(err)
 		}
-		installed = append(installed, s.target)
+		installed = append(installed, s)
 	}
 	staged = nil
 	for _, b := range backups {
-		_ = os.Remove(b.bak)
+		_ = b.dir.Remove(b.bak)
 	}
 	return nil
 }
 
-// commitRename and restoreRename are os.Rename; tests replace them to fail
-// part-way through a commit or its rollback.
+// unwrapPath drops the path of a *fs.PathError or *os.LinkError, so a
+// message names files only as the tool shows them.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
+// commitRename and restoreRename rename within one directory; tests
+// replace them to fail part-way through a commit or its rollback.
 var (
-	commitRename  = os.Rename
-	restoreRename = os.Rename
+	commitRename  = func(dir *os.Root, from, to string) error { return dir.Rename(from, to) }
+	restoreRename = func(dir *os.Root, from, to string) error { return dir.Rename(from, to) }
 )
-
-// backupName reserves an unused name next to orig.
-func backupName(orig string) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(orig), "."+filepath.Base(orig)+".bak-*")
-	if err != nil {
-		return "", err
-	}
-	name := f.Name()
-	_ = f.Close()
-	return name, nil
-}
-
-// mkdirs creates dir and its missing parents, returning the ones it
-// created (outermost first) so a failed commit can remove them.
-func mkdirs(dir string) ([]string, error) {
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil {
-			break
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	var made []string
-	for i := len(missing) - 1; i >= 0; i-- {
-		if err := os.Mkdir(missing[i], 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return made, err
-		}
-		made = append(made, missing[i])
-	}
-	return made, nil
-}
