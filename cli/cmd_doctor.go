@@ -85,7 +85,7 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 		add(check{name: "permission rules", ok: true, info: fmt.Sprintf("%d rules", len(rules))})
 	}
 
-	reg, err := newRegistry(st, cfg.Strings("agent.work_dirs"))
+	reg, err := newRegistry(st, cfg.Strings("agent.work_dirs"), dir)
 	if err != nil {
 		add(check{name: "runtime tools", info: err.Error()})
 		return report(app, checks)

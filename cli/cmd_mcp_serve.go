@@ -58,7 +58,7 @@ func (mcpServeCmd) Run(ctx context.Context, app *App) error {
 	defer st.Close()
 
 	workDirs := cfg.Strings("agent.work_dirs")
-	reg, err := newRegistry(st, workDirs)
+	reg, err := newRegistry(st, workDirs, dir)
 	if err != nil {
 		return err
 	}

@@ -12,10 +12,11 @@ import (
 )
 
 // newRegistry builds the live runtime tool registry: the built-in tools on
-// store, confined to workDirs.
-func newRegistry(store sessions.Store, workDirs []string) (*tool.Registry, error) {
+// store, confined to workDirs, with stateDir protected from constrained
+// writers wherever it is.
+func newRegistry(store sessions.Store, workDirs []string, stateDir string) (*tool.Registry, error) {
 	reg := tool.NewRegistry()
-	if err := builtin.Register(reg, builtin.Deps{Store: store, WorkDirs: workDirs}); err != nil {
+	if err := builtin.Register(reg, builtin.Deps{Store: store, WorkDirs: workDirs, StateDir: stateDir}); err != nil {
 		return nil, fmt.Errorf("register the built-in tools: %w", err)
 	}
 	return reg, nil
@@ -35,7 +36,7 @@ func (c *toolsListCmd) Run(ctx context.Context, app *App) error {
 		return err
 	}
 	defer st.Close()
-	reg, err := newRegistry(st, cfg.Strings("agent.work_dirs"))
+	reg, err := newRegistry(st, cfg.Strings("agent.work_dirs"), "") // listing only: no tool runs
 	if err != nil {
 		return err
 	}

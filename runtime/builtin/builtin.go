@@ -19,10 +19,13 @@ type Deps struct {
 	// WorkDirs confine the file tools and give bash its directory when a
 	// call carries none.
 	WorkDirs []string
+	// StateDir is the state directory: the file tools refuse writes into
+	// it from constrained sources wherever it is (files.Options.StateDir).
+	StateDir string
 	// Todos keeps the todo lists (nil: a new in-memory store).
 	Todos *todo.Store
-	// Files and Bash tune those tools (nil: defaults). Their WorkDirs, if
-	// empty, are taken from Deps.WorkDirs.
+	// Files and Bash tune those tools (nil: defaults). Their WorkDirs (and
+	// the files' StateDir), if empty, are taken from Deps.
 	Files *files.Options
 	Bash  *bash.Options
 }
@@ -42,6 +45,9 @@ func Register(reg *tool.Registry, deps Deps) error {
 	}
 	if len(fo.WorkDirs) == 0 {
 		fo.WorkDirs = deps.WorkDirs
+	}
+	if fo.StateDir == "" {
+		fo.StateDir = deps.StateDir
 	}
 	ts = append(ts, files.Tools(&fo)...)
 	bo := bash.Options{}

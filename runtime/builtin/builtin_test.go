@@ -72,3 +72,23 @@ func TestRegisterEverythingAndCapabilitiesMatchAuthz(t *testing.T) {
 		t.Errorf("bash = %q", res.Text())
 	}
 }
+
+// Deps.StateDir reaches the file tools: a constrained source cannot write
+// into the state directory even when it lies inside a working directory.
+func TestStateDirIsProtected(t *testing.T) {
+	work, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(work, "state")
+	reg := tool.NewRegistry()
+	if err := builtin.Register(reg, builtin.Deps{WorkDirs: []string{work}, StateDir: state}); err != nil {
+		t.Fatal(err)
+	}
+	wr, _ := reg.Get("write")
+	ctx := tool.WithCall(context.Background(), tool.CallInfo{Source: authz.SourceAgentSpawn})
+	res := tool.NewExecutor(nil).Execute(ctx, wr, "c", json.RawMessage(`{"path":"state/config.json","content":"{}"}`), nil)
+	if !res.IsError || res.Text() != "state/config.json is inside a protected directory" {
+		t.Errorf("write into the state directory = %q (error %v), want the protected-directory refusal", res.Text(), res.IsError)
+	}
+}
