@@ -156,7 +156,7 @@ func TestDecideMatrix(t *testing.T) {
 		{"mcp write loop", mcp, ask, mcpAuth, nil, wd, "write", args("path", "loop1/x"), hard(fsw, "cannot be resolved")},
 		{"mcp edit outside", mcp, ask, mcpAuth, nil, wd, "edit", args("path", "rel/x"), hard(fsw, "outside")},
 		{"mcp Write outside", mcp, ask, mcpAuth, nil, wd, "Write", args("path", "/etc/x"), hard(exec, "outside")},
-		{"mcp patch inside", mcp, ask, mcpAuth, nil, wd, "apply_patch", patch("*** Add File: a.txt", "+x", "*** Update File: sub/file.txt", "*** Delete File: old.txt"), capDenied(fsw, "fs.write")},
+		{"mcp patch inside", mcp, ask, mcpAuth, nil, wd, "apply_patch", patch("*** Add File: a.txt", "+x", "*** Update File: sub/file.txt", "-x", "+y", "*** Delete File: old.txt"), capDenied(fsw, "fs.write")},
 		{"mcp patch one outside", mcp, ask, mcpAuth, nil, wd, "apply_patch", patch("*** Add File: a.txt", "+x", "*** Add File: ../outside/b.txt", "+y"), hard(fsw, "outside")},
 		{"mcp patch move outside", mcp, ask, mcpAuth, nil, wd, "apply_patch", patch("*** Update File: a.txt", "*** Move to: link/a.txt"), hard(fsw, "outside")},
 		{"mcp patch delete dangerous", mcp, ask, mcpAuth, nil, wd, "apply_patch", patch("*** Delete File: .git/HEAD"), hard(fsw, "protected")},

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/openprogram/openprogram/authz"
 )
 
 func TestGlobMatch(t *testing.T) {
@@ -46,11 +48,11 @@ func TestGlobMatch(t *testing.T) {
 }
 
 func TestParsePatchAndApplyHunks(t *testing.T) {
-	ops, err := parsePatch("*** Begin Patch\r\n*** Update File: f\r\n@@ -1,3 +1,3 @@\r\n a\r\n-b\r\n+B\r\n\r\n*** End Patch\r\n")
+	ops, err := authz.ParsePatch("*** Begin Patch\r\n*** Update File: f\r\n@@ -1,3 +1,3 @@\r\n a\r\n-b\r\n+B\r\n\r\n*** End Patch\r\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ops) != 1 || len(ops[0].hunks) != 1 || ops[0].hunks[0].header != "" || len(ops[0].hunks[0].lines) != 3 {
+	if len(ops) != 1 || len(ops[0].Hunks) != 1 || ops[0].Hunks[0].Header != "" || len(ops[0].Hunks[0].Lines) != 3 {
 		t.Fatalf("parsePatch = %+v, want one hunk of 3 lines without header", ops)
 	}
 	cases := []struct {
@@ -65,7 +67,7 @@ func TestParsePatchAndApplyHunks(t *testing.T) {
 		{"indented marker text as context", "x\n *** note\ny\n", "*** Begin Patch\n*** Update File: f\n x\n  *** note\n-y\n+z\n*** End Patch", "x\n *** note\nz\n"},
 	}
 	for _, c := range cases {
-		ops, err := parsePatch(c.patch)
+		ops, err := authz.ParsePatch(c.patch)
 		if err != nil {
 			t.Errorf("%s: parsePatch = %v", c.name, err)
 			continue
@@ -89,8 +91,8 @@ func TestParsePatchAndApplyHunks(t *testing.T) {
 		"*** Begin Patch\n*** Update File: x\n@@\n*** End Patch",
 		"*** Begin Patch\n*** Add File:  spaced\n+x\n*** End Patch",
 	} {
-		if _, err := parsePatch(bad); err == nil {
-			t.Errorf("parsePatch(%q) = nil error", bad)
+		if _, err := authz.ParsePatch(bad); err == nil {
+			t.Errorf("authz.ParsePatch(%q) = nil error", bad)
 		}
 	}
 }
@@ -115,10 +117,10 @@ func TestCommitRollsBackWhenARenameFails(t *testing.T) {
 	del := write("del.txt", "gone?\n")
 	src := write("src.txt", "moving\n")
 	plan := []change{
-		{kind: opUpdate, target: upd, data: []byte("new\n"), perm: 0o644},
-		{kind: opDelete, target: del},
-		{kind: opUpdate, from: &src, target: loc{root: root, rel: "dst.txt", shown: "dst.txt"}, data: []byte("moving\n"), perm: 0o644},
-		{kind: opAdd, target: loc{root: root, rel: filepath.Join("new", "add.txt"), shown: "new/add.txt"}, data: []byte("added\n"), perm: 0o644},
+		{kind: authz.PatchUpdate, target: upd, data: []byte("new\n"), perm: 0o644},
+		{kind: authz.PatchDelete, target: del},
+		{kind: authz.PatchUpdate, from: &src, target: loc{root: root, rel: "dst.txt", shown: "dst.txt"}, data: []byte("moving\n"), perm: 0o644},
+		{kind: authz.PatchAdd, target: loc{root: root, rel: filepath.Join("new", "add.txt"), shown: "new/add.txt"}, data: []byte("added\n"), perm: 0o644},
 	}
 	for failAt := 1; failAt <= 6; failAt++ {
 		calls := 0
@@ -173,7 +175,7 @@ func TestCommitReportsAFailedRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	plan := []change{{kind: opUpdate, target: loc{root: root, rel: filepath.Join("sub", "upd.txt"), shown: "sub/upd.txt"}, data: []byte("new\n"), perm: 0o644}}
+	plan := []change{{kind: authz.PatchUpdate, target: loc{root: root, rel: filepath.Join("sub", "upd.txt"), shown: "sub/upd.txt"}, data: []byte("new\n"), perm: 0o644}}
 	calls := 0
 	commitRename = func(d *os.Root, a, b string) error {
 		calls++

@@ -7,227 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/builtin/internal/tooldef"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
-
-// Envelope markers of apply_patch.
-const (
-	markBegin     = "*** Begin Patch"
-	markEnd       = "*** End Patch"
-	markAdd       = "*** Add File: "
-	markUpdate    = "*** Update File: "
-	markDelete    = "*** Delete File: "
-	markMove      = "*** Move to: "
-	markEndOfFile = "*** End of File"
-)
-
-// unifiedRange matches the line ranges of a unified diff hunk header.
-var unifiedRange = regexp.MustCompile(`^-\d+(,\d+)? \+\d+(,\d+)? @@`)
-
-type opKind int
-
-const (
-	opAdd opKind = iota
-	opUpdate
-	opDelete
-)
-
-// fileOp is one file section of a patch.
-type fileOp struct {
-	kind   opKind
-	path   string
-	moveTo string
-	lines  []string // opAdd: the new file's lines
-	hunks  []hunk   // opUpdate
-	line   int      // line number of the section header, for messages
-}
-
-// hunk is one change of an Update File section: context lines (' '),
-// removed lines ('-') and added lines ('+'), optionally anchored after a
-// line equal to header and at the end of the file.
-type hunk struct {
-	header string
-	lines  []hunkLine
-	eof    bool
-	line   int
-}
-
-type hunkLine struct {
-	op   byte
-	text string
-	bare bool // an empty patch line read as an empty context line
-}
-
-func (h hunk) oldNew() (old, new []string) {
-	for _, l := range h.lines {
-		if l.op != '+' {
-			old = append(old, l.text)
-		}
-		if l.op != '-' {
-			new = append(new, l.text)
-		}
-	}
-	return old, new
-}
-
-// parsePatch parses the "*** Begin Patch" envelope. It is at least as
-// strict as authz.PatchTargets (which the gate uses), so every path the
-// gate checked is every path this parser writes.
-func parsePatch(patch string) ([]fileOp, error) {
-	if _, err := authz.PatchTargets(patch); err != nil {
-		return nil, err
-	}
-	lines := strings.Split(patch, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimSuffix(l, "\r")
-	}
-	first, last := -1, -1
-	for i, l := range lines {
-		if strings.TrimSpace(l) != "" {
-			if first < 0 {
-				first = i
-			}
-			last = i
-		}
-	}
-	var ops []fileOp
-	var cur *fileOp
-	var h *hunk
-	flush := func() error {
-		if h != nil {
-			if err := flushHunk(cur, &h); err != nil {
-				return err
-			}
-		}
-		if cur != nil {
-			if cur.kind == opUpdate && len(cur.hunks) == 0 && cur.moveTo == "" {
-				return fmt.Errorf("patch line %d: Update File %s has no changes", cur.line, cur.path)
-			}
-			ops = append(ops, *cur)
-			cur = nil
-		}
-		return nil
-	}
-	for i := first + 1; i < last; i++ {
-		raw := lines[i]
-		lineNo := i + 1
-		if t := strings.TrimLeft(raw, " \t"); strings.HasPrefix(t, "***") {
-			// Markers are recognised even when indented, exactly as
-			// authz.PatchTargets does.
-			marker := strings.TrimRight(t, " \t")
-			handled := true
-			switch {
-			case strings.HasPrefix(marker+" ", markAdd), strings.HasPrefix(marker+" ", markUpdate), strings.HasPrefix(marker+" ", markDelete):
-				if err := flush(); err != nil {
-					return nil, err
-				}
-				switch {
-				case strings.HasPrefix(marker+" ", markAdd):
-					cur = &fileOp{kind: opAdd, path: markerArg(raw, markAdd), line: lineNo}
-				case strings.HasPrefix(marker+" ", markUpdate):
-					cur = &fileOp{kind: opUpdate, path: markerArg(raw, markUpdate), line: lineNo}
-				default:
-					cur = &fileOp{kind: opDelete, path: markerArg(raw, markDelete), line: lineNo}
-				}
-			case strings.HasPrefix(marker+" ", markMove):
-				if cur == nil || cur.kind != opUpdate || h != nil || len(cur.hunks) > 0 || cur.moveTo != "" {
-					return nil, fmt.Errorf("patch line %d: %q must directly follow an Update File line", lineNo, strings.TrimSpace(markMove))
-				}
-				cur.moveTo = markerArg(raw, markMove)
-			case marker == markEndOfFile:
-				if h == nil {
-					return nil, fmt.Errorf("patch line %d: %q outside a hunk", lineNo, markEndOfFile)
-				}
-				h.eof = true
-				if err := flushHunk(cur, &h); err != nil {
-					return nil, err
-				}
-			case t == raw:
-				return nil, fmt.Errorf("patch line %d: unknown marker %q", lineNo, clipText(marker))
-			default:
-				handled = false // indented text, e.g. a context line
-			}
-			if handled {
-				continue
-			}
-		}
-		if cur == nil {
-			if strings.TrimSpace(raw) == "" {
-				continue
-			}
-			return nil, fmt.Errorf("patch line %d: text outside a file section", lineNo)
-		}
-		switch cur.kind {
-		case opAdd:
-			if !strings.HasPrefix(raw, "+") {
-				return nil, fmt.Errorf("patch line %d: every line of an Add File section must start with +", lineNo)
-			}
-			cur.lines = append(cur.lines, raw[1:])
-		case opDelete:
-			if strings.TrimSpace(raw) != "" {
-				return nil, fmt.Errorf("patch line %d: a Delete File section has no content", lineNo)
-			}
-		case opUpdate:
-			switch {
-			case raw == "@@" || strings.HasPrefix(raw, "@@ "):
-				if err := flushHunk(cur, &h); err != nil {
-					return nil, err
-				}
-				header := strings.TrimSpace(strings.TrimPrefix(raw, "@@"))
-				if unifiedRange.MatchString(header) {
-					header = "" // "@@ -1,3 +1,4 @@" from a unified diff: no anchor
-				}
-				h = &hunk{header: header, line: lineNo}
-			case raw == "" || raw[0] == ' ' || raw[0] == '-' || raw[0] == '+':
-				if h == nil {
-					h = &hunk{line: lineNo}
-				}
-				if raw == "" {
-					// Editors and models often strip the space of an empty context line.
-					h.lines = append(h.lines, hunkLine{op: ' ', bare: true})
-				} else {
-					h.lines = append(h.lines, hunkLine{op: raw[0], text: raw[1:]})
-				}
-			default:
-				return nil, fmt.Errorf("patch line %d: hunk lines start with space, - or +, and hunks with @@", lineNo)
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	if len(ops) == 0 {
-		return nil, errors.New("patch has no file operations")
-	}
-	return ops, nil
-}
-
-func flushHunk(cur *fileOp, h **hunk) error {
-	if *h == nil {
-		return nil
-	}
-	// Blank lines that only separate sections are not context.
-	for n := len((*h).lines); n > 0 && (*h).lines[n-1].bare; n-- {
-		(*h).lines = (*h).lines[:n-1]
-	}
-	if len((*h).lines) == 0 {
-		return fmt.Errorf("patch line %d: empty hunk", (*h).line)
-	}
-	cur.hunks = append(cur.hunks, **h)
-	*h = nil
-	return nil
-}
-
-func markerArg(line, marker string) string {
-	t := strings.TrimLeft(line, " \t")
-	p, _ := strings.CutPrefix(t, marker)
-	return p
-}
 
 func clipText(s string) string {
 	if len(s) > 60 {
@@ -236,8 +21,21 @@ func clipText(s string) string {
 	return s
 }
 
+// oldNew returns the lines a hunk expects and the lines it leaves.
+func oldNew(h authz.PatchHunk) (old, new []string) {
+	for _, l := range h.Lines {
+		if l.Op != '+' {
+			old = append(old, l.Text)
+		}
+		if l.Op != '-' {
+			new = append(new, l.Text)
+		}
+	}
+	return old, new
+}
+
 // applyHunks applies an Update File section's hunks to content.
-func applyHunks(content string, op fileOp) (string, error) {
+func applyHunks(content string, op authz.PatchOp) (string, error) {
 	trailingNL := strings.HasSuffix(content, "\n")
 	lines := strings.Split(content, "\n")
 	if trailingNL {
@@ -252,37 +50,37 @@ func applyHunks(content string, op fileOp) (string, error) {
 	}
 	var repls []repl
 	cursor := 0
-	for i, h := range op.hunks {
-		if h.header != "" {
-			at := findLines(lines, []string{h.header}, cursor, false)
+	for i, h := range op.Hunks {
+		if h.Header != "" {
+			at := findLines(lines, []string{h.Header}, cursor, false)
 			if at < 0 {
-				return "", fmt.Errorf("hunk %d (patch line %d): context line %q not found in %s", i+1, h.line, clipText(h.header), op.path)
+				return "", fmt.Errorf("hunk %d (patch line %d): context line %q not found in %s", i+1, h.Line, clipText(h.Header), op.Path)
 			}
 			cursor = at + 1
 		}
-		old, new := h.oldNew()
+		old, new := oldNew(h)
 		if len(old) == 0 {
 			repls = append(repls, repl{start: len(lines), new: new})
 			cursor = len(lines)
 			continue
 		}
-		at := findLines(lines, old, cursor, h.eof)
+		at := findLines(lines, old, cursor, h.EOF)
 		if at < 0 {
-			return "", fmt.Errorf("hunk %d (patch line %d): the lines to change were not found in %s after line %d (first: %q); read the file and retry", i+1, h.line, op.path, cursor, clipText(old[0]))
+			return "", fmt.Errorf("hunk %d (patch line %d): the lines to change were not found in %s after line %d (first: %q); read the file and retry", i+1, h.Line, op.Path, cursor, clipText(old[0]))
 		}
 		// Context lines keep the file's text (a fuzzy match may differ in
 		// whitespace); only + lines come from the patch.
 		var merged []string
 		idx := at
-		for _, l := range h.lines {
-			switch l.op {
+		for _, l := range h.Lines {
+			switch l.Op {
 			case ' ':
 				merged = append(merged, lines[idx])
 				idx++
 			case '-':
 				idx++
 			case '+':
-				merged = append(merged, l.text)
+				merged = append(merged, l.Text)
 			}
 		}
 		repls = append(repls, repl{start: at, n: len(old), new: merged})
@@ -367,7 +165,7 @@ func (l loc) split() (dir, name string) { return filepath.Dir(l.rel), filepath.B
 
 // change is one planned filesystem change of a patch.
 type change struct {
-	kind    opKind
+	kind    authz.PatchKind
 	target  loc  // file written (add, update) or removed (delete)
 	from    *loc // the source of a move, removed after the target is written
 	data    []byte
@@ -380,7 +178,7 @@ func (c *config) applyPatch(ctx context.Context, _ string, a applyPatchArgs, _ f
 	if err != nil {
 		return tool.Result{}, err
 	}
-	ops, err := parsePatch(a.Patch)
+	ops, err := authz.ParsePatch(a.Patch)
 	if err != nil {
 		return tool.Result{}, tooldef.Fail(ReasonBadPatch, "apply_patch: %v", err)
 	}
@@ -413,39 +211,39 @@ func (c *config) applyPatch(ctx context.Context, _ string, a applyPatchArgs, _ f
 	}
 	var plan []change
 	for _, op := range ops {
-		l, err := place(op.path)
+		l, err := place(op.Path)
 		if err != nil {
 			return tool.Result{}, err
 		}
-		switch op.kind {
-		case opAdd:
+		switch op.Kind {
+		case authz.PatchAdd:
 			if err := mustNotExist(l); err != nil {
 				return tool.Result{}, err
 			}
 			data := ""
-			if len(op.lines) > 0 {
-				data = strings.Join(op.lines, "\n") + "\n"
+			if len(op.Lines) > 0 {
+				data = strings.Join(op.Lines, "\n") + "\n"
 			}
-			plan = append(plan, change{kind: opAdd, target: l, data: []byte(data), perm: 0o644, summary: "A " + l.shown})
-		case opDelete:
+			plan = append(plan, change{kind: authz.PatchAdd, target: l, data: []byte(data), perm: 0o644, summary: "A " + l.shown})
+		case authz.PatchDelete:
 			if err := mustBeFile(l); err != nil {
 				return tool.Result{}, err
 			}
-			plan = append(plan, change{kind: opDelete, target: l, summary: "D " + l.shown})
-		case opUpdate:
+			plan = append(plan, change{kind: authz.PatchDelete, target: l, summary: "D " + l.shown})
+		case authz.PatchUpdate:
 			data, perm, err := c.readLoc(l)
 			if err != nil {
 				return tool.Result{}, err
 			}
 			next := string(data)
-			if len(op.hunks) > 0 {
+			if len(op.Hunks) > 0 {
 				if next, err = applyHunks(next, op); err != nil {
 					return tool.Result{}, tooldef.Fail(ReasonNoMatch, "apply_patch: %v", err)
 				}
 			}
-			ch := change{kind: opUpdate, target: l, data: []byte(next), perm: perm, summary: "M " + l.shown}
-			if op.moveTo != "" {
-				dst, err := place(op.moveTo)
+			ch := change{kind: authz.PatchUpdate, target: l, data: []byte(next), perm: perm, summary: "M " + l.shown}
+			if op.MoveTo != "" {
+				dst, err := place(op.MoveTo)
 				if err != nil {
 					return tool.Result{}, err
 				}
@@ -602,7 +400,7 @@ func commit(plan []change) (err error) {
 	}()
 
 	for _, ch := range plan {
-		if ch.kind == opDelete {
+		if ch.kind == authz.PatchDelete {
 			continue
 		}
 		dir, name, err := dirOf(ch.target, true)
@@ -618,11 +416,11 @@ func commit(plan []change) (err error) {
 	for _, ch := range plan {
 		var orig loc
 		switch {
-		case ch.kind == opDelete:
+		case ch.kind == authz.PatchDelete:
 			orig = ch.target
 		case ch.from != nil:
 			orig = *ch.from
-		case ch.kind == opUpdate:
+		case ch.kind == authz.PatchUpdate:
 			orig = ch.target
 		default:
 			continue
