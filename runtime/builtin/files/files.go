@@ -189,6 +189,8 @@ func statFailure(shown string, err error) error {
 		return tooldef.Fail(ReasonNotFound, "%s does not exist", shown)
 	case errors.Is(err, errChanged):
 		return tooldef.Fail(ReasonBadPath, "%s changed while it was being opened; try again", shown)
+	case errors.Is(err, errIsDir):
+		return tooldef.Fail(ReasonIsDir, "%s is a directory", shown)
 	}
 	return tooldef.Fail(ReasonIO, "%s: %v", shown, unwrapPath(err))
 }

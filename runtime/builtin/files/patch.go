@@ -161,7 +161,9 @@ type loc struct {
 	shown string
 }
 
-func (l loc) split() (dir, name string) { return filepath.Dir(l.rel), filepath.Base(l.rel) }
+// open opens the directory holding l (openParent, without creating
+// anything) and returns it with l's name.
+func (l loc) open() (*os.Root, string, error) { return openParent(l.root, l.rel, false) }
 
 // change is one planned filesystem change of a patch.
 type change struct {
@@ -197,9 +199,6 @@ func (c *config) applyPatch(ctx context.Context, _ string, a applyPatchArgs, _ f
 			return loc{}, tooldef.Fail(ReasonBadPatch, "apply_patch: %s is changed twice (as %s and %s); put all its changes in one section", shown, prev, p)
 		}
 		touched[t.Resolved] = p
-		if t.Rel == "." {
-			return loc{}, tooldef.Fail(ReasonIsDir, "apply_patch: %s is a directory", shown)
-		}
 		if dirs[filepath.Dir(t.Resolved)] = true; len(dirs) > maxPatchDirs {
 			return loc{}, tooldef.Fail(ReasonBadPatch, "apply_patch: the patch writes in more than %d directories; split it", maxPatchDirs)
 		}
@@ -276,8 +275,7 @@ func (c *config) applyPatch(ctx context.Context, _ string, a applyPatchArgs, _ f
 // mustNotExist fails unless nothing is at l (a missing directory on the
 // way counts as nothing).
 func mustNotExist(l loc) error {
-	dirRel, name := l.split()
-	dir, _, err := openDir(l.root, dirRel, false)
+	dir, name, err := l.open()
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -295,8 +293,7 @@ func mustNotExist(l loc) error {
 
 // mustBeFile fails unless l is a regular file.
 func mustBeFile(l loc) error {
-	dirRel, name := l.split()
-	dir, _, err := openDir(l.root, dirRel, false)
+	dir, name, err := l.open()
 	if err != nil {
 		return statFailure(l.shown, err)
 	}
@@ -313,8 +310,7 @@ func mustBeFile(l loc) error {
 
 // readLoc reads the text file at l for an update.
 func (c *config) readLoc(l loc) ([]byte, fs.FileMode, error) {
-	dirRel, name := l.split()
-	dir, _, err := openDir(l.root, dirRel, false)
+	dir, name, err := l.open()
 	if err != nil {
 		return nil, 0, statFailure(l.shown, err)
 	}
@@ -342,7 +338,7 @@ func commit(plan []change) (err error) {
 	}
 	var madeDirs []made
 	dirOf := func(l loc, create bool) (*os.Root, string, error) {
-		dirRel, name := l.split()
+		dirRel, name := filepath.Dir(l.rel), filepath.Base(l.rel)
 		k := opened{l.root, dirRel}
 		if d, ok := held[k]; ok {
 			return d, name, nil

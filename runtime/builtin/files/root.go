@@ -105,10 +105,18 @@ func openDir(root *os.Root, rel string, create bool) (*os.Root, []string, error)
 	return cur, made, nil
 }
 
-// splitTarget returns the directory and the name of a target that is not
-// its working directory itself.
-func splitTarget(t authz.Target) (dir, name string) {
-	return filepath.Dir(t.Rel), filepath.Base(t.Rel)
+// errIsDir reports a write whose target is its working directory itself.
+var errIsDir = syscall.EISDIR
+
+// openParent opens, with openDir, the directory holding rel (relative to
+// root) and returns it with rel's last name. rel "." (the working
+// directory itself) is errIsDir.
+func openParent(root *os.Root, rel string, create bool) (*os.Root, string, error) {
+	if rel == "." {
+		return nil, "", errIsDir
+	}
+	dir, _, err := openDir(root, filepath.Dir(rel), create)
+	return dir, filepath.Base(rel), err
 }
 
 // readTextFile reads the regular text file name in dir for editing,

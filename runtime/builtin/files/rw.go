@@ -168,18 +168,9 @@ func (c *config) writeTool() tool.Tool {
 }
 
 func (c *config) write(ctx context.Context, _ string, a writeArgs, _ func(string)) (tool.Result, error) {
-	root, t, shown, err := c.target(ctx, a.Path, true)
+	dir, name, shown, err := c.targetDir(ctx, a.Path, true)
 	if err != nil {
 		return tool.Result{}, err
-	}
-	defer root.Close()
-	if t.Rel == "." {
-		return tool.Result{}, tooldef.Fail(ReasonIsDir, "%s is a directory", shown)
-	}
-	dirRel, name := splitTarget(t)
-	dir, _, err := openDir(root, dirRel, true)
-	if err != nil {
-		return tool.Result{}, statFailure(shown, err)
 	}
 	defer dir.Close()
 	perm := os.FileMode(0o644)
@@ -237,21 +228,12 @@ func (c *config) editTool() tool.Tool {
 }
 
 func (c *config) edit(ctx context.Context, _ string, a editArgs, _ func(string)) (tool.Result, error) {
-	root, t, shown, err := c.target(ctx, a.Path, true)
-	if err != nil {
-		return tool.Result{}, err
-	}
-	defer root.Close()
 	if a.OldString == a.NewString {
 		return tool.Result{}, tooldef.Fail(ReasonNoMatch, "old_string and new_string are identical; nothing to change")
 	}
-	if t.Rel == "." {
-		return tool.Result{}, tooldef.Fail(ReasonIsDir, "%s is a directory", shown)
-	}
-	dirRel, name := splitTarget(t)
-	dir, _, err := openDir(root, dirRel, false)
+	dir, name, shown, err := c.targetDir(ctx, a.Path, false)
 	if err != nil {
-		return tool.Result{}, statFailure(shown, err)
+		return tool.Result{}, err
 	}
 	defer dir.Close()
 	data, perm, err := c.readTextFile(dir, name, shown)
@@ -371,4 +353,19 @@ func (c *config) target(ctx context.Context, path string, write bool) (root *os.
 		return nil, authz.Target{}, "", statFailure(shown, err)
 	}
 	return root, t, shown, nil
+}
+
+// targetDir confines path for writing and opens the directory that holds
+// it with openDir (creating missing directories with create): the caller
+// writes name in dir and closes dir.
+func (c *config) targetDir(ctx context.Context, path string, create bool) (dir *os.Root, name, shown string, err error) {
+	root, t, shown, err := c.target(ctx, path, true)
+	if err != nil {
+		return nil, "", "", err
+	}
+	defer root.Close()
+	if dir, name, err = openParent(root, t.Rel, create); err != nil {
+		return nil, "", "", statFailure(shown, err)
+	}
+	return dir, name, shown, nil
 }
