@@ -2,6 +2,7 @@ package files_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/builtin/files"
+	"github.com/openprogram/openprogram/runtime/gate"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
 
@@ -110,4 +112,53 @@ func TestConstrainedWritesAreProtected(t *testing.T) {
 	if got := e.read(".git/info"); got != "x" {
 		t.Errorf(".git/info = %q, want the owner's write", got)
 	}
+}
+
+// TestGateDenialTexts: the text of a gate denial is what a turn stores as
+// the tool result, which any MCP client reads back with session_get. For
+// an MCP client's turn it names the path only as the model gave it.
+func TestGateDenialTexts(t *testing.T) {
+	e := newEnv(t, nil)
+	mcpAuth, err := authz.MCPClientAuthority("0123456789abcdef", "owner/install/fedcba9876543210")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk, Authority: mcpAuth, WorkDirs: []string{e.work}}
+	cwd, _ := os.Getwd()
+	exe, _ := os.Executable()
+	cases := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"write", map[string]any{"path": "/proc/self/cwd/x", "content": "x"}, "hard constraint: write target /proc/self/cwd/x is outside the working directories"},
+		{"write", map[string]any{"path": "/proc/self/exe/../x", "content": "x"}, "hard constraint: write target /proc/self/exe/../x is outside the working directories"},
+		{"write", map[string]any{"path": "/etc/nonexistent/../x", "content": "x"}, "hard constraint: write target /etc/nonexistent/../x is outside the working directories"},
+		{"edit", map[string]any{"path": "/proc/self/fd/1/x", "old_string": "a", "new_string": "b"}, "hard constraint: edit target /proc/self/fd/1/x is outside the working directories"},
+		{"apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Add File: ok.txt\n+x\n*** Add File: /proc/self/cwd/../x\n+x\n*** End Patch"}, "hard constraint: apply_patch target /proc/self/cwd/../x is outside the working directories"},
+		{"write", map[string]any{"path": ".git/hooks/post-checkout", "content": "x"}, "hard constraint: write target .git/hooks/post-checkout is inside a protected directory"},
+		{"write", map[string]any{"path": "ok.txt", "content": "x"}, "authority tier paired does not allow fs.write"},
+		{"read", map[string]any{"path": "/proc/self/environ"}, "authority tier paired does not allow fs.read"},
+	}
+	for _, c := range cases {
+		tl, _ := e.reg.Get(c.tool)
+		res := e.ex.Execute(context.Background(), gate.Wrap(tl, req, nil), "c", mustJSON(t, c.args), nil)
+		if !res.IsError || res.Text() != c.want {
+			t.Errorf("%s %v = %q, want %q", c.tool, c.args, res.Text(), c.want)
+		}
+		for _, secret := range []string{e.work, cwd, filepath.Dir(exe)} {
+			if strings.Contains(res.Text(), secret) {
+				t.Errorf("%s %v = %q reveals %s", c.tool, c.args, res.Text(), secret)
+			}
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
