@@ -345,10 +345,15 @@ func (c *config) target(ctx context.Context, path string, write bool) (root *os.
 	if err != nil {
 		return nil, authz.Target{}, "", err
 	}
-	if t, err = sc.confine(path, write); err != nil {
+	return sc.open(path, write)
+}
+
+// open is target in a scope already made.
+func (s scope) open(path string, write bool) (root *os.Root, t authz.Target, shown string, err error) {
+	if t, err = s.confine(path, write); err != nil {
 		return nil, authz.Target{}, "", err
 	}
-	shown = sc.display(t.Resolved)
+	shown = s.display(t.Resolved)
 	if root, err = os.OpenRoot(t.WorkDir); err != nil {
 		return nil, authz.Target{}, "", statFailure(shown, err)
 	}

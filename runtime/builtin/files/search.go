@@ -188,14 +188,9 @@ func (c *config) glob(ctx context.Context, _ string, a globArgs, _ func(string))
 	if err != nil {
 		return tool.Result{}, tooldef.Fail(ReasonBadPattern, "glob: %v", err)
 	}
-	t, err := sc.confine(a.Path, false)
+	root, t, shown, err := sc.open(a.Path, false)
 	if err != nil {
 		return tool.Result{}, err
-	}
-	shown := sc.display(t.Resolved)
-	root, err := os.OpenRoot(t.WorkDir)
-	if err != nil {
-		return tool.Result{}, statFailure(shown, err)
 	}
 	defer root.Close()
 	dir := filepath.ToSlash(t.Rel)
@@ -312,14 +307,9 @@ func (c *config) grep(ctx context.Context, _ string, a grepArgs, _ func(string))
 	if limit <= 0 {
 		limit = defaultGrepResults
 	}
-	t, err := sc.confine(a.Path, false)
+	root, t, shownRoot, err := sc.open(a.Path, false)
 	if err != nil {
 		return tool.Result{}, err
-	}
-	shownRoot := sc.display(t.Resolved)
-	root, err := os.OpenRoot(t.WorkDir)
-	if err != nil {
-		return tool.Result{}, statFailure(shownRoot, err)
 	}
 	defer root.Close()
 	fi, err := root.Stat(t.Rel)
