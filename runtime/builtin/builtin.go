@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/openprogram/openprogram/runtime/builtin/bash"
 	"github.com/openprogram/openprogram/runtime/builtin/files"
@@ -22,10 +23,13 @@ type Deps struct {
 	// StateDir is the state directory: the file tools refuse writes into
 	// it from constrained sources wherever it is (files.Options.StateDir).
 	StateDir string
+	// Logger receives the file tools' debug records (the full resolution
+	// behind a refused path, files.Options.Logger). Nil discards.
+	Logger *slog.Logger
 	// Todos keeps the todo lists (nil: a new in-memory store).
 	Todos *todo.Store
 	// Files and Bash tune those tools (nil: defaults). Their WorkDirs (and
-	// the files' StateDir), if empty, are taken from Deps.
+	// the files' StateDir and Logger), if empty, are taken from Deps.
 	Files *files.Options
 	Bash  *bash.Options
 }
@@ -48,6 +52,9 @@ func Register(reg *tool.Registry, deps Deps) error {
 	}
 	if fo.StateDir == "" {
 		fo.StateDir = deps.StateDir
+	}
+	if fo.Logger == nil {
+		fo.Logger = deps.Logger
 	}
 	ts = append(ts, files.Tools(&fo)...)
 	bo := bash.Options{}
