@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,9 +24,10 @@ const raceBudget = 3 * time.Second
 
 // TestSymlinkSwapRace flips a directory entry of the working directory
 // between a real directory and a symlink (to a directory outside, or to
-// the working directory's .git) as fast as it can, while write, edit and
-// apply_patch calls from a constrained source run through the gate into
-// it. No byte may ever land outside the working directory or inside .git.
+// the working directory's .git) as fast as it can, while write, edit,
+// apply_patch and read calls from a constrained source run through the
+// gate into it. No byte may ever land outside the working directory or
+// inside .git, and no read may return a file outside.
 func TestSymlinkSwapRace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a timed race; runs without -short")
@@ -49,6 +51,13 @@ func TestSymlinkSwapRace(t *testing.T) {
 				linkTo = git
 			}
 			flip := filepath.Join(work, "d")
+			// The same name on the far side of the link: edits must not reach
+			// it, reads from outside must not return it.
+			const secret = "SECRET\n"
+			far := filepath.Join(linkTo, "e")
+			if err := os.WriteFile(far, []byte(secret), 0o644); err != nil {
+				t.Fatal(err)
+			}
 
 			reg := tool.NewRegistry()
 			for _, tl := range files.Tools(&files.Options{WorkDirs: []string{work}}) {
@@ -62,14 +71,14 @@ func TestSymlinkSwapRace(t *testing.T) {
 				Rules: []authz.Rule{{Tool: "*", Action: authz.ActionAllow}}, WorkDirs: []string{work}}
 			ex := tool.NewExecutor(nil)
 			gated := map[string]tool.Tool{}
-			for _, name := range []string{"write", "edit", "apply_patch"} {
+			for _, name := range []string{"write", "edit", "apply_patch", "read"} {
 				tl, _ := reg.Get(name)
 				gated[name] = gate.Wrap(tl, req, nil)
 			}
 
 			ctx, cancel := context.WithTimeout(context.Background(), raceBudget)
 			defer cancel()
-			var swaps, tries, written atomic.Int64
+			var swaps, tries, written, leaked atomic.Int64
 			var wg sync.WaitGroup
 			wg.Go(func() {
 				for ctx.Err() == nil {
@@ -86,18 +95,25 @@ func TestSymlinkSwapRace(t *testing.T) {
 					for i := 0; ctx.Err() == nil; i++ {
 						var name string
 						var args any
-						switch i % 3 {
+						switch i % 4 {
 						case 0:
 							name, args = "write", map[string]any{"path": fmt.Sprintf("d/w%d-%d", w, i), "content": "payload\n"}
 						case 1:
 							name, args = "edit", map[string]any{"path": "d/e", "old_string": "seed", "new_string": "payload"}
+						case 2:
+							name, args = "read", map[string]any{"path": "d/e"}
 						default:
 							name, args = "apply_patch", map[string]any{"patch": fmt.Sprintf("*** Begin Patch\n*** Add File: d/p%d-%d\n+payload\n*** End Patch", w, i)}
 						}
 						raw, _ := json.Marshal(args)
 						res := ex.Execute(context.Background(), gated[name], "c", raw, nil)
 						tries.Add(1)
-						if !res.IsError {
+						switch {
+						case name == "read":
+							if target == "outside" && strings.Contains(res.Text(), "SECRET") {
+								leaked.Add(1)
+							}
+						case !res.IsError:
 							written.Add(1)
 						}
 					}
@@ -105,12 +121,20 @@ func TestSymlinkSwapRace(t *testing.T) {
 			}
 			wg.Wait()
 			_ = os.RemoveAll(flip)
-			t.Logf("%d calls (%d succeeded) against %d swaps in %s", tries.Load(), written.Load(), swaps.Load(), raceBudget)
+			t.Logf("%d calls (%d writes succeeded) against %d swaps in %s", tries.Load(), written.Load(), swaps.Load(), raceBudget)
+			if n := leaked.Load(); n > 0 {
+				t.Errorf("%d reads returned the file outside the working directory", n)
+			}
 			if swaps.Load() < 10 || written.Load() == 0 {
 				t.Fatalf("the race was not exercised: %d swaps, %d successful writes", swaps.Load(), written.Load())
 			}
 			for _, dir := range []string{outside, git} {
 				_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+					if p == far {
+						if b, _ := os.ReadFile(p); string(b) == secret {
+							return nil
+						}
+					}
 					if err == nil && p != dir {
 						t.Errorf("a write landed in %s: %s", dir, p)
 					}
