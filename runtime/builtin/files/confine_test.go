@@ -10,7 +10,6 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/builtin/files"
-	"github.com/openprogram/openprogram/runtime/gate"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
 
@@ -114,9 +113,10 @@ func TestConstrainedWritesAreProtected(t *testing.T) {
 	}
 }
 
-// TestGateDenialTexts: the text of a gate denial is what a turn stores as
-// the tool result, which any MCP client reads back with session_get. For
-// an MCP client's turn it names the path only as the model gave it.
+// TestGateDenialTexts: the text of a gate denial (the decision's message)
+// is what a turn stores as the tool result, which any MCP client reads
+// back with session_get. For an MCP client's turn it names the path only
+// as the model gave it.
 func TestGateDenialTexts(t *testing.T) {
 	e := newEnv(t, nil)
 	mcpAuth, err := authz.MCPClientAuthority("0123456789abcdef", "owner/install/fedcba9876543210")
@@ -142,7 +142,7 @@ func TestGateDenialTexts(t *testing.T) {
 	}
 	for _, c := range cases {
 		tl, _ := e.reg.Get(c.tool)
-		res := e.ex.Execute(context.Background(), gate.Wrap(tl, req, nil), "c", mustJSON(t, c.args), nil)
+		res := gated(e.ex, tl, req, mustJSON(t, c.args))
 		if !res.IsError || res.Text() != c.want {
 			t.Errorf("%s %v = %q, want %q", c.tool, c.args, res.Text(), c.want)
 		}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/builtin/files"
-	"github.com/openprogram/openprogram/runtime/gate"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
 
@@ -70,11 +69,6 @@ func TestSymlinkSwapRace(t *testing.T) {
 			req := authz.Request{Source: authz.SourceAgentSpawn, PermissionMode: authz.ModeAsk, Authority: agent,
 				Rules: []authz.Rule{{Tool: "*", Action: authz.ActionAllow}}, WorkDirs: []string{work}}
 			ex := tool.NewExecutor(nil)
-			gated := map[string]tool.Tool{}
-			for _, name := range []string{"write", "edit", "apply_patch", "read"} {
-				tl, _ := reg.Get(name)
-				gated[name] = gate.Wrap(tl, req, nil)
-			}
 
 			ctx, cancel := context.WithTimeout(context.Background(), raceBudget)
 			defer cancel()
@@ -106,7 +100,8 @@ func TestSymlinkSwapRace(t *testing.T) {
 							name, args = "apply_patch", map[string]any{"patch": fmt.Sprintf("*** Begin Patch\n*** Add File: d/p%d-%d\n+payload\n*** End Patch", w, i)}
 						}
 						raw, _ := json.Marshal(args)
-						res := ex.Execute(context.Background(), gated[name], "c", raw, nil)
+						tl, _ := reg.Get(name)
+						res := gated(ex, tl, req, raw)
 						tries.Add(1)
 						switch {
 						case name == "read":
@@ -143,4 +138,15 @@ func TestSymlinkSwapRace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gated runs tl the way the gate in front of every tool does: authz.Decide
+// for req first, the tool only when allowed, with req's source and
+// working directories in its CallInfo. The denial is the decision's text.
+func gated(ex *tool.Executor, tl tool.Tool, req authz.Request, raw json.RawMessage) tool.Result {
+	if d := authz.Decide(req, tl.Name(), raw); !d.Allowed {
+		return tool.ErrorResult(d.ReasonCode, d.Message)
+	}
+	ctx := tool.WithCall(context.Background(), tool.CallInfo{Authority: req.Authority, Source: req.Source, WorkDirs: req.WorkDirs})
+	return ex.Execute(ctx, tl, "c", raw, nil)
 }
