@@ -1,8 +1,11 @@
 package authz
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -16,6 +19,10 @@ const (
 	SourceAgentSpawn = "agent_spawn"
 	SourceCLI        = "cli"
 )
+
+// IsConstrained reports whether calls from source meet the hard constraints: every
+// source but [SourceCLI], including "" and unknown ones.
+func IsConstrained(source string) bool { return source != SourceCLI }
 
 // Permission modes. Bypass only skips the approval question of step 5 for an
 // interactive speaker; it never skips hard constraints, capabilities or rules.
@@ -48,6 +55,14 @@ type Request struct {
 	// WorkDirs are the absolute working directories; relative tool paths resolve against
 	// WorkDirs[0]. With none, constrained sources cannot write at all.
 	WorkDirs []string
+	// StateDir is the absolute state directory ($OPENPROGRAM_HOME or its default). It
+	// is a protected directory for constrained sources wherever it is. Empty: only the
+	// names .openprogram and .openprogram-<profile> protect it.
+	StateDir string
+	// Logger receives, at debug level, the full resolution behind a path denial
+	// (resolved path, symlink targets), which the denial text never holds. Nil
+	// discards.
+	Logger *slog.Logger
 }
 
 // Decision is the gate's verdict on one call.
@@ -80,7 +95,7 @@ type Decision struct {
 // paths, and it never panics.
 func Decide(req Request, tool string, args json.RawMessage) Decision {
 	capab := ToolCapability(tool)
-	constrained := req.Source != SourceCLI
+	constrained := IsConstrained(req.Source)
 	nonInteractive := constrained || req.Authority.Interaction != InteractionInteractive
 
 	if constrained {
@@ -218,15 +233,16 @@ func hardConstraint(req Request, tool string, args json.RawMessage) string {
 		return fmt.Sprintf("%s cannot write: source %s has no working directory", name, show(clip(src)))
 	}
 	for _, t := range targets {
-		r, err := ResolvePath(req.WorkDirs[0], t)
-		if err != nil {
-			return fmt.Sprintf("%s target cannot be resolved: %v", name, err)
-		}
-		if !InsideWorkDirs(r, req.WorkDirs) {
-			return fmt.Sprintf("%s target %s is outside the working directories", name, show(r))
-		}
-		if IsDangerousPath(r) {
-			return fmt.Sprintf("%s target %s is a protected file or inside a protected directory", name, show(r))
+		if _, err := ConfineWrite(req.WorkDirs, req.StateDir, t); err != nil {
+			var pe *PathError
+			if !errors.As(err, &pe) {
+				return fmt.Sprintf("%s target %s %s", name, show(clip(t)), PhraseUnresolvable)
+			}
+			if req.Logger != nil {
+				req.Logger.LogAttrs(context.Background(), slog.LevelDebug, "write target denied",
+					slog.String("tool", tool), slog.String("path", t), slog.String("phrase", pe.Phrase), slog.String("resolution", pe.Detail))
+			}
+			return fmt.Sprintf("%s target %s", name, pe.Error())
 		}
 	}
 	return ""

@@ -45,11 +45,16 @@
 //
 // # Paths
 //
-// [ResolvePath] makes a path absolute and resolves symlinks the way the kernel walks
-// them (for a missing file, through its deepest existing ancestor). [InsideWorkDirs] and
-// [IsDangerousPath] are the two checks the hard constraints make on every write target,
-// including every target of an apply_patch envelope ([PatchTargets]). Runtime file tools
-// should operate on the resolved path, so the checked path is the one used.
+// [Confine] is the one resolution of a tool's target path: [ResolvePath] (absolute, with
+// symlinks resolved the way the kernel walks them; for a missing file, through its deepest
+// existing ancestor), then inside the working directories ([InsideWorkDirs]). The hard
+// constraints check every write target, including every target of an apply_patch envelope
+// ([ParsePatch], [PatchTargets]), with [ConfineWrite], which adds [IsDangerousPath] and the
+// state directory ([Request.StateDir]). Runtime file tools resolve with the same functions
+// and work through an [os.Root] on [Target.WorkDir], so the checked path is the one used.
+// A refusal is a [*PathError] whose text names the path as given and one fixed phrase
+// ([PhraseOutside], ...); the full resolution is only in [PathError.Detail], for a debug
+// log ([Request.Logger]).
 //
 // # Permission rules
 //

@@ -112,7 +112,7 @@ func TestRuleMatching(t *testing.T) {
 		{"deny read(/nowhere:*)", "read", pth("loop1"), "deny"},
 		{"deny read(/nowhere:*)", "read", pth("a"), "allow"},
 		// apply_patch: allow needs every target, deny and ask any.
-		{"allow apply_patch(" + w + "/docs:*)", "apply_patch", patch("*** Add File: docs/a", "+x", "*** Update File: docs/b"), "allow"},
+		{"allow apply_patch(" + w + "/docs:*)", "apply_patch", patch("*** Add File: docs/a", "+x", "*** Update File: docs/b", "-x", "+y"), "allow"},
 		{"allow apply_patch(" + w + "/docs:*)", "apply_patch", patch("*** Add File: docs/a", "+x", "*** Update File: src/b"), "approval"},
 		{"allow apply_patch(" + w + "/docs:*)", "apply_patch", patch("*** Update File: docs/a", "*** Move to: src/a"), "approval"},
 		{"deny apply_patch(" + w + "/ci/*)", "apply_patch", patch("*** Add File: docs/a", "+x", "*** Delete File: ci/deploy.yml"), "deny"},

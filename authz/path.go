@@ -31,32 +31,43 @@ var dangerousDirs = []string{
 // and the missing rest is appended, so a write through work/link -> /etc shows up as
 // /etc/... A ".." that climbs out of a missing directory, a symlink loop, a NUL byte or
 // any other error reading the filesystem is an error: callers must treat it as a denial.
+// The error names resolved paths and symlink targets: it is for logs, never for a model
+// ([Confine] gives errors that are safe to show).
 func ResolvePath(workDir, p string) (string, error) {
+	r, _, err := resolvePath(workDir, p)
+	return r, err
+}
+
+// resolvePath is [ResolvePath]; on a failure of the walk it also returns where the
+// walk was (a resolved absolute path), so callers can tell a failure inside the
+// working directories from one outside them.
+func resolvePath(workDir, p string) (resolved, at string, err error) {
 	if p == "" {
-		return "", errors.New("resolve path: path is empty")
+		return "", "", errors.New("resolve path: path is empty")
 	}
 	if strings.IndexByte(p, 0) >= 0 || strings.IndexByte(workDir, 0) >= 0 {
-		return "", fmt.Errorf("resolve path %s: path contains a NUL byte", show(p))
+		return "", "", fmt.Errorf("resolve path %s: path contains a NUL byte", show(p))
 	}
 	full := p
 	if !filepath.IsAbs(p) {
 		if workDir == "" {
-			return "", fmt.Errorf("resolve path %s: a relative path needs a working directory", show(p))
+			return "", "", fmt.Errorf("resolve path %s: a relative path needs a working directory", show(p))
 		}
 		if !filepath.IsAbs(workDir) {
-			return "", fmt.Errorf("resolve path %s: working directory %s is not absolute", show(p), show(workDir))
+			return "", "", fmt.Errorf("resolve path %s: working directory %s is not absolute", show(p), show(workDir))
 		}
 		full = workDir + string(filepath.Separator) + p
 	}
-	r, err := walkPath(full)
+	r, at, err := walkPath(full)
 	if err != nil {
-		return "", fmt.Errorf("resolve path %s: %w", show(p), err)
+		return "", at, fmt.Errorf("resolve path %s: %w", show(p), err)
 	}
-	return r, nil
+	return r, "", nil
 }
 
-// walkPath resolves the absolute path full component by component.
-func walkPath(full string) (string, error) {
+// walkPath resolves the absolute path full component by component. On an error it
+// returns the resolved path at which the walk failed.
+func walkPath(full string) (resolved, at string, err error) {
 	pending := splitPath(full)
 	cur := string(filepath.Separator)
 	missing := "" // first component found missing; after it the rest is only joined
@@ -69,7 +80,7 @@ func walkPath(full string) (string, error) {
 			continue
 		case "..":
 			if missing != "" {
-				return "", fmt.Errorf("%s does not exist, so %q cannot climb out of it", show(missing), "..")
+				return "", missing, fmt.Errorf("%s does not exist, so %q cannot climb out of it", show(missing), "..")
 			}
 			cur = filepath.Dir(cur)
 			continue
@@ -86,7 +97,7 @@ func walkPath(full string) (string, error) {
 			continue
 		}
 		if err != nil {
-			return "", err
+			return "", next, err
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			cur = next
@@ -94,21 +105,21 @@ func walkPath(full string) (string, error) {
 		}
 		hops++
 		if hops > maxSymlinkHops {
-			return "", fmt.Errorf("too many levels of symbolic links at %s", show(next))
+			return "", next, fmt.Errorf("too many levels of symbolic links at %s", show(next))
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return "", err
+			return "", next, err
 		}
 		if target == "" {
-			return "", fmt.Errorf("symlink %s has an empty target", show(next))
+			return "", next, fmt.Errorf("symlink %s has an empty target", show(next))
 		}
 		if filepath.IsAbs(target) {
 			cur = string(filepath.Separator)
 		}
 		pending = append(splitPath(target), pending...)
 	}
-	return cur, nil
+	return cur, "", nil
 }
 
 func splitPath(p string) []string {
@@ -130,20 +141,7 @@ func InsideWorkDirs(resolved string, workDirs []string) bool {
 	if !filepath.IsAbs(resolved) || strings.IndexByte(resolved, 0) >= 0 {
 		return false
 	}
-	resolved = filepath.Clean(resolved)
-	for _, wd := range workDirs {
-		if !filepath.IsAbs(wd) {
-			continue
-		}
-		w, err := ResolvePath("", wd)
-		if err != nil {
-			continue
-		}
-		if within(resolved, w) {
-			return true
-		}
-	}
-	return false
+	return insideAny(filepath.Clean(resolved), workDirs) != ""
 }
 
 // within reports whether p is dir or below it (both clean and absolute).
@@ -160,32 +158,44 @@ func within(p, dir string) bool {
 // state directories .openprogram-<profile>, ...). Names are
 // compared the way case-insensitive and Windows-style filesystems alias them: ignoring
 // case (Unicode folding), trailing dots and spaces, an NTFS stream suffix (":..."), and
-// code points HFS+ ignores. A relative or empty path is reported dangerous.
-func IsDangerousPath(resolved string) bool {
+// code points HFS+ ignores. A relative or empty path is reported dangerous. The state
+// directory at another path is protected by [ConfineWrite].
+func IsDangerousPath(resolved string) bool { return protection(resolved) != "" }
+
+// protection returns why a constrained source must not write resolved: PhraseProtectedFile,
+// PhraseProtectedDir, or "" when it may. Each of stateDirs (clean and absolute) is a
+// protected directory wherever it is.
+func protection(resolved string, stateDirs ...string) string {
 	if !filepath.IsAbs(resolved) || strings.IndexByte(resolved, 0) >= 0 {
-		return true
+		return PhraseProtectedDir
 	}
-	comps := splitPath(filepath.Clean(resolved))
+	resolved = filepath.Clean(resolved)
+	for _, d := range stateDirs {
+		if within(resolved, d) {
+			return PhraseProtectedDir
+		}
+	}
+	comps := splitPath(resolved)
 	for i, c := range comps {
 		n := normaliseName(c)
 		for _, d := range dangerousDirs {
 			if strings.EqualFold(n, d) {
-				return true
+				return PhraseProtectedDir
 			}
 		}
 		// ~/.openprogram-<profile> (OPENPROGRAM_PROFILE) is a state directory too.
 		if len(n) > len(".openprogram-") && strings.EqualFold(n[:len(".openprogram-")], ".openprogram-") {
-			return true
+			return PhraseProtectedDir
 		}
 		if i == len(comps)-1 {
 			for _, f := range dangerousFiles {
 				if strings.EqualFold(n, f) {
-					return true
+					return PhraseProtectedFile
 				}
 			}
 		}
 	}
-	return false
+	return ""
 }
 
 // normaliseName reduces a path component to the name a forgiving filesystem would see.

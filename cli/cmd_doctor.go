@@ -11,6 +11,7 @@ import (
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/builtin"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -85,7 +86,7 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 		add(check{name: "permission rules", ok: true, info: fmt.Sprintf("%d rules", len(rules))})
 	}
 
-	reg, err := newRegistry(st, cfg.Strings("agent.work_dirs"))
+	reg, err := newRegistry(st, builtin.Deps{WorkDirs: cfg.Strings("agent.work_dirs"), StateDir: dir})
 	if err != nil {
 		add(check{name: "runtime tools", info: err.Error()})
 		return report(app, checks)

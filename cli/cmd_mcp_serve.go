@@ -11,6 +11,7 @@ import (
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/builtin"
 	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/runtime/tool"
@@ -57,7 +58,7 @@ func (mcpServeCmd) Run(ctx context.Context, app *App) error {
 	defer st.Close()
 
 	workDirs := cfg.Strings("agent.work_dirs")
-	reg, err := newRegistry(st, workDirs)
+	reg, err := newRegistry(st, builtin.Deps{WorkDirs: workDirs, StateDir: dir, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -12,10 +12,11 @@ import (
 )
 
 // newRegistry builds the live runtime tool registry: the built-in tools on
-// store, confined to workDirs.
-func newRegistry(store sessions.Store, workDirs []string) (*tool.Registry, error) {
+// store, with deps (working directories, state directory, logger).
+func newRegistry(store sessions.Store, deps builtin.Deps) (*tool.Registry, error) {
 	reg := tool.NewRegistry()
-	if err := builtin.Register(reg, builtin.Deps{Store: store, WorkDirs: workDirs}); err != nil {
+	deps.Store = store
+	if err := builtin.Register(reg, deps); err != nil {
 		return nil, fmt.Errorf("register the built-in tools: %w", err)
 	}
 	return reg, nil
@@ -35,7 +36,7 @@ func (c *toolsListCmd) Run(ctx context.Context, app *App) error {
 		return err
 	}
 	defer st.Close()
-	reg, err := newRegistry(st, cfg.Strings("agent.work_dirs"))
+	reg, err := newRegistry(st, builtin.Deps{WorkDirs: cfg.Strings("agent.work_dirs")})
 	if err != nil {
 		return err
 	}

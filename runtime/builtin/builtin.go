@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/openprogram/openprogram/runtime/builtin/bash"
 	"github.com/openprogram/openprogram/runtime/builtin/files"
@@ -19,10 +20,16 @@ type Deps struct {
 	// WorkDirs confine the file tools and give bash its directory when a
 	// call carries none.
 	WorkDirs []string
+	// StateDir is the state directory: the file tools refuse writes into
+	// it from constrained sources wherever it is (files.Options.StateDir).
+	StateDir string
+	// Logger receives the file tools' debug records (the full resolution
+	// behind a refused path, files.Options.Logger). Nil discards.
+	Logger *slog.Logger
 	// Todos keeps the todo lists (nil: a new in-memory store).
 	Todos *todo.Store
-	// Files and Bash tune those tools (nil: defaults). Their WorkDirs, if
-	// empty, are taken from Deps.WorkDirs.
+	// Files and Bash tune those tools (nil: defaults). Their WorkDirs (and
+	// the files' StateDir and Logger), if empty, are taken from Deps.
 	Files *files.Options
 	Bash  *bash.Options
 }
@@ -42,6 +49,12 @@ func Register(reg *tool.Registry, deps Deps) error {
 	}
 	if len(fo.WorkDirs) == 0 {
 		fo.WorkDirs = deps.WorkDirs
+	}
+	if fo.StateDir == "" {
+		fo.StateDir = deps.StateDir
+	}
+	if fo.Logger == nil {
+		fo.Logger = deps.Logger
 	}
 	ts = append(ts, files.Tools(&fo)...)
 	bo := bash.Options{}

@@ -1,10 +1,13 @@
 package builtin_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -70,5 +73,31 @@ func TestRegisterEverythingAndCapabilitiesMatchAuthz(t *testing.T) {
 	b, _ := reg.Get("bash")
 	if res := ex.Execute(context.Background(), b, "c", json.RawMessage(`{"command":"cat hello.txt"}`), nil); res.IsError || res.Text() != "hi\n[exit code: 0]" {
 		t.Errorf("bash = %q", res.Text())
+	}
+}
+
+// Deps.StateDir reaches the file tools: a constrained source cannot write
+// into the state directory even when it lies inside a working directory.
+// Deps.Logger gets the resolution the result does not show.
+func TestStateDirIsProtected(t *testing.T) {
+	work, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(work, "state")
+	reg := tool.NewRegistry()
+	var log bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if err := builtin.Register(reg, builtin.Deps{WorkDirs: []string{work}, StateDir: state, Logger: logger}); err != nil {
+		t.Fatal(err)
+	}
+	wr, _ := reg.Get("write")
+	ctx := tool.WithCall(context.Background(), tool.CallInfo{Source: authz.SourceAgentSpawn})
+	res := tool.NewExecutor(nil).Execute(ctx, wr, "c", json.RawMessage(`{"path":"state/config.json","content":"{}"}`), nil)
+	if !res.IsError || res.Text() != "state/config.json is inside a protected directory" {
+		t.Errorf("write into the state directory = %q (error %v), want the protected-directory refusal", res.Text(), res.IsError)
+	}
+	if !strings.Contains(log.String(), "resolution=\"resolved to "+state+"/config.json\"") {
+		t.Errorf("debug log = %q, want the resolved path", log.String())
 	}
 }

@@ -7,14 +7,33 @@
 //		}
 //	}
 //
+// # Confinement
+//
 // Every path, for reading as well as writing, is confined to the working
-// directories of the call (tool.CallInfo.WorkDirs, else
-// Options.WorkDirs): it is resolved with symlinks followed
-// (authz.ResolvePath) and refused with PATH_OUTSIDE_WORKDIRS when it leaves
-// them. Relative paths start at the first working directory, and results
-// show paths relative to it. Walks (glob, grep) never follow directory
-// symlinks, skip .git, and grep reads a file symlink only when its target
-// is inside the working directories.
+// directories of the call (tool.CallInfo.WorkDirs, else Options.WorkDirs)
+// by authz.Confine, the same resolution the gate checks with: symlinks
+// followed, refused with PATH_OUTSIDE_WORKDIRS when it leaves them.
+// Relative paths start at the first working directory, and results show
+// paths relative to it.
+//
+// The tools then work through an os.Root opened on the working directory
+// that holds the path, so the kernel refuses any step out of it at the
+// moment of each system call, whatever symlink is swapped in after the
+// check. A write also opens the target's directory one component at a
+// time and requires each to be the real directory it was a moment
+// before, so a swapped-in symlink cannot redirect it into .git or the
+// state directory either; the new content is staged in that directory
+// and renamed onto the name (a rename replaces a symlink, never follows
+// it). Writes by a constrained source (authz.IsConstrained: every source
+// but cli, and calls without CallInfo) are refused with PATH_PROTECTED
+// for dangerous files, dangerous directories and Options.StateDir.
+//
+// A refusal names the path only as the call gave it, with one fixed
+// phrase ("is outside the working directories", "cannot be resolved",
+// ...); the full resolution goes to Options.Logger at debug level. Walks
+// (glob, grep) never follow directory symlinks and skip .git; grep reads
+// a file symlink only when its target is inside the same working
+// directory.
 //
 // Writes are atomic (a temporary file renamed into place). apply_patch is
 // all or nothing: it parses the whole "*** Begin Patch" envelope, computes

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"log/slog"
 	"path/filepath"
 	"strings"
 
@@ -19,6 +19,7 @@ import (
 const (
 	ReasonNoWorkDir      = "NO_WORKDIR"
 	ReasonOutsideWorkDir = "PATH_OUTSIDE_WORKDIRS"
+	ReasonProtected      = "PATH_PROTECTED"
 	ReasonBadPath        = "PATH_INVALID"
 	ReasonNotFound       = "NOT_FOUND"
 	ReasonIsDir          = "IS_DIRECTORY"
@@ -56,6 +57,14 @@ type Options struct {
 	MaxImageBytes int64
 	// MaxResults bounds the entries of glob, grep and list (default DefaultMaxResults).
 	MaxResults int
+	// StateDir is the state directory. Writes by a constrained source
+	// (authz.IsConstrained of the call's source) are refused inside it
+	// wherever it is, as inside .git or .ssh. Empty: only its default
+	// names (.openprogram, .openprogram-<profile>) are protected.
+	StateDir string
+	// Logger receives, at debug level, the full resolution behind a
+	// refused path, which results never show. Nil discards.
+	Logger *slog.Logger
 }
 
 type config struct {
@@ -64,14 +73,21 @@ type config struct {
 	maxFile   int64
 	maxImage  int64
 	maxResult int
+	stateDir  string
+	log       *slog.Logger
 }
 
 func newConfig(opts *Options) *config {
-	c := &config{maxOut: DefaultMaxOutputBytes, maxFile: DefaultMaxFileBytes, maxImage: DefaultMaxImageBytes, maxResult: DefaultMaxResults}
+	c := &config{maxOut: DefaultMaxOutputBytes, maxFile: DefaultMaxFileBytes, maxImage: DefaultMaxImageBytes, maxResult: DefaultMaxResults,
+		log: slog.New(slog.DiscardHandler)}
 	if opts == nil {
 		return c
 	}
 	c.workDirs = append([]string(nil), opts.WorkDirs...)
+	c.stateDir = opts.StateDir
+	if opts.Logger != nil {
+		c.log = opts.Logger
+	}
 	if opts.MaxOutputBytes > 0 {
 		c.maxOut = opts.MaxOutputBytes
 	}
@@ -98,15 +114,20 @@ func Tools(opts *Options) []tool.Tool {
 }
 
 // scope is the confinement of one call: its working directories, the
-// first resolved (relative paths and displayed paths use it).
+// first resolved (relative paths and displayed paths use it), and whether
+// its source meets the hard constraints on writes.
 type scope struct {
-	dirs []string
-	base string // resolved dirs[0]
+	dirs        []string
+	base        string // resolved dirs[0]
+	constrained bool
+	stateDir    string
+	log         *slog.Logger
 }
 
 func (c *config) scope(ctx context.Context) (scope, error) {
 	dirs := c.workDirs
-	if info, ok := tool.CallFrom(ctx); ok && len(info.WorkDirs) > 0 {
+	info, _ := tool.CallFrom(ctx)
+	if len(info.WorkDirs) > 0 {
 		dirs = info.WorkDirs
 	}
 	if len(dirs) == 0 {
@@ -114,32 +135,45 @@ func (c *config) scope(ctx context.Context) (scope, error) {
 	}
 	base, err := authz.ResolvePath("", dirs[0])
 	if err != nil {
-		return scope{}, tooldef.Fail(ReasonNoWorkDir, "working directory %s cannot be resolved: %v", dirs[0], err)
+		c.log.Debug("working directory cannot be resolved", "resolution", err.Error())
+		return scope{}, tooldef.Fail(ReasonNoWorkDir, "the working directory cannot be resolved, so file tools cannot run")
 	}
-	return scope{dirs: dirs, base: base}, nil
+	return scope{dirs: dirs, base: base, constrained: authz.IsConstrained(info.Source), stateDir: c.stateDir, log: c.log}, nil
 }
 
-// resolve returns p (relative to the first working directory) with
-// symlinks resolved, or a failure when it leaves the working directories.
-func (s scope) resolve(p string) (string, error) {
+// confine resolves p (relative to the first working directory) with
+// authz.Confine, the resolution the gate checked with; for a write by a
+// constrained source with authz.ConfineWrite. A refusal names p only as
+// given; the resolution goes to the debug log.
+func (s scope) confine(p string, write bool) (authz.Target, error) {
 	if p == "" {
 		p = "."
 	}
-	r, err := authz.ResolvePath(s.base, p)
-	if err != nil {
-		return "", tooldef.Fail(ReasonBadPath, "%v", err)
+	var t authz.Target
+	var err error
+	if write && s.constrained {
+		t, err = authz.ConfineWrite(s.dirs, s.stateDir, p)
+	} else {
+		t, err = authz.Confine(s.dirs, p)
 	}
-	if !authz.InsideWorkDirs(r, s.dirs) {
-		return "", tooldef.Fail(ReasonOutsideWorkDir, "path %s is outside the working directories", p)
+	var pe *authz.PathError
+	if errors.As(err, &pe) {
+		s.log.Debug("path refused", "path", p, "phrase", pe.Phrase, "resolution", pe.Detail)
+		reason := ReasonBadPath
+		switch pe.Phrase {
+		case authz.PhraseOutside:
+			reason = ReasonOutsideWorkDir
+		case authz.PhraseProtectedFile, authz.PhraseProtectedDir:
+			reason = ReasonProtected
+		}
+		return authz.Target{}, tooldef.Fail(reason, "%s", pe.Error())
 	}
-	return r, nil
+	return t, err
 }
 
-// inside reports whether an already resolved path is inside the scope.
-func (s scope) inside(resolved string) bool { return authz.InsideWorkDirs(resolved, s.dirs) }
-
 // display shows resolved relative to the first working directory when
-// it is inside it, else absolute.
+// it is inside it, else absolute (then it is inside another working
+// directory).
 func (s scope) display(resolved string) string {
 	if rel, err := filepath.Rel(s.base, resolved); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return filepath.ToSlash(rel)
@@ -147,16 +181,18 @@ func (s scope) display(resolved string) string {
 	return resolved
 }
 
-// statFailure maps a stat/open error to a tool failure.
+// statFailure maps an error of a file operation to a tool failure that
+// names the file as shown, never a path of the error.
 func statFailure(shown string, err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return tooldef.Fail(ReasonNotFound, "%s does not exist", shown)
+	case errors.Is(err, errChanged):
+		return tooldef.Fail(ReasonBadPath, "%s changed while it was being opened; try again", shown)
+	case errors.Is(err, errIsDir):
+		return tooldef.Fail(ReasonIsDir, "%s is a directory", shown)
 	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	return tooldef.Fail(ReasonIO, "%s: %v", shown, err)
+	return tooldef.Fail(ReasonIO, "%s: %v", shown, unwrapPath(err))
 }
 
 // isBinary reports whether data (the start of a file) looks binary: a NUL
@@ -181,71 +217,6 @@ func imageType(data []byte) string {
 		return "image/webp"
 	}
 	return ""
-}
-
-// readTextFile reads a regular text file for editing, enforcing the size
-// limit and refusing binary files.
-func (c *config) readTextFile(resolved, shown string) ([]byte, fs.FileMode, error) {
-	fi, err := os.Stat(resolved)
-	if err != nil {
-		return nil, 0, statFailure(shown, err)
-	}
-	if fi.IsDir() {
-		return nil, 0, tooldef.Fail(ReasonIsDir, "%s is a directory", shown)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, 0, tooldef.Fail(ReasonBadPath, "%s is not a regular file", shown)
-	}
-	if fi.Size() > c.maxFile {
-		return nil, 0, tooldef.Fail(ReasonTooLarge, "%s is %d bytes, over the %d byte limit", shown, fi.Size(), c.maxFile)
-	}
-	data, err := os.ReadFile(resolved)
-	if err != nil {
-		return nil, 0, statFailure(shown, err)
-	}
-	if isBinary(data) {
-		return nil, 0, tooldef.Fail(ReasonBinary, "%s is a binary file", shown)
-	}
-	return data, fi.Mode().Perm(), nil
-}
-
-// stage writes data to a new temporary file next to target and returns
-// its name; the caller renames it into place or removes it.
-func stage(target string, data []byte, perm fs.FileMode) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
-	if err != nil {
-		return "", err
-	}
-	name := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(name)
-		return "", err
-	}
-	return name, nil
-}
-
-// writeAtomic replaces target with data through a temporary file and a
-// rename, so readers see the old or the new content, never a mix.
-func writeAtomic(target string, data []byte, perm fs.FileMode) error {
-	tmp, err := stage(target, data, perm)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, target); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return nil
 }
 
 func plural(n int, one, many string) string {

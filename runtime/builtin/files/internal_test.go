@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/openprogram/openprogram/authz"
 )
 
 func TestGlobMatch(t *testing.T) {
@@ -46,11 +48,11 @@ func TestGlobMatch(t *testing.T) {
 }
 
 func TestParsePatchAndApplyHunks(t *testing.T) {
-	ops, err := parsePatch("*** Begin Patch\r\n*** Update File: f\r\n@@ -1,3 +1,3 @@\r\n a\r\n-b\r\n+B\r\n\r\n*** End Patch\r\n")
+	ops, err := authz.ParsePatch("*** Begin Patch\r\n*** Update File: f\r\n@@ -1,3 +1,3 @@\r\n a\r\n-b\r\n+B\r\n\r\n*** End Patch\r\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ops) != 1 || len(ops[0].hunks) != 1 || ops[0].hunks[0].header != "" || len(ops[0].hunks[0].lines) != 3 {
+	if len(ops) != 1 || len(ops[0].Hunks) != 1 || ops[0].Hunks[0].Header != "" || len(ops[0].Hunks[0].Lines) != 3 {
 		t.Fatalf("parsePatch = %+v, want one hunk of 3 lines without header", ops)
 	}
 	cases := []struct {
@@ -65,7 +67,7 @@ func TestParsePatchAndApplyHunks(t *testing.T) {
 		{"indented marker text as context", "x\n *** note\ny\n", "*** Begin Patch\n*** Update File: f\n x\n  *** note\n-y\n+z\n*** End Patch", "x\n *** note\nz\n"},
 	}
 	for _, c := range cases {
-		ops, err := parsePatch(c.patch)
+		ops, err := authz.ParsePatch(c.patch)
 		if err != nil {
 			t.Errorf("%s: parsePatch = %v", c.name, err)
 			continue
@@ -89,41 +91,48 @@ func TestParsePatchAndApplyHunks(t *testing.T) {
 		"*** Begin Patch\n*** Update File: x\n@@\n*** End Patch",
 		"*** Begin Patch\n*** Add File:  spaced\n+x\n*** End Patch",
 	} {
-		if _, err := parsePatch(bad); err == nil {
-			t.Errorf("parsePatch(%q) = nil error", bad)
+		if _, err := authz.ParsePatch(bad); err == nil {
+			t.Errorf("authz.ParsePatch(%q) = nil error", bad)
 		}
 	}
 }
 
+// commitRenameOK is what commitRename and restoreRename are outside tests.
+func commitRenameOK(dir *os.Root, from, to string) error { return dir.Rename(from, to) }
+
 func TestCommitRollsBackWhenARenameFails(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	write := func(name, content string) loc {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return p
+		return loc{root: root, rel: name, shown: name}
 	}
 	upd := write("upd.txt", "old\n")
 	del := write("del.txt", "gone?\n")
 	src := write("src.txt", "moving\n")
 	plan := []change{
-		{kind: opUpdate, target: upd, data: []byte("new\n"), perm: 0o644},
-		{kind: opDelete, target: del},
-		{kind: opUpdate, from: src, target: filepath.Join(dir, "dst.txt"), data: []byte("moving\n"), perm: 0o644},
-		{kind: opAdd, target: filepath.Join(dir, "add.txt"), data: []byte("added\n"), perm: 0o644},
+		{kind: authz.PatchUpdate, target: upd, data: []byte("new\n"), perm: 0o644},
+		{kind: authz.PatchDelete, target: del},
+		{kind: authz.PatchUpdate, from: &src, target: loc{root: root, rel: "dst.txt", shown: "dst.txt"}, data: []byte("moving\n"), perm: 0o644},
+		{kind: authz.PatchAdd, target: loc{root: root, rel: filepath.Join("new", "add.txt"), shown: "new/add.txt"}, data: []byte("added\n"), perm: 0o644},
 	}
 	for failAt := 1; failAt <= 6; failAt++ {
 		calls := 0
-		commitRename = func(a, b string) error {
+		commitRename = func(d *os.Root, a, b string) error {
 			calls++
 			if calls == failAt {
 				return errors.New("injected rename failure")
 			}
-			return os.Rename(a, b)
+			return d.Rename(a, b)
 		}
 		err := commit(plan)
-		commitRename = os.Rename
+		commitRename = commitRenameOK
 		if err == nil {
 			t.Fatalf("failAt %d: commit succeeded", failAt)
 		}
@@ -146,49 +155,59 @@ func TestCommitRollsBackWhenARenameFails(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if diff := cmp.Diff([]string{"add.txt", "dst.txt", "upd.txt"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"dst.txt", "new", "upd.txt"}, names); diff != "" {
 		t.Errorf("after commit (-want +got):\n%s", diff)
 	}
 }
 
 // A rollback that cannot put an original back says where it is instead of
-// losing it silently.
+// losing it silently, naming both as the tools show them.
 func TestCommitReportsAFailedRestore(t *testing.T) {
 	dir := t.TempDir()
-	upd := filepath.Join(dir, "upd.txt")
-	if err := os.WriteFile(upd, []byte("old\n"), 0o644); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	plan := []change{{kind: opUpdate, target: upd, data: []byte("new\n"), perm: 0o644}}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "upd.txt"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	plan := []change{{kind: authz.PatchUpdate, target: loc{root: root, rel: filepath.Join("sub", "upd.txt"), shown: "sub/upd.txt"}, data: []byte("new\n"), perm: 0o644}}
 	calls := 0
-	commitRename = func(a, b string) error {
+	commitRename = func(d *os.Root, a, b string) error {
 		calls++
 		if calls == 2 { // the staged file into place, after the backup
 			return errors.New("injected rename failure")
 		}
-		return os.Rename(a, b)
+		return d.Rename(a, b)
 	}
-	restoreRename = func(string, string) error { return errors.New("injected restore failure") }
-	defer func() { commitRename, restoreRename = os.Rename, os.Rename }()
+	restoreRename = func(*os.Root, string, string) error { return errors.New("injected restore failure") }
+	defer func() { commitRename, restoreRename = commitRenameOK, commitRenameOK }()
 
-	err := commit(plan)
+	err = commit(plan)
 	if err == nil {
 		t.Fatal("commit succeeded")
 	}
-	ents, _ := os.ReadDir(dir)
+	ents, _ := os.ReadDir(filepath.Join(dir, "sub"))
 	var bak string
 	for _, e := range ents {
 		if e.Name() != "upd.txt" {
-			bak = filepath.Join(dir, e.Name())
+			bak = e.Name()
 		}
 	}
 	if bak == "" {
 		t.Fatalf("no backup left in %v", ents)
 	}
-	if b, _ := os.ReadFile(bak); string(b) != "old\n" {
+	if b, _ := os.ReadFile(filepath.Join(dir, "sub", bak)); string(b) != "old\n" {
 		t.Errorf("backup %s holds %q, want the original", bak, b)
 	}
-	if !strings.Contains(err.Error(), "its original content is in "+bak) {
-		t.Errorf("commit error = %q, want it to name the backup %s", err, bak)
+	if want := "restore sub/upd.txt failed (injected restore failure); its original content is in sub/" + bak; !strings.Contains(err.Error(), want) {
+		t.Errorf("commit error = %q, want it to contain %q", err, want)
+	}
+	if strings.Contains(err.Error(), dir) {
+		t.Errorf("commit error = %q names the absolute directory", err)
 	}
 }

@@ -7,227 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/builtin/internal/tooldef"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
-
-// Envelope markers of apply_patch.
-const (
-	markBegin     = "*** Begin Patch"
-	markEnd       = "*** End Patch"
-	markAdd       = "*** Add File: "
-	markUpdate    = "*** Update File: "
-	markDelete    = "*** Delete File: "
-	markMove      = "*** Move to: "
-	markEndOfFile = "*** End of File"
-)
-
-// unifiedRange matches the line ranges of a unified diff hunk header.
-var unifiedRange = regexp.MustCompile(`^-\d+(,\d+)? \+\d+(,\d+)? @@`)
-
-type opKind int
-
-const (
-	opAdd opKind = iota
-	opUpdate
-	opDelete
-)
-
-// fileOp is one file section of a patch.
-type fileOp struct {
-	kind   opKind
-	path   string
-	moveTo string
-	lines  []string // opAdd: the new file's lines
-	hunks  []hunk   // opUpdate
-	line   int      // line number of the section header, for messages
-}
-
-// hunk is one change of an Update File section: context lines (' '),
-// removed lines ('-') and added lines ('+'), optionally anchored after a
-// line equal to header and at the end of the file.
-type hunk struct {
-	header string
-	lines  []hunkLine
-	eof    bool
-	line   int
-}
-
-type hunkLine struct {
-	op   byte
-	text string
-	bare bool // an empty patch line read as an empty context line
-}
-
-func (h hunk) oldNew() (old, new []string) {
-	for _, l := range h.lines {
-		if l.op != '+' {
-			old = append(old, l.text)
-		}
-		if l.op != '-' {
-			new = append(new, l.text)
-		}
-	}
-	return old, new
-}
-
-// parsePatch parses the "*** Begin Patch" envelope. It is at least as
-// strict as authz.PatchTargets (which the gate uses), so every path the
-// gate checked is every path this parser writes.
-func parsePatch(patch string) ([]fileOp, error) {
-	if _, err := authz.PatchTargets(patch); err != nil {
-		return nil, err
-	}
-	lines := strings.Split(patch, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimSuffix(l, "\r")
-	}
-	first, last := -1, -1
-	for i, l := range lines {
-		if strings.TrimSpace(l) != "" {
-			if first < 0 {
-				first = i
-			}
-			last = i
-		}
-	}
-	var ops []fileOp
-	var cur *fileOp
-	var h *hunk
-	flush := func() error {
-		if h != nil {
-			if err := flushHunk(cur, &h); err != nil {
-				return err
-			}
-		}
-		if cur != nil {
-			if cur.kind == opUpdate && len(cur.hunks) == 0 && cur.moveTo == "" {
-				return fmt.Errorf("patch line %d: Update File %s has no changes", cur.line, cur.path)
-			}
-			ops = append(ops, *cur)
-			cur = nil
-		}
-		return nil
-	}
-	for i := first + 1; i < last; i++ {
-		raw := lines[i]
-		lineNo := i + 1
-		if t := strings.TrimLeft(raw, " \t"); strings.HasPrefix(t, "***") {
-			// Markers are recognised even when indented, exactly as
-			// authz.PatchTargets does.
-			marker := strings.TrimRight(t, " \t")
-			handled := true
-			switch {
-			case strings.HasPrefix(marker+" ", markAdd), strings.HasPrefix(marker+" ", markUpdate), strings.HasPrefix(marker+" ", markDelete):
-				if err := flush(); err != nil {
-					return nil, err
-				}
-				switch {
-				case strings.HasPrefix(marker+" ", markAdd):
-					cur = &fileOp{kind: opAdd, path: markerArg(raw, markAdd), line: lineNo}
-				case strings.HasPrefix(marker+" ", markUpdate):
-					cur = &fileOp{kind: opUpdate, path: markerArg(raw, markUpdate), line: lineNo}
-				default:
-					cur = &fileOp{kind: opDelete, path: markerArg(raw, markDelete), line: lineNo}
-				}
-			case strings.HasPrefix(marker+" ", markMove):
-				if cur == nil || cur.kind != opUpdate || h != nil || len(cur.hunks) > 0 || cur.moveTo != "" {
-					return nil, fmt.Errorf("patch line %d: %q must directly follow an Update File line", lineNo, strings.TrimSpace(markMove))
-				}
-				cur.moveTo = markerArg(raw, markMove)
-			case marker == markEndOfFile:
-				if h == nil {
-					return nil, fmt.Errorf("patch line %d: %q outside a hunk", lineNo, markEndOfFile)
-				}
-				h.eof = true
-				if err := flushHunk(cur, &h); err != nil {
-					return nil, err
-				}
-			case t == raw:
-				return nil, fmt.Errorf("patch line %d: unknown marker %q", lineNo, clipText(marker))
-			default:
-				handled = false // indented text, e.g. a context line
-			}
-			if handled {
-				continue
-			}
-		}
-		if cur == nil {
-			if strings.TrimSpace(raw) == "" {
-				continue
-			}
-			return nil, fmt.Errorf("patch line %d: text outside a file section", lineNo)
-		}
-		switch cur.kind {
-		case opAdd:
-			if !strings.HasPrefix(raw, "+") {
-				return nil, fmt.Errorf("patch line %d: every line of an Add File section must start with +", lineNo)
-			}
-			cur.lines = append(cur.lines, raw[1:])
-		case opDelete:
-			if strings.TrimSpace(raw) != "" {
-				return nil, fmt.Errorf("patch line %d: a Delete File section has no content", lineNo)
-			}
-		case opUpdate:
-			switch {
-			case raw == "@@" || strings.HasPrefix(raw, "@@ "):
-				if err := flushHunk(cur, &h); err != nil {
-					return nil, err
-				}
-				header := strings.TrimSpace(strings.TrimPrefix(raw, "@@"))
-				if unifiedRange.MatchString(header) {
-					header = "" // "@@ -1,3 +1,4 @@" from a unified diff: no anchor
-				}
-				h = &hunk{header: header, line: lineNo}
-			case raw == "" || raw[0] == ' ' || raw[0] == '-' || raw[0] == '+':
-				if h == nil {
-					h = &hunk{line: lineNo}
-				}
-				if raw == "" {
-					// Editors and models often strip the space of an empty context line.
-					h.lines = append(h.lines, hunkLine{op: ' ', bare: true})
-				} else {
-					h.lines = append(h.lines, hunkLine{op: raw[0], text: raw[1:]})
-				}
-			default:
-				return nil, fmt.Errorf("patch line %d: hunk lines start with space, - or +, and hunks with @@", lineNo)
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	if len(ops) == 0 {
-		return nil, errors.New("patch has no file operations")
-	}
-	return ops, nil
-}
-
-func flushHunk(cur *fileOp, h **hunk) error {
-	if *h == nil {
-		return nil
-	}
-	// Blank lines that only separate sections are not context.
-	for n := len((*h).lines); n > 0 && (*h).lines[n-1].bare; n-- {
-		(*h).lines = (*h).lines[:n-1]
-	}
-	if len((*h).lines) == 0 {
-		return fmt.Errorf("patch line %d: empty hunk", (*h).line)
-	}
-	cur.hunks = append(cur.hunks, **h)
-	*h = nil
-	return nil
-}
-
-func markerArg(line, marker string) string {
-	t := strings.TrimLeft(line, " \t")
-	p, _ := strings.CutPrefix(t, marker)
-	return p
-}
 
 func clipText(s string) string {
 	if len(s) > 60 {
@@ -236,8 +21,21 @@ func clipText(s string) string {
 	return s
 }
 
+// oldNew returns the lines a hunk expects and the lines it leaves.
+func oldNew(h authz.PatchHunk) (old, new []string) {
+	for _, l := range h.Lines {
+		if l.Op != '+' {
+			old = append(old, l.Text)
+		}
+		if l.Op != '-' {
+			new = append(new, l.Text)
+		}
+	}
+	return old, new
+}
+
 // applyHunks applies an Update File section's hunks to content.
-func applyHunks(content string, op fileOp) (string, error) {
+func applyHunks(content string, op authz.PatchOp) (string, error) {
 	trailingNL := strings.HasSuffix(content, "\n")
 	lines := strings.Split(content, "\n")
 	if trailingNL {
@@ -252,37 +50,37 @@ func applyHunks(content string, op fileOp) (string, error) {
 	}
 	var repls []repl
 	cursor := 0
-	for i, h := range op.hunks {
-		if h.header != "" {
-			at := findLines(lines, []string{h.header}, cursor, false)
+	for i, h := range op.Hunks {
+		if h.Header != "" {
+			at := findLines(lines, []string{h.Header}, cursor, false)
 			if at < 0 {
-				return "", fmt.Errorf("hunk %d (patch line %d): context line %q not found in %s", i+1, h.line, clipText(h.header), op.path)
+				return "", fmt.Errorf("hunk %d (patch line %d): context line %q not found in %s", i+1, h.Line, clipText(h.Header), op.Path)
 			}
 			cursor = at + 1
 		}
-		old, new := h.oldNew()
+		old, new := oldNew(h)
 		if len(old) == 0 {
 			repls = append(repls, repl{start: len(lines), new: new})
 			cursor = len(lines)
 			continue
 		}
-		at := findLines(lines, old, cursor, h.eof)
+		at := findLines(lines, old, cursor, h.EOF)
 		if at < 0 {
-			return "", fmt.Errorf("hunk %d (patch line %d): the lines to change were not found in %s after line %d (first: %q); read the file and retry", i+1, h.line, op.path, cursor, clipText(old[0]))
+			return "", fmt.Errorf("hunk %d (patch line %d): the lines to change were not found in %s after line %d (first: %q); read the file and retry", i+1, h.Line, op.Path, cursor, clipText(old[0]))
 		}
 		// Context lines keep the file's text (a fuzzy match may differ in
 		// whitespace); only + lines come from the patch.
 		var merged []string
 		idx := at
-		for _, l := range h.lines {
-			switch l.op {
+		for _, l := range h.Lines {
+			switch l.Op {
 			case ' ':
 				merged = append(merged, lines[idx])
 				idx++
 			case '-':
 				idx++
 			case '+':
-				merged = append(merged, l.text)
+				merged = append(merged, l.Text)
 			}
 		}
 		repls = append(repls, repl{start: at, n: len(old), new: merged})
@@ -351,12 +149,27 @@ func (c *config) applyPatchTool() tool.Tool {
 		applyPatchSchema, authz.CapFSWrite, c.applyPatch)
 }
 
+// maxPatchDirs bounds the directories one patch writes in: each is held
+// open (one file descriptor) until the patch is committed.
+const maxPatchDirs = 256
+
+// loc is a file of a patch: a name relative to the root of its working
+// directory, and how it is shown.
+type loc struct {
+	root  *os.Root
+	rel   string
+	shown string
+}
+
+// open opens the directory holding l (openParent, without creating
+// anything) and returns it with l's name.
+func (l loc) open() (*os.Root, string, error) { return openParent(l.root, l.rel, false) }
+
 // change is one planned filesystem change of a patch.
 type change struct {
-	kind    opKind
-	shown   string
-	target  string // file written (add, update) or removed (delete)
-	from    string // the source of a move, removed after the target is written
+	kind    authz.PatchKind
+	target  loc  // file written (add, update) or removed (delete)
+	from    *loc // the source of a move, removed after the target is written
 	data    []byte
 	perm    fs.FileMode
 	summary string
@@ -367,78 +180,78 @@ func (c *config) applyPatch(ctx context.Context, _ string, a applyPatchArgs, _ f
 	if err != nil {
 		return tool.Result{}, err
 	}
-	ops, err := parsePatch(a.Patch)
+	ops, err := authz.ParsePatch(a.Patch)
 	if err != nil {
 		return tool.Result{}, tooldef.Fail(ReasonBadPatch, "apply_patch: %v", err)
 	}
+	rs := roots{}
+	defer rs.close()
 	touched := map[string]string{}
-	claim := func(resolved, as string) error {
-		if prev, dup := touched[resolved]; dup {
-			return tooldef.Fail(ReasonBadPatch, "apply_patch: %s is changed twice (as %s and %s); put all its changes in one section", sc.display(resolved), prev, as)
+	dirs := map[string]bool{}
+	// place confines p for writing, claims it once, and returns where it is.
+	place := func(p string) (loc, error) {
+		t, err := sc.confine(p, true)
+		if err != nil {
+			return loc{}, err
 		}
-		touched[resolved] = as
-		return nil
+		shown := sc.display(t.Resolved)
+		if prev, dup := touched[t.Resolved]; dup {
+			return loc{}, tooldef.Fail(ReasonBadPatch, "apply_patch: %s is changed twice (as %s and %s); put all its changes in one section", shown, prev, p)
+		}
+		touched[t.Resolved] = p
+		if dirs[filepath.Dir(t.Resolved)] = true; len(dirs) > maxPatchDirs {
+			return loc{}, tooldef.Fail(ReasonBadPatch, "apply_patch: the patch writes in more than %d directories; split it", maxPatchDirs)
+		}
+		root, err := rs.of(t)
+		if err != nil {
+			return loc{}, statFailure(shown, err)
+		}
+		return loc{root: root, rel: t.Rel, shown: shown}, nil
 	}
 	var plan []change
 	for _, op := range ops {
-		p, err := sc.resolve(op.path)
+		l, err := place(op.Path)
 		if err != nil {
 			return tool.Result{}, err
 		}
-		shown := sc.display(p)
-		if err := claim(p, op.path); err != nil {
-			return tool.Result{}, err
-		}
-		switch op.kind {
-		case opAdd:
-			if _, err := os.Lstat(p); err == nil {
-				return tool.Result{}, tooldef.Fail(ReasonExists, "apply_patch: %s already exists; use Update File", shown)
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				return tool.Result{}, statFailure(shown, err)
+		switch op.Kind {
+		case authz.PatchAdd:
+			if err := mustNotExist(l); err != nil {
+				return tool.Result{}, err
 			}
 			data := ""
-			if len(op.lines) > 0 {
-				data = strings.Join(op.lines, "\n") + "\n"
+			if len(op.Lines) > 0 {
+				data = strings.Join(op.Lines, "\n") + "\n"
 			}
-			plan = append(plan, change{kind: opAdd, shown: shown, target: p, data: []byte(data), perm: 0o644, summary: "A " + shown})
-		case opDelete:
-			fi, err := os.Stat(p)
-			if err != nil {
-				return tool.Result{}, statFailure(shown, err)
+			plan = append(plan, change{kind: authz.PatchAdd, target: l, data: []byte(data), perm: 0o644, summary: "A " + l.shown})
+		case authz.PatchDelete:
+			if err := mustBeFile(l); err != nil {
+				return tool.Result{}, err
 			}
-			if !fi.Mode().IsRegular() {
-				return tool.Result{}, tooldef.Fail(ReasonBadPath, "apply_patch: %s is not a regular file", shown)
-			}
-			plan = append(plan, change{kind: opDelete, shown: shown, target: p, summary: "D " + shown})
-		case opUpdate:
-			data, perm, err := c.readTextFile(p, shown)
+			plan = append(plan, change{kind: authz.PatchDelete, target: l, summary: "D " + l.shown})
+		case authz.PatchUpdate:
+			data, perm, err := c.readLoc(l)
 			if err != nil {
 				return tool.Result{}, err
 			}
 			next := string(data)
-			if len(op.hunks) > 0 {
+			if len(op.Hunks) > 0 {
 				if next, err = applyHunks(next, op); err != nil {
 					return tool.Result{}, tooldef.Fail(ReasonNoMatch, "apply_patch: %v", err)
 				}
 			}
-			ch := change{kind: opUpdate, shown: shown, target: p, data: []byte(next), perm: perm, summary: "M " + shown}
-			if op.moveTo != "" {
-				dst, err := sc.resolve(op.moveTo)
+			ch := change{kind: authz.PatchUpdate, target: l, data: []byte(next), perm: perm, summary: "M " + l.shown}
+			if op.MoveTo != "" {
+				dst, err := place(op.MoveTo)
 				if err != nil {
 					return tool.Result{}, err
 				}
-				if dst != p {
-					if err := claim(dst, op.moveTo); err != nil {
-						return tool.Result{}, err
-					}
-					if _, err := os.Lstat(dst); err == nil {
-						return tool.Result{}, tooldef.Fail(ReasonExists, "apply_patch: move target %s already exists", sc.display(dst))
-					} else if !errors.Is(err, fs.ErrNotExist) {
-						return tool.Result{}, statFailure(sc.display(dst), err)
-					}
-					ch.from, ch.target = p, dst
-					ch.summary = "R " + shown + " -> " + sc.display(dst)
+				if err := mustNotExist(dst); err != nil {
+					return tool.Result{}, err
 				}
+				src := l
+				ch.from, ch.target = &src, dst
+				ch.summary = "R " + l.shown + " -> " + dst.shown
 			}
 			plan = append(plan, ch)
 		}
@@ -459,128 +272,200 @@ func (c *config) applyPatch(ctx context.Context, _ string, a applyPatchArgs, _ f
 	}, nil
 }
 
-// commit carries out plan all or nothing: new contents are staged in
-// temporary files, every file about to be replaced or removed is moved to
-// a backup, the staged files are renamed into place, and only then are
-// the backups removed. On any failure the backups are restored and the
-// staged files removed.
-func commit(plan []change) (err error) {
-	type placed struct{ tmp, target string }
-	var staged []placed
-	var madeDirs []string
-	type backup struct{ orig, bak string }
-	var backups []backup
-	var installed []string
-	defer func() {
-		if err == nil {
-			return
-		}
-		for i := len(installed) - 1; i >= 0; i-- {
-			_ = os.Remove(installed[i])
-		}
-		for i := len(backups) - 1; i >= 0; i-- {
-			if rerr := restoreRename(backups[i].bak, backups[i].orig); rerr != nil {
-				// Never lose the original silently: say where it is.
-				err = errors.Join(err, fmt.Errorf("restore %s failed (%w); its original content is in %s", backups[i].orig, rerr, backups[i].bak))
-			}
-		}
-		for _, s := range staged {
-			_ = os.Remove(s.tmp)
-		}
-		for i := len(madeDirs) - 1; i >= 0; i-- {
-			_ = os.Remove(madeDirs[i])
-		}
-	}()
-
-	for _, ch := range plan {
-		if ch.kind == opDelete {
-			continue
-		}
-		dirs, err := mkdirs(filepath.Dir(ch.target))
-		madeDirs = append(madeDirs, dirs...)
-		if err != nil {
-			return err
-		}
-		tmp, err := stage(ch.target, ch.data, ch.perm)
-		if err != nil {
-			return err
-		}
-		staged = append(staged, placed{tmp: tmp, target: ch.target})
+// mustNotExist fails unless nothing is at l (a missing directory on the
+// way counts as nothing).
+func mustNotExist(l loc) error {
+	dir, name, err := l.open()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	for _, ch := range plan {
-		var orig string
-		switch {
-		case ch.kind == opDelete:
-			orig = ch.target
-		case ch.from != "":
-			orig = ch.from
-		case ch.kind == opUpdate:
-			orig = ch.target
-		default:
-			continue
-		}
-		bak, err := backupName(orig)
-		if err != nil {
-			return err
-		}
-		if err := commitRename(orig, bak); err != nil {
-			_ = os.Remove(bak)
-			return err
-		}
-		backups = append(backups, backup{orig: orig, bak: bak})
+	if err != nil {
+		return statFailure(l.shown, err)
 	}
-	for _, s := range staged {
-		if err := commitRename(s.tmp, s.target); err != nil {
-			return err
-		}
-		installed = append(installed, s.target)
-	}
-	staged = nil
-	for _, b := range backups {
-		_ = os.Remove(b.bak)
+	defer dir.Close()
+	if _, err := dir.Lstat(name); err == nil {
+		return tooldef.Fail(ReasonExists, "apply_patch: %s already exists", l.shown)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return statFailure(l.shown, err)
 	}
 	return nil
 }
 
-// commitRename and restoreRename are os.Rename; tests replace them to fail
-// part-way through a commit or its rollback.
-var (
-	commitRename  = os.Rename
-	restoreRename = os.Rename
-)
-
-// backupName reserves an unused name next to orig.
-func backupName(orig string) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(orig), "."+filepath.Base(orig)+".bak-*")
+// mustBeFile fails unless l is a regular file.
+func mustBeFile(l loc) error {
+	dir, name, err := l.open()
 	if err != nil {
-		return "", err
+		return statFailure(l.shown, err)
 	}
-	name := f.Name()
-	_ = f.Close()
-	return name, nil
+	defer dir.Close()
+	fi, err := dir.Lstat(name)
+	if err != nil {
+		return statFailure(l.shown, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return tooldef.Fail(ReasonBadPath, "apply_patch: %s is not a regular file", l.shown)
+	}
+	return nil
 }
 
-// mkdirs creates dir and its missing parents, returning the ones it
-// created (outermost first) so a failed commit can remove them.
-func mkdirs(dir string) ([]string, error) {
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil {
-			break
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			break
-		}
+// readLoc reads the text file at l for an update.
+func (c *config) readLoc(l loc) ([]byte, fs.FileMode, error) {
+	dir, name, err := l.open()
+	if err != nil {
+		return nil, 0, statFailure(l.shown, err)
 	}
-	var made []string
-	for i := len(missing) - 1; i >= 0; i-- {
-		if err := os.Mkdir(missing[i], 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return made, err
-		}
-		made = append(made, missing[i])
-	}
-	return made, nil
+	defer dir.Close()
+	return c.readTextFile(dir, name, l.shown)
 }
+
+// commit carries out plan all or nothing: new contents are staged in
+// temporary files, every file about to be replaced or removed is moved to
+// a backup, the staged files are renamed into place, and only then are
+// the backups removed. On any failure the backups are restored and the
+// staged files removed. Every step happens inside the directory of its
+// file, opened once (openDir) and held until the end, so a symlink
+// swapped in meanwhile changes nothing: every rename is within one
+// directory handle.
+func commit(plan []change) (err error) {
+	type opened struct {
+		root *os.Root
+		dir  string
+	}
+	held := map[opened]*os.Root{}
+	type made struct {
+		root *os.Root
+		dir  string
+	}
+	var madeDirs []made
+	dirOf := func(l loc, create bool) (*os.Root, string, error) {
+		dirRel, name := filepath.Dir(l.rel), filepath.Base(l.rel)
+		k := opened{l.root, dirRel}
+		if d, ok := held[k]; ok {
+			return d, name, nil
+		}
+		d, mk, err := openDir(l.root, dirRel, create)
+		for _, m := range mk {
+			madeDirs = append(madeDirs, made{l.root, m})
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		held[k] = d
+		return d, name, nil
+	}
+	type placed struct {
+		dir       *os.Root
+		tmp, name string
+	}
+	var staged, installed []placed
+	type backup struct {
+		dir       *os.Root
+		name, bak string
+		shown     string
+	}
+	var backups []backup
+	defer func() {
+		if err != nil {
+			for i := len(installed) - 1; i >= 0; i-- {
+				_ = installed[i].dir.Remove(installed[i].name)
+			}
+			for i := len(backups) - 1; i >= 0; i-- {
+				b := backups[i]
+				if rerr := restoreRename(b.dir, b.bak, b.name); rerr != nil {
+					// Never lose the original silently: say where it is.
+					err = errors.Join(err, fmt.Errorf("restore %s failed (%w); its original content is in %s", b.shown, unwrapPath(rerr),
+						filepath.ToSlash(filepath.Join(filepath.Dir(b.shown), b.bak))))
+				}
+			}
+			for _, s := range staged {
+				_ = s.dir.Remove(s.tmp)
+			}
+		}
+		for _, d := range held {
+			_ = d.Close()
+		}
+		if err != nil {
+			for i := len(madeDirs) - 1; i >= 0; i-- {
+				m := madeDirs[i]
+				if parent, _, perr := openDir(m.root, filepath.Dir(m.dir), false); perr == nil {
+					_ = parent.Remove(filepath.Base(m.dir))
+					_ = parent.Close()
+				}
+			}
+		}
+	}()
+
+	for _, ch := range plan {
+		if ch.kind == authz.PatchDelete {
+			continue
+		}
+		dir, name, err := dirOf(ch.target, true)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ch.target.shown, unwrapPath(err))
+		}
+		tmp, err := stage(dir, name, ch.data, ch.perm)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ch.target.shown, unwrapPath(err))
+		}
+		staged = append(staged, placed{dir: dir, tmp: tmp, name: name})
+	}
+	for _, ch := range plan {
+		var orig loc
+		switch {
+		case ch.kind == authz.PatchDelete:
+			orig = ch.target
+		case ch.from != nil:
+			orig = *ch.from
+		case ch.kind == authz.PatchUpdate:
+			orig = ch.target
+		default:
+			continue
+		}
+		dir, name, err := dirOf(orig, false)
+		if err != nil {
+			return fmt.Errorf("%s: %w", orig.shown, unwrapPath(err))
+		}
+		f, bak, err := reserve(dir, name, ".bak-")
+		if err != nil {
+			return fmt.Errorf("%s: %w", orig.shown, unwrapPath(err))
+		}
+		_ = f.Close()
+		if err := commitRename(dir, name, bak); err != nil {
+			_ = dir.Remove(bak)
+			return fmt.Errorf("%s: %w", orig.shown, unwrapPath(err))
+		}
+		backups = append(backups, backup{dir: dir, name: name, bak: bak, shown: orig.shown})
+	}
+	for _, s := range staged {
+		if err := commitRename(s.dir, s.tmp, s.name); err != nil {
+			return unwrapPath(err)
+		}
+		installed = append(installed, s)
+	}
+	staged = nil
+	for _, b := range backups {
+		_ = b.dir.Remove(b.bak)
+	}
+	return nil
+}
+
+// unwrapPath drops the path of a *fs.PathError or *os.LinkError, so a
+// message names files only as the tool shows them.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
+// commitRename and restoreRename rename within one directory; tests
+// replace them to fail part-way through a commit or its rollback.
+var (
+	commitRename  = func(dir *os.Root, from, to string) error { return dir.Rename(from, to) }
+	restoreRename = func(dir *os.Root, from, to string) error { return dir.Rename(from, to) }
+)

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -47,14 +47,15 @@ func (c *config) readTool() tool.Tool {
 }
 
 func (c *config) read(ctx context.Context, _ string, a readArgs, _ func(string)) (tool.Result, error) {
-	p, shown, err := c.target(ctx, a.Path)
+	root, t, shown, err := c.target(ctx, a.Path, false)
 	if err != nil {
 		return tool.Result{}, err
 	}
+	defer root.Close()
 	// O_NONBLOCK: opening a FIFO must not hang the call (a context cannot
-	// interrupt open(2)); O_NOFOLLOW: p is resolved, so a final symlink here
-	// was swapped in after the check.
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	// interrupt open(2)). The root keeps the open inside the working
+	// directory even if a symlink was swapped in after the check.
+	f, err := root.OpenFile(t.Rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return tool.Result{}, statFailure(shown, err)
 	}
@@ -167,25 +168,27 @@ func (c *config) writeTool() tool.Tool {
 }
 
 func (c *config) write(ctx context.Context, _ string, a writeArgs, _ func(string)) (tool.Result, error) {
-	p, shown, err := c.target(ctx, a.Path)
+	dir, name, shown, err := c.targetDir(ctx, a.Path, true)
 	if err != nil {
 		return tool.Result{}, err
 	}
+	defer dir.Close()
 	perm := os.FileMode(0o644)
 	created := true
-	if fi, err := os.Stat(p); err == nil {
-		if fi.IsDir() {
+	if fi, err := dir.Lstat(name); err == nil {
+		switch {
+		case fi.IsDir():
 			return tool.Result{}, tooldef.Fail(ReasonIsDir, "%s is a directory", shown)
-		}
-		if !fi.Mode().IsRegular() {
+		case fi.Mode()&os.ModeSymlink != 0:
+			return tool.Result{}, statFailure(shown, errChanged)
+		case !fi.Mode().IsRegular():
 			return tool.Result{}, tooldef.Fail(ReasonBadPath, "%s is not a regular file", shown)
 		}
 		perm, created = fi.Mode().Perm(), false
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return tool.Result{}, statFailure(shown, err)
 	}
-	if err := writeAtomic(p, []byte(a.Content), perm); err != nil {
+	if err := writeAtomic(dir, name, []byte(a.Content), perm); err != nil {
 		return tool.Result{}, statFailure(shown, err)
 	}
 	verb := "updated"
@@ -225,14 +228,15 @@ func (c *config) editTool() tool.Tool {
 }
 
 func (c *config) edit(ctx context.Context, _ string, a editArgs, _ func(string)) (tool.Result, error) {
-	p, shown, err := c.target(ctx, a.Path)
-	if err != nil {
-		return tool.Result{}, err
-	}
 	if a.OldString == a.NewString {
 		return tool.Result{}, tooldef.Fail(ReasonNoMatch, "old_string and new_string are identical; nothing to change")
 	}
-	data, perm, err := c.readTextFile(p, shown)
+	dir, name, shown, err := c.targetDir(ctx, a.Path, false)
+	if err != nil {
+		return tool.Result{}, err
+	}
+	defer dir.Close()
+	data, perm, err := c.readTextFile(dir, name, shown)
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -249,7 +253,7 @@ func (c *config) edit(ctx context.Context, _ string, a editArgs, _ func(string))
 	} else {
 		text = strings.Replace(text, a.OldString, a.NewString, 1)
 	}
-	if err := writeAtomic(p, []byte(text), perm); err != nil {
+	if err := writeAtomic(dir, name, []byte(text), perm); err != nil {
 		return tool.Result{}, statFailure(shown, err)
 	}
 	return tool.Result{
@@ -278,18 +282,24 @@ func (c *config) listTool() tool.Tool {
 }
 
 func (c *config) list(ctx context.Context, _ string, a listArgs, _ func(string)) (tool.Result, error) {
-	p, shown, err := c.target(ctx, a.Path)
+	root, t, shown, err := c.target(ctx, a.Path, false)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	fi, err := os.Stat(p)
+	defer root.Close()
+	f, err := root.Open(t.Rel)
+	if err != nil {
+		return tool.Result{}, statFailure(shown, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return tool.Result{}, statFailure(shown, err)
 	}
 	if !fi.IsDir() {
 		return tool.Result{}, tooldef.Fail(ReasonNotDir, "%s is not a directory; use read", shown)
 	}
-	entries, err := os.ReadDir(p)
+	entries, err := f.ReadDir(-1)
 	if err != nil {
 		return tool.Result{}, statFailure(shown, err)
 	}
@@ -327,15 +337,40 @@ func (c *config) list(ctx context.Context, _ string, a listArgs, _ func(string))
 	}, nil
 }
 
-// target resolves path in the call's scope: the confined absolute path, and
-// how to show it to the model.
-func (c *config) target(ctx context.Context, path string) (p, shown string, err error) {
+// target confines path to the call's scope (for a write with the write
+// checks) and opens the root of the working directory that holds it: the
+// caller closes the root. shown is how to show the path to the model.
+func (c *config) target(ctx context.Context, path string, write bool) (root *os.Root, t authz.Target, shown string, err error) {
 	sc, err := c.scope(ctx)
 	if err != nil {
-		return "", "", err
+		return nil, authz.Target{}, "", err
 	}
-	if p, err = sc.resolve(path); err != nil {
-		return "", "", err
+	return sc.open(path, write)
+}
+
+// open is target in a scope already made.
+func (s scope) open(path string, write bool) (root *os.Root, t authz.Target, shown string, err error) {
+	if t, err = s.confine(path, write); err != nil {
+		return nil, authz.Target{}, "", err
 	}
-	return p, sc.display(p), nil
+	shown = s.display(t.Resolved)
+	if root, err = os.OpenRoot(t.WorkDir); err != nil {
+		return nil, authz.Target{}, "", statFailure(shown, err)
+	}
+	return root, t, shown, nil
+}
+
+// targetDir confines path for writing and opens the directory that holds
+// it with openDir (creating missing directories with create): the caller
+// writes name in dir and closes dir.
+func (c *config) targetDir(ctx context.Context, path string, create bool) (dir *os.Root, name, shown string, err error) {
+	root, t, shown, err := c.target(ctx, path, true)
+	if err != nil {
+		return nil, "", "", err
+	}
+	defer root.Close()
+	if dir, name, err = openParent(root, t.Rel, create); err != nil {
+		return nil, "", "", statFailure(shown, err)
+	}
+	return dir, name, shown, nil
 }

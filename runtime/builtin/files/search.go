@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/builtin/internal/tooldef"
@@ -115,15 +117,18 @@ func (g globPattern) mayContain(rel string) bool {
 // errStop ends a walk early once enough results are found.
 var errStop = errors.New("stop walk")
 
-// walkFiles calls fn for every non-directory entry under root (in lexical
-// order), skipping .git directories and subtrees prune rejects.
-func walkFiles(ctx context.Context, root string, prune func(rel string) bool, fn func(p, rel string, d fs.DirEntry) error) error {
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+// walkFiles calls fn for every non-directory entry under the directory
+// dir of fsys (an os.Root's FS, so the walk cannot leave its working
+// directory), in lexical order, skipping .git directories and subtrees
+// prune rejects. fn gets the entry's path in fsys and its path relative
+// to dir (both slash-separated).
+func walkFiles(ctx context.Context, fsys fs.FS, dir string, prune func(rel string) bool, fn func(p, rel string, d fs.DirEntry) error) error {
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
 		if err != nil {
-			if p == root {
+			if p == dir {
 				return err
 			}
 			if d != nil && d.IsDir() {
@@ -131,14 +136,13 @@ func walkFiles(ctx context.Context, root string, prune func(rel string) bool, fn
 			}
 			return nil
 		}
-		if p == root {
+		if p == dir {
 			return nil
 		}
-		rel, rerr := filepath.Rel(root, p)
-		if rerr != nil {
-			return nil
+		rel := p
+		if dir != "." {
+			rel = strings.TrimPrefix(p, dir+"/")
 		}
-		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
 			if d.Name() == ".git" || (prune != nil && prune(rel)) {
 				return fs.SkipDir
@@ -184,22 +188,24 @@ func (c *config) glob(ctx context.Context, _ string, a globArgs, _ func(string))
 	if err != nil {
 		return tool.Result{}, tooldef.Fail(ReasonBadPattern, "glob: %v", err)
 	}
-	root, err := sc.resolve(a.Path)
+	root, t, shown, err := sc.open(a.Path, false)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	if fi, err := os.Stat(root); err != nil {
-		return tool.Result{}, statFailure(sc.display(root), err)
+	defer root.Close()
+	dir := filepath.ToSlash(t.Rel)
+	if fi, err := root.Stat(t.Rel); err != nil {
+		return tool.Result{}, statFailure(shown, err)
 	} else if !fi.IsDir() {
-		return tool.Result{}, tooldef.Fail(ReasonNotDir, "%s is not a directory", sc.display(root))
+		return tool.Result{}, tooldef.Fail(ReasonNotDir, "%s is not a directory", shown)
 	}
 	var out strings.Builder
 	n, more := 0, false
-	err = walkFiles(ctx, root, func(rel string) bool { return !g.mayContain(rel) }, func(p, rel string, _ fs.DirEntry) error {
+	err = walkFiles(ctx, root.FS(), dir, func(rel string) bool { return !g.mayContain(rel) }, func(p, rel string, _ fs.DirEntry) error {
 		if !g.match(rel) {
 			return nil
 		}
-		line := sc.display(p)
+		line := sc.display(filepath.Join(t.WorkDir, filepath.FromSlash(p)))
 		if n == c.maxResult || out.Len()+len(line)+1 > c.maxOut {
 			more = true
 			return errStop
@@ -213,7 +219,7 @@ func (c *config) glob(ctx context.Context, _ string, a globArgs, _ func(string))
 		if ctx.Err() != nil {
 			return tool.Result{}, ctx.Err()
 		}
-		return tool.Result{}, statFailure(sc.display(root), err)
+		return tool.Result{}, statFailure(shown, err)
 	}
 	if n == 0 {
 		out.WriteString("[no files match]\n")
@@ -301,13 +307,14 @@ func (c *config) grep(ctx context.Context, _ string, a grepArgs, _ func(string))
 	if limit <= 0 {
 		limit = defaultGrepResults
 	}
-	root, err := sc.resolve(a.Path)
+	root, t, shownRoot, err := sc.open(a.Path, false)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	fi, err := os.Stat(root)
+	defer root.Close()
+	fi, err := root.Stat(t.Rel)
 	if err != nil {
-		return tool.Result{}, statFailure(sc.display(root), err)
+		return tool.Result{}, statFailure(shownRoot, err)
 	}
 
 	var out strings.Builder
@@ -324,11 +331,11 @@ func (c *config) grep(ctx context.Context, _ string, a grepArgs, _ func(string))
 		return true
 	}
 	search := func(p string) error {
-		data, ok := c.grepReadable(sc, p)
+		data, ok := c.grepReadable(root, p)
 		if !ok || !re.Match(data) {
 			return nil
 		}
-		shown := sc.display(p)
+		shown := sc.display(filepath.Join(t.WorkDir, p))
 		files++
 		if mode == modeFiles {
 			matches++
@@ -366,14 +373,14 @@ func (c *config) grep(ctx context.Context, _ string, a grepArgs, _ func(string))
 		return nil
 	}
 	if fi.IsDir() {
-		err = walkFiles(ctx, root, nil, func(p, rel string, _ fs.DirEntry) error {
+		err = walkFiles(ctx, root.FS(), filepath.ToSlash(t.Rel), nil, func(p, rel string, _ fs.DirEntry) error {
 			if filter != nil && !filter(rel) {
 				return nil
 			}
-			return search(p)
+			return search(filepath.FromSlash(p))
 		})
 	} else {
-		err = search(root)
+		err = search(t.Rel)
 		if errors.Is(err, errStop) {
 			err = nil
 		}
@@ -382,7 +389,7 @@ func (c *config) grep(ctx context.Context, _ string, a grepArgs, _ func(string))
 		if ctx.Err() != nil {
 			return tool.Result{}, ctx.Err()
 		}
-		return tool.Result{}, statFailure(sc.display(root), err)
+		return tool.Result{}, statFailure(shownRoot, err)
 	}
 	if results == 0 {
 		out.WriteString("[no matches]\n")
@@ -395,20 +402,22 @@ func (c *config) grep(ctx context.Context, _ string, a grepArgs, _ func(string))
 	}, nil
 }
 
-// grepReadable returns the content of p when it is a regular text file
-// inside the scope (a symlink is followed only to a target inside it) and
-// within the size limit.
-func (c *config) grepReadable(sc scope, p string) ([]byte, bool) {
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil || !sc.inside(real) {
+// grepReadable returns the content of p (relative to root) when it is a
+// regular text file within the size limit. The root follows a symlink only
+// to a target inside its working directory; O_NONBLOCK keeps a FIFO from
+// hanging the open.
+func (c *config) grepReadable(root *os.Root, p string) ([]byte, bool) {
+	f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
 		return nil, false
 	}
-	fi, err := os.Stat(real)
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > c.maxFile {
 		return nil, false
 	}
-	data, err := os.ReadFile(real)
-	if err != nil || isBinary(data) {
+	data, err := io.ReadAll(io.LimitReader(f, c.maxFile+1))
+	if err != nil || int64(len(data)) > c.maxFile || isBinary(data) {
 		return nil, false
 	}
 	return data, true
