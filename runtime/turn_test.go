@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -524,24 +523,30 @@ func TestBusyAcrossStoreHandles(t *testing.T) {
 		err error
 	}
 	out := make([]outcome, 2)
-	var wg sync.WaitGroup
+	ended := []chan struct{}{make(chan struct{}), make(chan struct{})}
 	start := make(chan struct{})
 	for i, rt := range rts {
-		wg.Go(func() {
+		go func() {
+			defer close(ended[i])
 			<-start
 			res, err := rt.ProcessUserTurn(t.Context(), mcpRequest(t, "s1", []string{"A", "B"}[i]))
 			out[i] = outcome{res, err}
-		})
+		}()
 	}
 	close(start)
-	// Exactly one turn reaches its model; release both gates once it has.
+	// Exactly one turn reaches its model. It holds the lease until its gate
+	// opens, so the other turn must have tried the lease and ended before
+	// the winner is released: only then is the outcome decided.
+	loser := 1
 	select {
 	case <-gA.entered:
 	case <-gB.entered:
+		loser = 0
 	}
+	<-ended[loser]
 	close(gA.release)
 	close(gB.release)
-	wg.Wait()
+	<-ended[1-loser]
 
 	var busy, done int
 	for _, o := range out {
