@@ -1,0 +1,58 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/runtime/questions"
+	"github.com/openprogram/openprogram/sessions"
+)
+
+// sessions_list returns at most sessionsListLimit (100) sessions, however
+// many the store holds.
+func TestSessionsListIsCappedAt100(t *testing.T) {
+	session(t, nil, func(t *testing.T, e *env, s *stepper) {
+		base := time.Unix(1_700_000_000, 0)
+		for i := range 150 {
+			at := base.Add(time.Duration(i) * time.Second)
+			if _, err := e.store.CreateSession(t.Context(), sessions.Session{ID: fmt.Sprintf("s%03d", i), CreatedAt: at, UpdatedAt: at}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		text, isErr := resultText(t, s.call(1, contracts.SessionsList, map[string]any{}))
+		var list []contracts.SessionSummary
+		if err := json.Unmarshal([]byte(text), &list); err != nil || isErr {
+			t.Fatalf("sessions_list = %q (isError %v): %v", text, isErr, err)
+		}
+		if len(list) != 100 || list[0].ID != "s149" || list[99].ID != "s050" {
+			t.Errorf("sessions_list returned %d sessions (first %q), want the 100 most recent, s149 first", len(list), list[0].ID)
+		}
+	})
+}
+
+// Cancelling a prompt declines every question pending on its session, also
+// one the turn did not raise and did not cancel itself (the fake turn never
+// does): mcpserver's own questions.CancelSession call.
+func TestPromptCancelCancelsTheSessionsQuestions(t *testing.T) {
+	session(t, nil, func(t *testing.T, e *env, s *stepper) {
+		q, err := e.questions.Register(questions.Question{SessionID: firstSession, Kind: questions.KindAsk, Prompt: "?"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the connection has seen question.asked while nothing ran
+		if got := s.call("p1", contracts.PromptSend, map[string]any{"prompt": "block"}); len(got) != 0 {
+			t.Fatalf("blocked prompt_send answered early: %v", got)
+		}
+		if n := len(e.questions.Pending(firstSession)); n != 1 {
+			t.Fatalf("%d questions pending before the cancel, want 1", n)
+		}
+		s.call(2, contracts.PromptCancel, map[string]any{"session_id": firstSession})
+		if p := e.questions.Pending(firstSession); len(p) != 0 {
+			t.Errorf("after prompt_cancel %d questions still pending on the session (%v), want none", len(p), q.ID())
+		}
+	})
+}
