@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -191,10 +192,30 @@ func decodeArgs(ctx context.Context, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode validated arguments: %w", err)
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // numbers stay as the client wrote them
+	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("decode validated arguments: %w", err)
 	}
 	return nil
+}
+
+// rawToolArguments returns the "arguments" member of a validated tool_call
+// exactly as the client sent it ({} when missing or null), so a runtime
+// tool sees every digit of every number.
+func rawToolArguments(req *mcp.CallToolRequest) (json.RawMessage, error) {
+	var p struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if req != nil && req.Params != nil && len(req.Params.Arguments) > 0 {
+		if err := json.Unmarshal(req.Params.Arguments, &p); err != nil {
+			return nil, fmt.Errorf("read tool_call arguments: %w", err)
+		}
+	}
+	if len(p.Arguments) == 0 || string(p.Arguments) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	return p.Arguments, nil
 }
 
 // toolHandler returns the handler of one of the six tools.

@@ -98,13 +98,9 @@ func (c *connection) toolCall(ctx context.Context, req *mcp.CallToolRequest, a c
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: contracts.TextRuntimeToolNotFound}
 	}
-	args := a.Arguments
-	if args == nil {
-		args = map[string]any{}
-	}
-	raw, err := json.Marshal(args)
+	raw, err := rawToolArguments(req)
 	if err != nil {
-		return nil, fmt.Errorf("encode arguments of %s: %w", a.Name, err)
+		return nil, err
 	}
 	if err := tool.ValidateArgs(t, raw); err != nil {
 		var ae *tool.ArgumentsError
