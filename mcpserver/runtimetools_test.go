@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -146,4 +148,27 @@ func TestToolCallArgumentsArriveExactly(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A runtime tool's text over the result cap is clipped on a UTF-8
+// boundary around a visible marker; an image over the image cap is an
+// execution error, never a text.
+func TestToolCallResultCaps(t *testing.T) {
+	const schema = `{"type":"object"}`
+	var got string
+	big := strings.Repeat("€", tool.DefaultMaxResultBytes/3+1000) // 3 bytes each
+	session(t, echoEnv(&got, schema, tool.TextResult(big)), func(t *testing.T, e *env, s *stepper) {
+		text, isErr := resultText(t, s.call(1, contracts.ToolCall, map[string]any{"name": "memory_status"}))
+		if isErr || !utf8.ValidString(text) || !strings.Contains(text, "bytes truncated") || len(text) > tool.DefaultMaxResultBytes+100 {
+			t.Errorf("tool_call of %d bytes of text = %d bytes (valid UTF-8 %v, isError %v), want at most the cap, valid, with a marker",
+				len(big), len(text), utf8.ValidString(text), isErr)
+		}
+	})
+	huge := tool.Result{Content: []tool.Content{tool.Image(make([]byte, tool.DefaultMaxImageBytes+1), "image/png")}}
+	session(t, echoEnv(&got, schema, huge), func(t *testing.T, e *env, s *stepper) {
+		text, isErr := resultText(t, s.call(1, contracts.ToolCall, map[string]any{"name": "memory_status"}))
+		if !isErr || text != contracts.TextRuntimeToolFailed {
+			t.Errorf("tool_call of an image over the cap = %q (isError %v), want the runtime tool failure", text, isErr)
+		}
+	})
 }

@@ -32,7 +32,7 @@ type ExecutorOptions struct {
 	// "[... N bytes truncated ...]" marker.
 	MaxResultBytes int
 	// MaxImageBytes caps one image block (default DefaultMaxImageBytes); a
-	// larger image is replaced by a text note.
+	// result holding a larger image is an IsError result (RESULT_TOO_LARGE).
 	MaxImageBytes int
 	// StopGrace is how long Execute waits, after the call's context ends,
 	// for the tool to stop and report (default DefaultStopGrace). A tool
@@ -127,7 +127,7 @@ func (e *Executor) Execute(ctx context.Context, t Tool, callID string, args json
 		}
 		gctx, res, allowed := e.runGuard(ctx, g, callID, args)
 		if !allowed {
-			e.capResult(&res)
+			e.capResult(t.Name(), &res)
 			return res
 		}
 		ctx, t = gctx, g.inner
@@ -209,7 +209,7 @@ func (e *Executor) Execute(ctx context.Context, t Tool, callID string, args json
 			res.Content = []Content{Text(fmt.Sprintf("tool %s failed", t.Name()))}
 		}
 	}
-	e.capResult(&res)
+	e.capResult(t.Name(), &res)
 	return res
 }
 
@@ -258,19 +258,24 @@ func withDetail(d map[string]any, k string, v any) map[string]any {
 	return out
 }
 
-// capResult applies the text and image limits.
-func (e *Executor) capResult(r *Result) {
+// capResult applies the text and image limits: text over the limit keeps
+// its head and tail around a marker; an image over the limit fails the
+// whole call (RESULT_TOO_LARGE), since no part of an image is useful.
+func (e *Executor) capResult(name string, r *Result) {
 	total := 0
-	over := false
 	for _, c := range r.Content {
 		switch c.Type {
 		case TypeText:
 			total += len(c.Text)
 		case TypeImage:
-			over = over || len(c.Data) > e.maxImage
+			if len(c.Data) > e.maxImage {
+				*r = ErrorResult(ReasonResultTooLarge, fmt.Sprintf(
+					"tool %s returned an image of %d bytes (%s), larger than the limit of %d bytes", name, len(c.Data), c.MediaType, e.maxImage))
+				return
+			}
 		}
 	}
-	if total <= e.maxBytes && !over {
+	if total <= e.maxBytes {
 		return
 	}
 	content := make([]Content, 0, len(r.Content))
@@ -282,8 +287,6 @@ func (e *Executor) capResult(r *Result) {
 		case c.Type == TypeText:
 			c.Text, _ = TruncateMiddle(c.Text, budget)
 			budget = 0
-		case c.Type == TypeImage && len(c.Data) > e.maxImage:
-			c = Text(fmt.Sprintf("[image of %d bytes (%s) omitted: larger than %d bytes]", len(c.Data), c.MediaType, e.maxImage))
 		}
 		content = append(content, c)
 	}

@@ -50,6 +50,7 @@ const (
 	ReasonPanic            = "PANIC"
 	ReasonTimeout          = "TIMEOUT"
 	ReasonCancelled        = "CANCELLED"
+	ReasonResultTooLarge   = "RESULT_TOO_LARGE"
 )
 
 // Result is what a tool execution produced. IsError is the only failure

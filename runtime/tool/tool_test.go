@@ -435,9 +435,16 @@ func TestExecutorCapsImages(t *testing.T) {
 	f := newTool("img", func(context.Context, string, json.RawMessage, func(string)) (tool.Result, error) {
 		return tool.Result{Content: []tool.Content{tool.Image(make([]byte, 2048), "image/png"), tool.Image([]byte{1}, "image/gif")}}, nil
 	})
-	res := tool.NewExecutor(&tool.ExecutorOptions{MaxImageBytes: 1024}).Execute(context.Background(), f, "c", json.RawMessage(`{"text":"x"}`), nil)
-	if len(res.Content) != 2 || res.Content[0].Type != tool.TypeText || res.Content[1].Type != tool.TypeImage {
-		t.Errorf("Content = %+v, want the big image replaced by text and the small kept", res.Content)
+	ex := tool.NewExecutor(&tool.ExecutorOptions{MaxImageBytes: 1024})
+	res := ex.Execute(context.Background(), f, "c", json.RawMessage(`{"text":"x"}`), nil)
+	if !res.IsError || res.ReasonCode() != tool.ReasonResultTooLarge || len(res.Content) != 1 || res.Content[0].Type != tool.TypeText {
+		t.Errorf("result with an image over the cap = %+v, want an IsError RESULT_TOO_LARGE text, no image", res)
+	}
+	small := newTool("img", func(context.Context, string, json.RawMessage, func(string)) (tool.Result, error) {
+		return tool.Result{Content: []tool.Content{tool.Image(make([]byte, 1024), "image/png")}}, nil
+	})
+	if res := ex.Execute(context.Background(), small, "c", json.RawMessage(`{"text":"x"}`), nil); res.IsError || len(res.Content) != 1 {
+		t.Errorf("result with an image at the cap = %+v, want it passed through", res)
 	}
 }
 
