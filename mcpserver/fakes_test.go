@@ -264,6 +264,7 @@ func (m *memStore) leaseHeld(id string) bool {
 //	text         stream assistant text in five pieces
 //	text-slow    the same, pausing 1.5 s after the second piece
 //	slow         answer after one second
+//	commit-wait  answer, but return one second after the final write
 //	anything else  answer "echo: <prompt>"
 //
 // Every turn takes the session's turn lease like the runtime does.
@@ -365,6 +366,12 @@ func (f *fakeTurns) ProcessUserTurn(ctx context.Context, req runtime.TurnRequest
 	}, true)
 	if err != nil {
 		return runtime.TurnResult{}, err
+	}
+	if req.Committed != nil {
+		req.Committed()
+	}
+	if req.Text == "commit-wait" {
+		time.Sleep(time.Second) // committed, not yet returned
 	}
 	publish(events.TurnEnd, map[string]any{"failed": failed, "cancelled": false})
 	return runtime.TurnResult{Text: answer, AssistantMessageID: msgs[1].ID, Failed: failed}, nil

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -53,6 +54,33 @@ func TestPromptCancelCancelsTheSessionsQuestions(t *testing.T) {
 		s.call(2, contracts.PromptCancel, map[string]any{"session_id": firstSession})
 		if p := e.questions.Pending(firstSession); len(p) != 0 {
 			t.Errorf("after prompt_cancel %d questions still pending on the session (%v), want none", len(p), q.ID())
+		}
+	})
+}
+
+// Once the turn has committed its final write, a late prompt_cancel finds
+// nothing to cancel: cancelled:false, the prompt_send gets its result, and
+// no mcp.request.cancelled record is written for a turn that completed.
+func TestPromptCancelAfterTheCommitPoint(t *testing.T) {
+	session(t, nil, func(t *testing.T, e *env, s *stepper) {
+		if got := s.call("p1", contracts.PromptSend, map[string]any{"prompt": "commit-wait"}); len(got) != 0 {
+			t.Fatalf("prompt_send answered before its turn returned: %v", got)
+		}
+		text, isErr := resultText(t, s.call(2, contracts.PromptCancel, map[string]any{"session_id": firstSession}))
+		if isErr || !strings.Contains(text, `"cancelled":false`) {
+			t.Errorf("prompt_cancel after the commit point = %s (isError %v), want cancelled:false", text, isErr)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		text, isErr = resultText(t, s.frames())
+		if isErr || !strings.Contains(text, "echo: commit-wait") {
+			t.Errorf("prompt_send after a late prompt_cancel = %s (isError %v), want its result", text, isErr)
+		}
+		if got := e.store.auditOf(AuditRequestCancelled); len(got) != 0 {
+			t.Errorf("a completed turn was audited as cancelled: %v", got)
+		}
+		if got := e.store.auditOf(AuditPromptCompleted); len(got) != 1 {
+			t.Errorf("prompt completed records = %v, want one", got)
 		}
 	})
 }

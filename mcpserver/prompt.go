@@ -124,15 +124,12 @@ func (c *connection) cancelPrompt(rec *promptRecord, reason string) bool {
 	return did
 }
 
-// complete settles a turn that ran to its end; it reports false when the
-// turn was cancelled first.
+// complete settles a turn that committed its final write (called at the
+// commit point, and again when the turn returns); it reports false when
+// the turn was cancelled first.
 func (c *connection) complete(rec *promptRecord) bool {
-	did := false
-	rec.end.Do(func() {
-		did = true
-		c.unregister(rec)
-	})
-	return did
+	rec.end.Do(func() { c.unregister(rec) })
+	return !rec.cancelled // set only inside end.Do, which happened before
 }
 
 // cancelAll cancels every running turn of the connection and refuses new
@@ -213,6 +210,8 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 		WorkDirs:       areq.WorkDirs,
 		Authority:      areq.Authority,
 		RequestID:      newTurnRequestID(),
+		// From the commit point on, a prompt_cancel finds nothing to cancel.
+		Committed: func() { c.complete(rec) },
 	}
 	prog := rec.prog
 	fwd := startTurnProgress(s.bus, turnReq, prog)

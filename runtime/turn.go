@@ -43,6 +43,11 @@ type TurnRequest struct {
 	Authority authz.Authority
 	// RequestID is an opaque id copied into every event of the turn.
 	RequestID string
+	// Committed, when set, is called once, synchronously, right after the
+	// turn's final write succeeded and before ProcessUserTurn returns: from
+	// then on the turn's outcome is fixed and cancelling ctx no longer
+	// changes it (the result is returned with a nil error).
+	Committed func()
 }
 
 // TurnResult is how a turn ended. Failed turns (no provider configured, a
@@ -447,6 +452,9 @@ func (t *turn) write(ctx context.Context, res TurnResult) (TurnResult, error) {
 	}
 	res.UserMessageID = t.userID
 	res.AssistantMessageID = saved[len(saved)-1].ID
+	if t.req.Committed != nil {
+		t.req.Committed()
+	}
 	return res, nil
 }
 
