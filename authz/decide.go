@@ -124,7 +124,7 @@ func Decide(req Request, tool string, args json.RawMessage) Decision {
 			}
 		}
 	}
-	name := show(clip(tool))
+	name := show(Clip(tool, msgClip))
 	if denyRule != nil {
 		return deny(ReasonRuleDeny, capab, fmt.Sprintf("permission rule %s denies %s", denyRule, name))
 	}
@@ -147,13 +147,13 @@ func Decide(req Request, tool string, args json.RawMessage) Decision {
 func approval(req Request, nonInteractive bool, capab Capability, why string) Decision {
 	switch {
 	case nonInteractive && req.Source == SourceCLI:
-		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and speaker %s is non-interactive", why, show(clip(req.Authority.SpeakerID))))
+		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and speaker %s is non-interactive", why, show(Clip(req.Authority.SpeakerID, msgClip))))
 	case nonInteractive:
 		src := req.Source
 		if src == "" {
 			src = "(none)"
 		}
-		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and source %s is non-interactive", why, show(clip(src))))
+		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and source %s is non-interactive", why, show(Clip(src, msgClip))))
 	case !req.Authority.Tier.Has(CapApprovalRequest):
 		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and authority tier %s cannot request approval", why, show(string(req.Authority.Tier))))
 	}
@@ -181,9 +181,9 @@ func hardConstraint(req Request, tool string, args json.RawMessage) string {
 	if src == "" {
 		src = "(none)"
 	}
-	name := show(clip(tool))
+	name := show(Clip(tool, msgClip))
 	if IsRiskyTool(tool) {
-		return fmt.Sprintf("%s is not allowed for source %s", name, show(clip(src)))
+		return fmt.Sprintf("%s is not allowed for source %s", name, show(Clip(src, msgClip)))
 	}
 	var targets []string
 	switch l := strings.ToLower(tool); l {
@@ -215,7 +215,7 @@ func hardConstraint(req Request, tool string, args json.RawMessage) string {
 		return ""
 	}
 	if len(req.WorkDirs) == 0 {
-		return fmt.Sprintf("%s cannot write: source %s has no working directory", name, show(clip(src)))
+		return fmt.Sprintf("%s cannot write: source %s has no working directory", name, show(Clip(src, msgClip)))
 	}
 	for _, t := range targets {
 		r, err := ResolvePath(req.WorkDirs[0], t)

@@ -100,7 +100,7 @@ func PatchTargets(patch string) ([]string, error) {
 		case indented:
 			// Indented text such as a Markdown rule in a context line.
 		default:
-			return nil, fmt.Errorf("patch line %d: unknown marker %s", lineNo, show(clip(t)))
+			return nil, fmt.Errorf("patch line %d: unknown marker %s", lineNo, show(Clip(t, msgClip)))
 		}
 		if err != nil {
 			return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
 	"github.com/openprogram/openprogram/runtime/events"
@@ -137,8 +138,8 @@ func (c *connection) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if ir, ok := req.(*mcp.ServerRequest[*mcp.InitializeParams]); ok && ir.Params != nil && ir.Params.ClientInfo != nil {
 				// Diagnostics only: clientInfo never affects identity or scope.
 				c.s.log.Info("MCP client initializing", "client_id", c.s.clientID,
-					"client_name", clip(ir.Params.ClientInfo.Name), "client_version", clip(ir.Params.ClientInfo.Version),
-					"protocol_version", clip(ir.Params.ProtocolVersion))
+					"client_name", authz.Clip(ir.Params.ClientInfo.Name, 128), "client_version", authz.Clip(ir.Params.ClientInfo.Version, 128),
+					"protocol_version", authz.Clip(ir.Params.ProtocolVersion, 128))
 			}
 		case "tools/list":
 			res, err = next(ctx, method, req)
@@ -286,13 +287,4 @@ func payloadResult(v any) (*mcp.CallToolResult, error) {
 // errorPayload is an isError result holding {"error": text[, "reason": r]}.
 func errorPayload(text, reason string) *mcp.CallToolResult {
 	return contracts.ErrorResult(contracts.ErrorPayload{Error: text, Reason: reason})
-}
-
-// clip bounds a client-supplied string for the log.
-func clip(s string) string {
-	const limit = 128
-	if len(s) <= limit {
-		return s
-	}
-	return s[:limit] + "..."
 }

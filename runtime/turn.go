@@ -400,8 +400,8 @@ func (t *turn) offer() ([]provider.ToolSpec, map[string]tool.Tool) {
 // not offered still goes through the gate, which denies it with its reason.
 func (t *turn) execute(ctx context.Context, offered map[string]tool.Tool, c ToolCallData, args json.RawMessage) tool.Result {
 	sid := t.req.SessionID
-	name := clip(c.Name, 64)
-	t.r.publish(events.ToolStart, sid, map[string]any{"request_id": t.req.RequestID, "tool": name, "call_id": clip(c.ID, 128)})
+	name := authz.Clip(c.Name, 64)
+	t.r.publish(events.ToolStart, sid, map[string]any{"request_id": t.req.RequestID, "tool": name, "call_id": authz.Clip(c.ID, 128)})
 	tl, ok := offered[c.Name]
 	if !ok && t.r.opts.Registry != nil {
 		tl, ok = t.r.opts.Registry.Get(c.Name)
@@ -419,7 +419,7 @@ func (t *turn) execute(ctx context.Context, offered map[string]tool.Tool, c Tool
 		cctx := tool.WithCall(ctx, tool.CallInfo{SessionID: sid, Authority: t.req.Authority, Source: t.req.Source, WorkDirs: t.req.WorkDirs})
 		res = t.r.exec.Execute(cctx, gate.Wrap(tl, areq, gopts), c.ID, args, nil)
 	}
-	t.r.publish(events.ToolEnd, sid, map[string]any{"request_id": t.req.RequestID, "tool": name, "call_id": clip(c.ID, 128), "is_error": res.IsError})
+	t.r.publish(events.ToolEnd, sid, map[string]any{"request_id": t.req.RequestID, "tool": name, "call_id": authz.Clip(c.ID, 128), "is_error": res.IsError})
 	return res
 }
 
@@ -463,13 +463,6 @@ func (t *turn) storeErr(ctx context.Context, what string, err error) (TurnResult
 		return TurnResult{}, errStopped
 	}
 	return TurnResult{}, fmt.Errorf("%s: %w", what, err)
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "..."
 }
 
 // progress coalesces streamed text into turn.text events: the first

@@ -148,7 +148,7 @@ func parsePatch(patch string) ([]fileOp, error) {
 					return nil, err
 				}
 			case t == raw:
-				return nil, fmt.Errorf("patch line %d: unknown marker %q", lineNo, clipText(marker))
+				return nil, fmt.Errorf("patch line %d: unknown marker %q", lineNo, authz.Clip(marker, 60))
 			default:
 				handled = false // indented text, e.g. a context line
 			}
@@ -229,13 +229,6 @@ func markerArg(line, marker string) string {
 	return p
 }
 
-func clipText(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "..."
-	}
-	return s
-}
-
 // applyHunks applies an Update File section's hunks to content.
 func applyHunks(content string, op fileOp) (string, error) {
 	trailingNL := strings.HasSuffix(content, "\n")
@@ -256,7 +249,7 @@ func applyHunks(content string, op fileOp) (string, error) {
 		if h.header != "" {
 			at := findLines(lines, []string{h.header}, cursor, false)
 			if at < 0 {
-				return "", fmt.Errorf("hunk %d (patch line %d): context line %q not found in %s", i+1, h.line, clipText(h.header), op.path)
+				return "", fmt.Errorf("hunk %d (patch line %d): context line %q not found in %s", i+1, h.line, authz.Clip(h.header, 60), op.path)
 			}
 			cursor = at + 1
 		}
@@ -268,7 +261,7 @@ func applyHunks(content string, op fileOp) (string, error) {
 		}
 		at := findLines(lines, old, cursor, h.eof)
 		if at < 0 {
-			return "", fmt.Errorf("hunk %d (patch line %d): the lines to change were not found in %s after line %d (first: %q); read the file and retry", i+1, h.line, op.path, cursor, clipText(old[0]))
+			return "", fmt.Errorf("hunk %d (patch line %d): the lines to change were not found in %s after line %d (first: %q); read the file and retry", i+1, h.line, op.path, cursor, authz.Clip(old[0], 60))
 		}
 		// Context lines keep the file's text (a fuzzy match may differ in
 		// whitespace); only + lines come from the patch.
