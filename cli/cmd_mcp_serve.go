@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/mcpserver"
@@ -15,7 +13,6 @@ import (
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/runtime/tool"
-	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -79,16 +76,11 @@ func (mcpServeCmd) Run(ctx context.Context, app *App) error {
 		Provider:     prov,
 		ProviderErr:  provErr,
 		SystemPrompt: cfg.String("agent.system_prompt"),
-		OnDenied:     auditTurnDenial(st, clientID, log),
 		Logger:       log,
 	})
 	srv, err := mcpserver.New(mcpserver.Options{
 		Store:        st,
-		Registry:     reg,
-		Executor:     executor,
-		Turns:        rt,
-		Bus:          bus,
-		Questions:    qs,
+		Runtime:      rt, // mcpserver audits every denial, in turns too
 		ClientID:     clientID,
 		Authority:    authority,
 		ExposedTools: cfg.Strings("mcp_server.exposed_tools"),
@@ -126,28 +118,6 @@ func providerConfig(cfg *Config) provider.Config {
 		Script:    cfg.String("model.script"),
 	}
 	return pc
-}
-
-// auditTurnDenial records gate denials inside prompt_send turns (tool_call
-// denials are audited by mcpserver itself).
-func auditTurnDenial(st sessions.Store, clientID string, log interface {
-	Warn(string, ...any)
-}) func(string, authz.Decision) {
-	return func(sessionID string, d authz.Decision) {
-		payload, err := json.Marshal(map[string]any{
-			"client_id": clientID, "reason_code": d.ReasonCode, "capability": string(d.Capability), "in_turn": true,
-		})
-		if err != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := st.AppendAudit(ctx, sessions.NewAuditRecord{
-			Type: mcpserver.AuditToolDenied, Origin: "mcp/" + clientID, SessionID: sessionID, Payload: payload,
-		}); err != nil {
-			log.Warn("audit a gate denial", "err", err)
-		}
-	}
 }
 
 func storeKind(u string) string {

@@ -78,7 +78,8 @@ func (c *connection) declineIfActive(ev events.Event) {
 	if !c.hasActive(ev.SessionID) {
 		return
 	}
-	id, _ := ev.Data["question_id"].(string)
+	q, _ := ev.Data.(events.QuestionData)
+	id := q.QuestionID
 	if id == "" {
 		return
 	}

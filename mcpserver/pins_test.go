@@ -8,6 +8,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/sessions"
@@ -81,6 +84,34 @@ func TestPromptCancelAfterTheCommitPoint(t *testing.T) {
 		}
 		if got := e.store.auditOf(AuditPromptCompleted); len(got) != 1 {
 			t.Errorf("prompt completed records = %v, want one", got)
+		}
+	})
+}
+
+// A gate denial inside a prompt_send turn is audited by mcpserver, with or
+// without a progress token, in the same payload as a tool_call denial plus
+// in_turn, on the turn's session.
+func TestTurnDenialsAreAudited(t *testing.T) {
+	session(t, nil, func(t *testing.T, e *env, s *stepper) {
+		if _, isErr := resultText(t, s.call(1, contracts.PromptSend, map[string]any{"prompt": "tools"})); isErr {
+			t.Fatal("prompt_send failed")
+		}
+		s.call(2, contracts.ToolCall, map[string]any{"name": "read"})
+		want := []map[string]any{
+			{"tool": "bash", "reason_code": authz.ReasonHardConstraint, "capability": string(authz.CapProcessExec), "client_id": testClientID, "in_turn": true},
+			{"tool": "read", "reason_code": authz.ReasonCapability, "capability": string(authz.CapFSRead), "client_id": testClientID},
+		}
+		if diff := cmp.Diff(want, e.store.auditOf(AuditToolDenied)); diff != "" {
+			t.Errorf("denial audit (-want +got):\n%s", diff)
+		}
+		var sessionsOf []string
+		for _, r := range e.store.allAudit() {
+			if r.Type == AuditToolDenied {
+				sessionsOf = append(sessionsOf, r.SessionID+"|"+r.Origin)
+			}
+		}
+		if diff := cmp.Diff([]string{firstSession + "|mcp/" + testClientID, "|mcp/" + testClientID}, sessionsOf); diff != "" {
+			t.Errorf("denial records' session|origin (-want +got):\n%s", diff)
 		}
 	})
 }

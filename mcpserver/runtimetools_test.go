@@ -13,6 +13,7 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
 
@@ -112,7 +113,8 @@ func echoEnv(got *string, schema string, result tool.Result) func(*Options) {
 		if err := reg.Register(echo); err != nil {
 			panic(err)
 		}
-		o.Registry, o.ExposedTools = reg, []string{"memory_status"}
+		o.Runtime = runtime.New(runtime.Options{Store: o.Store, Registry: reg, Bus: o.Runtime.Bus(), Questions: o.Runtime.Questions()})
+		o.ExposedTools = []string{"memory_status"}
 	}
 }
 

@@ -13,8 +13,9 @@
 //	auth, _ := authz.MCPClientAuthority(clientID, principalID)
 //	res, err := rt.ProcessUserTurn(ctx, runtime.TurnRequest{
 //		SessionID: "mcp_0123", Text: "What do my notes say about the release?",
-//		AgentID: "main", Source: authz.SourceMCP, PermissionMode: authz.ModeAsk,
-//		Rules: rules, WorkDirs: []string{"/home/me/project"}, Authority: auth, RequestID: "42",
+//		AgentID: "main", RequestID: "42",
+//		Request: authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk,
+//			Authority: auth, Rules: rules, WorkDirs: []string{"/home/me/project"}},
 //	})
 //	switch {
 //	case errors.Is(err, sessions.ErrBusy): // another turn runs on the session

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -13,16 +12,18 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/events"
-	"github.com/openprogram/openprogram/runtime/gate"
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
 )
 
 // TurnRequest is one user message to answer. Everything the turn may do
-// follows from Authority (validated, used as is), Source and the rest; no
-// field can raise the authority tier, and Source "cli" (the one source
-// without hard constraints) is refused for anyone but the owner.
+// follows from its authz.Request, used whole for every tool call of the
+// turn: Authority (validated, used as is), Source (required: authz.SourceMCP,
+// authz.SourceAgentSpawn or authz.SourceCLI), PermissionMode ("" means
+// ask), Rules and absolute WorkDirs. No field can raise the authority tier,
+// and Source "cli" (the one source without hard constraints) is refused for
+// anyone but the owner.
 type TurnRequest struct {
 	// SessionID names an existing session. Required.
 	SessionID string
@@ -30,17 +31,9 @@ type TurnRequest struct {
 	Text string
 	// AgentID is recorded with the user message.
 	AgentID string
-	// Source is where the request comes from: authz.SourceMCP,
-	// authz.SourceAgentSpawn or authz.SourceCLI. Required.
-	Source string
-	// PermissionMode is authz.ModeAsk or authz.ModeBypass ("" means ask).
-	PermissionMode string
-	// Rules are the permission rules (config tools.permission_rules).
-	Rules []authz.Rule
-	// WorkDirs are absolute working directories for file tools.
-	WorkDirs []string
-	// Authority is the speaker's six authority fields.
-	Authority authz.Authority
+	// Request is the authorization of the turn's speaker and every tool
+	// call it makes.
+	authz.Request
 	// RequestID is an opaque id copied into every event of the turn.
 	RequestID string
 	// Committed, when set, is called once, synchronously, right after the
@@ -74,13 +67,6 @@ const (
 
 // ErrInvalidTurn is wrapped by the error of a malformed [TurnRequest].
 var ErrInvalidTurn = errors.New("invalid turn request")
-
-// Text progress is published at most once per progressInterval unless
-// progressChars have accumulated, and at the end of every model step.
-const (
-	progressInterval = 250 * time.Millisecond
-	progressChars    = 200
-)
 
 // Reason codes of tool results the turn loop makes itself.
 const (
@@ -175,7 +161,7 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 	turnCtx, cancelTurn := context.WithCancelCause(ctx)
 	declineOnCancel := context.AfterFunc(turnCtx, func() { r.cancelQuestions(sid) })
 	stopRenew := r.keepLease(turnCtx, cancelTurn, sid, owner)
-	r.publish(events.TurnStart, sid, map[string]any{"request_id": req.RequestID, "session_id": sid})
+	r.publish(events.TurnStart, sid, events.TurnStartData{RequestID: req.RequestID, SessionID: sid})
 
 	cleaned := false
 	cleanup := func() {
@@ -200,9 +186,9 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 	if stopped {
 		r.cancelQuestions(sid)
 	}
-	r.publish(events.TurnEnd, sid, map[string]any{
-		"request_id": req.RequestID, "session_id": sid,
-		"failed": res.Failed, "error_class": res.ErrorClass, "cancelled": stopped,
+	r.publish(events.TurnEnd, sid, events.TurnEndData{
+		RequestID: req.RequestID, SessionID: sid,
+		Failed: res.Failed, ErrorClass: res.ErrorClass, Cancelled: stopped,
 	})
 	switch {
 	case stopped && ctx.Err() != nil:
@@ -221,7 +207,7 @@ func (r *Runtime) cancelQuestions(sid string) {
 	}
 }
 
-func (r *Runtime) publish(typ, sid string, data map[string]any) {
+func (r *Runtime) publish(typ, sid string, data any) {
 	if r.opts.Bus != nil {
 		r.opts.Bus.Publish(events.Event{Type: typ, SessionID: sid, Data: data})
 	}
@@ -313,11 +299,8 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 	if p == nil {
 		return t.fail(ctx, ErrorClassNotConfigured, "Turn failed: "+t.r.opts.ProviderErr.Error())
 	}
-	specs, tools := t.offer()
-	prog := &progress{interval: progressInterval, chars: progressChars,
-		emit: func(text string, total int) {
-			t.r.publish(events.TextProgress, sid, map[string]any{"request_id": t.req.RequestID, "text": text, "chars": total})
-		}}
+	specs := t.offer()
+	chars := 0 // streamed so far; consumers coalesce the fragments
 	for step := 0; ; step++ {
 		if step == t.r.opts.MaxSteps {
 			return t.fail(ctx, ErrorClassMaxSteps, fmt.Sprintf(
@@ -327,12 +310,15 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 			return TurnResult{}, errStopped
 		}
 		resp, err := p.Stream(ctx, provider.Request{System: t.r.system, Messages: msgs, Tools: specs}, func(d provider.Delta) {
-			prog.add(d.Text)
+			if d.Text == "" {
+				return
+			}
+			chars += utf8.RuneCountInString(d.Text)
+			t.r.publish(events.TextProgress, sid, events.TextData{RequestID: t.req.RequestID, Text: d.Text, Chars: chars})
 		})
 		if ctx.Err() != nil {
 			return TurnResult{}, errStopped // a late answer is discarded
 		}
-		prog.flush()
 		if err != nil {
 			return t.fail(ctx, string(provider.ClassOf(err)), "Turn failed: "+err.Error())
 		}
@@ -364,13 +350,14 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 				if ctx.Err() != nil {
 					return TurnResult{}, errStopped
 				}
-				res = t.execute(ctx, tools, c, resp.ToolCalls[i].Arguments)
+				res = t.r.RunTool(ctx, t.req.Request, ToolCall{SessionID: sid, RequestID: t.req.RequestID,
+					ID: c.ID, Name: c.Name, Arguments: resp.ToolCalls[i].Arguments})
 				if ctx.Err() != nil {
 					return TurnResult{}, errStopped
 				}
 			}
 			text := resultText(res)
-			denied, _ := res.Details[tool.DetailDenied].(bool)
+			_, denied := res.Denial()
 			t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleTool, Content: text,
 				Metadata: Metadata{ToolCallID: c.ID, ToolName: c.Name, IsError: res.IsError, Denied: denied, ReasonCode: res.ReasonCode()}.encode()})
 			msgs = append(msgs, provider.Message{Role: provider.RoleTool, Content: text, ToolCallID: c.ID, ToolName: c.Name, IsError: res.IsError})
@@ -378,49 +365,18 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 	}
 }
 
-// offer returns the tools the speaker's tier may use: their specs for the
-// model and the tools by name.
-func (t *turn) offer() ([]provider.ToolSpec, map[string]tool.Tool) {
-	if t.r.opts.Registry == nil {
-		return nil, nil
-	}
+// offer returns the specs, for the model, of the tools the speaker's tier
+// may use. A registered tool that was not offered still goes through the
+// gate when the model calls it, which denies it with its reason.
+func (t *turn) offer() []provider.ToolSpec {
 	var specs []provider.ToolSpec
-	tools := map[string]tool.Tool{}
-	for _, tl := range t.r.opts.Registry.List() {
+	for _, tl := range t.r.registry().List() {
 		if !t.req.Authority.Tier.Has(tl.Capability()) {
 			continue
 		}
 		specs = append(specs, provider.ToolSpec{Name: tl.Name(), Description: tl.Description(), InputSchema: tl.InputSchema()})
-		tools[tl.Name()] = tl
 	}
-	return specs, tools
-}
-
-// execute runs one tool call through the gate. A registered tool that was
-// not offered still goes through the gate, which denies it with its reason.
-func (t *turn) execute(ctx context.Context, offered map[string]tool.Tool, c ToolCallData, args json.RawMessage) tool.Result {
-	sid := t.req.SessionID
-	name := authz.Clip(c.Name, 64)
-	t.r.publish(events.ToolStart, sid, map[string]any{"request_id": t.req.RequestID, "tool": name, "call_id": authz.Clip(c.ID, 128)})
-	tl, ok := offered[c.Name]
-	if !ok && t.r.opts.Registry != nil {
-		tl, ok = t.r.opts.Registry.Get(c.Name)
-	}
-	var res tool.Result
-	if !ok {
-		res = tool.ErrorResult(reasonUnknownTool, fmt.Sprintf("tool %q is not available; use one of the tools you were given", name))
-	} else {
-		areq := authz.Request{Source: t.req.Source, PermissionMode: t.req.PermissionMode, Authority: t.req.Authority,
-			Rules: t.req.Rules, WorkDirs: t.req.WorkDirs}
-		gopts := &gate.Options{Questions: t.r.opts.Questions, SessionID: sid, Bus: t.r.opts.Bus}
-		if t.r.opts.OnDenied != nil {
-			gopts.OnDenied = func(d authz.Decision) { t.r.opts.OnDenied(sid, d) }
-		}
-		cctx := tool.WithCall(ctx, tool.CallInfo{SessionID: sid, Authority: t.req.Authority, Source: t.req.Source, WorkDirs: t.req.WorkDirs})
-		res = t.r.exec.Execute(cctx, gate.Wrap(tl, areq, gopts), c.ID, args, nil)
-	}
-	t.r.publish(events.ToolEnd, sid, map[string]any{"request_id": t.req.RequestID, "tool": name, "call_id": authz.Clip(c.ID, 128), "is_error": res.IsError})
-	return res
+	return specs
 }
 
 // fail ends the turn with a failure text stored as the assistant message.
@@ -463,40 +419,6 @@ func (t *turn) storeErr(ctx context.Context, what string, err error) (TurnResult
 		return TurnResult{}, errStopped
 	}
 	return TurnResult{}, fmt.Errorf("%s: %w", what, err)
-}
-
-// progress coalesces streamed text into turn.text events: the first
-// fragment at once (the model has started), then one when chars characters
-// have accumulated or interval has passed since the last event, checked as
-// text arrives (no timer), and one at the end of each step.
-type progress struct {
-	interval time.Duration
-	chars    int
-	last     time.Time
-	buf      strings.Builder
-	pending  int // characters in buf
-	total    int // characters published so far
-	emit     func(text string, total int)
-}
-
-func (p *progress) add(s string) {
-	p.buf.WriteString(s)
-	p.pending += utf8.RuneCountInString(s)
-	if p.pending >= p.chars || time.Since(p.last) >= p.interval {
-		p.flush()
-	}
-}
-
-func (p *progress) flush() {
-	if p.pending == 0 && p.buf.Len() == 0 {
-		return
-	}
-	text := p.buf.String()
-	p.buf.Reset()
-	p.total += p.pending
-	p.pending = 0
-	p.last = time.Now()
-	p.emit(text, p.total)
 }
 
 // storable makes message text safe for every store backend: PostgreSQL text
