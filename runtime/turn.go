@@ -287,7 +287,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 	}
 	auth := t.req.Authority
 	user := sessions.NewMessage{Role: sessions.RoleUser, Content: t.req.Text,
-		Metadata: Metadata{Authority: &auth, Source: t.req.Source, AgentID: t.req.AgentID}.encode()}
+		Metadata: metadata{Authority: &auth, Source: t.req.Source, AgentID: t.req.AgentID}.encode()}
 	saved, err := store.AppendMessages(ctx, sid, parent, storable([]sessions.NewMessage{user}), true)
 	if err != nil {
 		return t.storeErr(ctx, "store the user message", err)
@@ -324,16 +324,16 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 		}
 		if len(resp.ToolCalls) == 0 {
 			t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: resp.Text,
-				Metadata: Metadata{Provider: p.Name(), StopReason: resp.StopReason}.encode()})
+				Metadata: metadata{Provider: p.Name(), StopReason: resp.StopReason}.encode()})
 			return t.write(ctx, TurnResult{Text: resp.Text})
 		}
 
-		calls := make([]ToolCallData, len(resp.ToolCalls))
+		calls := make([]toolCallData, len(resp.ToolCalls))
 		for i, c := range resp.ToolCalls {
-			calls[i] = ToolCallData{ID: c.ID, Name: c.Name, Arguments: safeArgs(c.Arguments)}
+			calls[i] = toolCallData{ID: c.ID, Name: c.Name, Arguments: safeArgs(c.Arguments)}
 		}
 		t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: resp.Text,
-			Metadata: Metadata{ToolCalls: calls, Provider: p.Name()}.encode()})
+			Metadata: metadata{ToolCalls: calls, Provider: p.Name()}.encode()})
 		am := provider.Message{Role: provider.RoleAssistant, Content: resp.Text}
 		for _, c := range calls {
 			am.ToolCalls = append(am.ToolCalls, provider.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
@@ -359,7 +359,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 			text := resultText(res)
 			_, denied := res.Denial()
 			t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleTool, Content: text,
-				Metadata: Metadata{ToolCallID: c.ID, ToolName: c.Name, IsError: res.IsError, Denied: denied, ReasonCode: res.ReasonCode()}.encode()})
+				Metadata: metadata{ToolCallID: c.ID, ToolName: c.Name, IsError: res.IsError, Denied: denied, ReasonCode: res.ReasonCode()}.encode()})
 			msgs = append(msgs, provider.Message{Role: provider.RoleTool, Content: text, ToolCallID: c.ID, ToolName: c.Name, IsError: res.IsError})
 		}
 	}
@@ -382,7 +382,7 @@ func (t *turn) offer() []provider.ToolSpec {
 // fail ends the turn with a failure text stored as the assistant message.
 func (t *turn) fail(ctx context.Context, class, text string) (TurnResult, error) {
 	t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: text,
-		Metadata: Metadata{Failed: true, ErrorClass: class}.encode()})
+		Metadata: metadata{Failed: true, ErrorClass: class}.encode()})
 	return t.write(ctx, TurnResult{Text: text, Failed: true, ErrorClass: class})
 }
 
