@@ -79,6 +79,13 @@ type Decision struct {
 // Decide never reads or changes anything but the filesystem metadata needed to resolve
 // paths, and it never panics.
 func Decide(req Request, tool string, args json.RawMessage) Decision {
+	return DecideTool(req, tool, "", args)
+}
+
+// DecideTool is [Decide] for a tool that declares the capability it needs
+// (a runtime tool's Capability): step 2 then also requires the tier to
+// hold declared ([ToolAllowed]). Decision.Capability stays the table's.
+func DecideTool(req Request, tool string, declared Capability, args json.RawMessage) Decision {
 	capab := ToolCapability(tool)
 	constrained := req.Source != SourceCLI
 	nonInteractive := constrained || req.Authority.Interaction != InteractionInteractive
@@ -92,8 +99,8 @@ func Decide(req Request, tool string, args json.RawMessage) Decision {
 	if err := req.Authority.Validate(); err != nil {
 		return deny(ReasonCapability, capab, fmt.Sprintf("authority is invalid, so it does not allow %s: %v", capab, err))
 	}
-	if !req.Authority.Tier.Has(capab) {
-		return deny(ReasonCapability, capab, fmt.Sprintf("authority tier %s does not allow %s", show(string(req.Authority.Tier)), capab))
+	if missing, ok := ToolAllowed(req.Authority.Tier, tool, declared); !ok {
+		return deny(ReasonCapability, missing, fmt.Sprintf("authority tier %s does not allow %s", show(string(req.Authority.Tier)), missing))
 	}
 
 	var denyRule, askRule, allowRule *Rule

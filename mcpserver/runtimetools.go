@@ -56,16 +56,11 @@ func ResolveExposed(reg *tool.Registry, exposed []string) []Exposure {
 		}
 		seen[name] = true
 		t, ok := reg.Get(name)
-		e := Exposure{Name: name}
-		switch {
-		case !ok:
+		e := Exposure{Name: name, Tool: t}
+		if !ok {
 			e.Hidden = "not a registered runtime tool"
-		case !authz.TierPaired.Has(t.Capability()):
-			e.Tool, e.Hidden = t, fmt.Sprintf("needs %s, which the paired tier of MCP clients does not hold", t.Capability())
-		case !authz.TierPaired.Has(authz.ToolCapability(name)):
-			e.Tool, e.Hidden = t, fmt.Sprintf("needs %s, which the paired tier of MCP clients does not hold", authz.ToolCapability(name))
-		default:
-			e.Tool = t
+		} else if missing, ok := authz.ToolAllowed(authz.TierPaired, name, t.Capability()); !ok {
+			e.Hidden = fmt.Sprintf("needs %s, which the paired tier of MCP clients does not hold", missing)
 		}
 		out = append(out, e)
 	}

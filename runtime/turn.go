@@ -371,7 +371,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 func (t *turn) offer() []provider.ToolSpec {
 	var specs []provider.ToolSpec
 	for _, tl := range t.r.registry().List() {
-		if !t.req.Authority.Tier.Has(tl.Capability()) {
+		if _, ok := authz.ToolAllowed(t.req.Authority.Tier, tl.Name(), tl.Capability()); !ok {
 			continue
 		}
 		specs = append(specs, provider.ToolSpec{Name: tl.Name(), Description: tl.Description(), InputSchema: tl.InputSchema()})

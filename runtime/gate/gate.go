@@ -63,14 +63,7 @@ type gated struct {
 // needed, and the CallInfo the tool runs with.
 func (g *gated) check(ctx context.Context, callID string, args json.RawMessage) (context.Context, tool.Result, bool) {
 	name := g.inner.Name()
-	d := authz.Decide(g.req, name, args)
-	if d.Allowed && !g.req.Authority.Tier.Has(g.inner.Capability()) {
-		d = authz.Decision{
-			ReasonCode: authz.ReasonCapability,
-			Capability: g.inner.Capability(),
-			Message:    fmt.Sprintf("authority tier %s does not allow %s", g.req.Authority.Tier, g.inner.Capability()),
-		}
-	}
+	d := authz.DecideTool(g.req, name, g.inner.Capability(), args)
 	if d.NeedsApproval {
 		d = g.approve(ctx, callID, d)
 	}
