@@ -123,7 +123,7 @@ func TestToolAllowed(t *testing.T) {
 		{authz.TierPaired, "memory_search", "", ""},
 		{authz.TierPaired, "read", authz.CapFSRead, authz.CapFSRead},
 		{authz.TierPaired, "memory_status", authz.CapProcessExec, authz.CapProcessExec}, // declared stricter than the table
-		{authz.TierPaired, "custom_probe", authz.CapMemoryRead, authz.CapProcessExec},  // unclassified name
+		{authz.TierPaired, "custom_probe", authz.CapMemoryRead, authz.CapProcessExec},   // unclassified name
 		{authz.TierOwner, "custom_probe", authz.CapMemoryRead, ""},
 		{authz.TierOwner, "bash", authz.CapProcessExec, ""},
 		{"admin", "memory_status", authz.CapMemoryRead, authz.CapMemoryRead},
