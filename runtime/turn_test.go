@@ -678,3 +678,26 @@ func TestCommittedMarksTheFinalWrite(t *testing.T) {
 		t.Errorf("cancelled turn: err %v, Committed called %v; want context.Canceled and no call", err, called)
 	}
 }
+
+// The model is offered exactly the tools authz.ToolAllowed permits: a tool
+// that declares memory.read under a name the contract table does not
+// classify (process.exec) is not offered to a paired speaker.
+func TestOfferFollowsToolAllowed(t *testing.T) {
+	store := openStore(t, "")
+	createSession(t, store, "s1")
+	rec := &recorder{}
+	p := script(t, `{"turns":[{"text":"ok"}]}`)
+	rt := runtime.New(runtime.Options{Store: store, Provider: p,
+		Registry: registry(t, rec.tool("memory_status", authz.CapMemoryRead, nil), rec.tool("custom_probe", authz.CapMemoryRead, nil),
+			rec.tool("read", authz.CapFSRead, nil))})
+	if _, err := rt.ProcessUserTurn(t.Context(), mcpRequest(t, "s1", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	var offered []string
+	for _, s := range p.Requests()[0].Tools {
+		offered = append(offered, s.Name)
+	}
+	if diff := cmp.Diff([]string{"memory_status"}, offered); diff != "" {
+		t.Errorf("tools offered to a paired speaker (-want +got):\n%s", diff)
+	}
+}
