@@ -18,9 +18,12 @@ const textFlushInterval = time.Second
 // denied; never arguments), assistant text (the one coalescing of streamed
 // text: at most one notification per textFlushInterval), turn finished.
 // And it hands every denied tool call to onDenied, for the audit, with or
-// without a progress token.
+// without a progress token, from a subscription of its own: a burst of
+// text events can fill the progress subscription's buffer, never the
+// audit's.
 type turnProgress struct {
 	sub       *events.Subscription
+	denials   *events.Subscription // tool.end only
 	requestID string
 	sessionID string
 	prog      *progress // nil: no notifications
@@ -38,6 +41,7 @@ type turnProgress struct {
 func startTurnProgress(bus *events.Bus, req runtime.TurnRequest, prog *progress, onDenied func(events.ToolEndData)) *turnProgress {
 	tp := &turnProgress{
 		sub:       bus.Subscribe(events.TurnStart, events.ToolStart, events.ToolEnd, events.TextProgress, events.TurnEnd),
+		denials:   bus.Subscribe(events.ToolEnd),
 		requestID: req.RequestID,
 		sessionID: req.SessionID,
 		prog:      prog,
@@ -51,6 +55,7 @@ func startTurnProgress(bus *events.Bus, req runtime.TurnRequest, prog *progress,
 
 func (tp *turnProgress) run() {
 	defer close(tp.done)
+	denials := tp.denials.C()
 	for {
 		var flush <-chan time.Time
 		if tp.flushT != nil {
@@ -63,23 +68,25 @@ func (tp *turnProgress) run() {
 				return
 			}
 			tp.handle(ev)
+		case ev, ok := <-denials:
+			if !ok {
+				denials = nil // the bus closed; sub ends the loop
+				continue
+			}
+			tp.audit(ev)
 		case <-flush:
 			tp.flushT = nil
 			tp.flushText()
 		case <-tp.stop:
 			// Everything the turn published before it returned is buffered.
-			for {
-				select {
-				case ev, ok := <-tp.sub.C():
-					if ok {
-						tp.handle(ev)
-						continue
-					}
-				default:
-				}
-				tp.flushText()
-				return
+			for ev := range drained(tp.denials) {
+				tp.audit(ev)
 			}
+			for ev := range drained(tp.sub) {
+				tp.handle(ev)
+			}
+			tp.flushText()
+			return
 		}
 	}
 }
@@ -89,6 +96,30 @@ func (tp *turnProgress) finish() {
 	close(tp.stop)
 	<-tp.done
 	tp.sub.Close()
+	tp.denials.Close()
+}
+
+// drained yields the events buffered on sub, without waiting for more.
+func drained(sub *events.Subscription) func(yield func(events.Event) bool) {
+	return func(yield func(events.Event) bool) {
+		for {
+			select {
+			case ev, ok := <-sub.C():
+				if !ok || !yield(ev) {
+					return
+				}
+			default:
+				return
+			}
+		}
+	}
+}
+
+// audit hands a denied tool call of this turn to onDenied.
+func (tp *turnProgress) audit(ev events.Event) {
+	if d, ok := ev.Data.(events.ToolEndData); ok && d.Denied && d.RequestID == tp.requestID && ev.SessionID == tp.sessionID {
+		tp.onDenied(d)
+	}
 }
 
 func (tp *turnProgress) handle(ev events.Event) {
@@ -124,7 +155,6 @@ func (tp *turnProgress) handle(ev events.Event) {
 		switch {
 		case d.Denied:
 			outcome = "denied"
-			tp.onDenied(d)
 		case d.IsError:
 			outcome = "error"
 		}
