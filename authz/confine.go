@@ -33,7 +33,7 @@ type PathError struct {
 // e.g. `/proc/self/cwd/x is outside the working directories`. It never includes
 // Detail.
 func (e *PathError) Error() string {
-	p := show(clip(e.Path))
+	p := show(Clip(e.Path, msgClip))
 	switch e.Phrase {
 	case PhraseUnresolvable:
 		return p + " " + e.Phrase

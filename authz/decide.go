@@ -94,6 +94,13 @@ type Decision struct {
 // Decide never reads or changes anything but the filesystem metadata needed to resolve
 // paths, and it never panics.
 func Decide(req Request, tool string, args json.RawMessage) Decision {
+	return DecideTool(req, tool, "", args)
+}
+
+// DecideTool is [Decide] for a tool that declares the capability it needs
+// (a runtime tool's Capability): step 2 then also requires the tier to
+// hold declared ([ToolAllowed]). Decision.Capability stays the table's.
+func DecideTool(req Request, tool string, declared Capability, args json.RawMessage) Decision {
 	capab := ToolCapability(tool)
 	constrained := IsConstrained(req.Source)
 	nonInteractive := constrained || req.Authority.Interaction != InteractionInteractive
@@ -107,8 +114,8 @@ func Decide(req Request, tool string, args json.RawMessage) Decision {
 	if err := req.Authority.Validate(); err != nil {
 		return deny(ReasonCapability, capab, fmt.Sprintf("authority is invalid, so it does not allow %s: %v", capab, err))
 	}
-	if !req.Authority.Tier.Has(capab) {
-		return deny(ReasonCapability, capab, fmt.Sprintf("authority tier %s does not allow %s", show(string(req.Authority.Tier)), capab))
+	if missing, ok := ToolAllowed(req.Authority.Tier, tool, declared); !ok {
+		return deny(ReasonCapability, missing, fmt.Sprintf("authority tier %s does not allow %s", show(string(req.Authority.Tier)), missing))
 	}
 
 	var denyRule, askRule, allowRule *Rule
@@ -139,7 +146,7 @@ func Decide(req Request, tool string, args json.RawMessage) Decision {
 			}
 		}
 	}
-	name := show(clip(tool))
+	name := show(Clip(tool, msgClip))
 	if denyRule != nil {
 		return deny(ReasonRuleDeny, capab, fmt.Sprintf("permission rule %s denies %s", denyRule, name))
 	}
@@ -162,13 +169,13 @@ func Decide(req Request, tool string, args json.RawMessage) Decision {
 func approval(req Request, nonInteractive bool, capab Capability, why string) Decision {
 	switch {
 	case nonInteractive && req.Source == SourceCLI:
-		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and speaker %s is non-interactive", why, show(clip(req.Authority.SpeakerID))))
+		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and speaker %s is non-interactive", why, show(Clip(req.Authority.SpeakerID, msgClip))))
 	case nonInteractive:
 		src := req.Source
 		if src == "" {
 			src = "(none)"
 		}
-		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and source %s is non-interactive", why, show(clip(src))))
+		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and source %s is non-interactive", why, show(Clip(src, msgClip))))
 	case !req.Authority.Tier.Has(CapApprovalRequest):
 		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and authority tier %s cannot request approval", why, show(string(req.Authority.Tier))))
 	}
@@ -196,9 +203,9 @@ func hardConstraint(req Request, tool string, args json.RawMessage) string {
 	if src == "" {
 		src = "(none)"
 	}
-	name := show(clip(tool))
+	name := show(Clip(tool, msgClip))
 	if IsRiskyTool(tool) {
-		return fmt.Sprintf("%s is not allowed for source %s", name, show(clip(src)))
+		return fmt.Sprintf("%s is not allowed for source %s", name, show(Clip(src, msgClip)))
 	}
 	var targets []string
 	switch l := strings.ToLower(tool); l {
@@ -230,13 +237,13 @@ func hardConstraint(req Request, tool string, args json.RawMessage) string {
 		return ""
 	}
 	if len(req.WorkDirs) == 0 {
-		return fmt.Sprintf("%s cannot write: source %s has no working directory", name, show(clip(src)))
+		return fmt.Sprintf("%s cannot write: source %s has no working directory", name, show(Clip(src, msgClip)))
 	}
 	for _, t := range targets {
 		if _, err := ConfineWrite(req.WorkDirs, req.StateDir, t); err != nil {
 			var pe *PathError
 			if !errors.As(err, &pe) {
-				return fmt.Sprintf("%s target %s %s", name, show(clip(t)), PhraseUnresolvable)
+				return fmt.Sprintf("%s target %s %s", name, show(Clip(t, msgClip)), PhraseUnresolvable)
 			}
 			if req.Logger != nil {
 				req.Logger.LogAttrs(context.Background(), slog.LevelDebug, "write target denied",

@@ -104,7 +104,7 @@ func parseOwner(data []byte) (string, error) {
 	}
 	for k := range raw {
 		if k != "version" && k != "principal_id" {
-			return "", fmt.Errorf("unknown key %s", show(clip(k)))
+			return "", fmt.Errorf("unknown key %s", show(Clip(k, msgClip)))
 		}
 	}
 	if len(raw) != 2 {
@@ -118,7 +118,7 @@ func parseOwner(data []byte) (string, error) {
 		return "", fmt.Errorf("version must be 1")
 	}
 	if !IsPrincipalID(of.PrincipalID) {
-		return "", fmt.Errorf("principal_id %s is not owner/install/<16 hex>", show(clip(of.PrincipalID)))
+		return "", fmt.Errorf("principal_id %s is not owner/install/<16 hex>", show(Clip(of.PrincipalID, msgClip)))
 	}
 	return of.PrincipalID, nil
 }

@@ -190,7 +190,7 @@ func (p *patchParser) line(lineNo int, raw string) error {
 			p.h.EOF = true
 			return p.flushHunk()
 		case !indented:
-			return fmt.Errorf("patch line %d: unknown marker %s", lineNo, show(clip(marker)))
+			return fmt.Errorf("patch line %d: unknown marker %s", lineNo, show(Clip(marker, msgClip)))
 		}
 		// Indented text such as a Markdown rule in a context line.
 	}
@@ -245,7 +245,7 @@ func (p *patchParser) path(lineNo int, t, marker string) (string, error) {
 	case !ok || path == "":
 		return "", fmt.Errorf("patch line %d: empty path", lineNo)
 	case strings.TrimSpace(path) != path:
-		return "", fmt.Errorf("patch line %d: path %s has leading or trailing whitespace", lineNo, show(clip(path)))
+		return "", fmt.Errorf("patch line %d: path %s has leading or trailing whitespace", lineNo, show(Clip(path, msgClip)))
 	case strings.IndexByte(path, 0) >= 0:
 		return "", fmt.Errorf("patch line %d: path contains a NUL byte", lineNo)
 	}
@@ -265,7 +265,7 @@ func (p *patchParser) flush() error {
 	}
 	if p.cur != nil {
 		if p.cur.Kind == PatchUpdate && len(p.cur.Hunks) == 0 && p.cur.MoveTo == "" {
-			return fmt.Errorf("patch line %d: Update File %s has no changes", p.cur.Line, show(clip(p.cur.Path)))
+			return fmt.Errorf("patch line %d: Update File %s has no changes", p.cur.Line, show(Clip(p.cur.Path, msgClip)))
 		}
 		p.ops = append(p.ops, *p.cur)
 		p.cur = nil

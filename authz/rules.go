@@ -35,7 +35,7 @@ type Rule struct {
 
 // String returns the rule as it appears in configuration, for messages.
 func (r Rule) String() string {
-	return fmt.Sprintf("{tool: %s, action: %s}", show(clip(r.Tool)), show(clip(string(r.Action))))
+	return fmt.Sprintf("{tool: %s, action: %s}", show(Clip(r.Tool, msgClip)), show(Clip(string(r.Action), msgClip)))
 }
 
 // ErrInvalidRule is wrapped by every error of [ParseRules] and [Rule.Validate].
@@ -96,7 +96,7 @@ func compileRule(r Rule) (compiledRule, error) {
 		case strings.ContainsAny(c.pattern, "*?["):
 			c.kind = patternGlob
 			if _, err := path.Match(c.pattern, ""); err != nil {
-				return bad("bad glob %s: %v", show(clip(c.pattern)), err)
+				return bad("bad glob %s: %v", show(Clip(c.pattern, msgClip)), err)
 			}
 		default:
 			c.kind = patternExact
@@ -140,10 +140,10 @@ func ParseRules(raw json.RawMessage) ([]Rule, error) {
 			Action *string `json:"action"`
 		}
 		if err := strictUnmarshal(item, &fields); err != nil {
-			return nil, fmt.Errorf("%w: tools.permission_rules[%d] %s: must be an object with string keys \"tool\" and \"action\" only: %w", ErrInvalidRule, i, show(clip(string(item))), err)
+			return nil, fmt.Errorf("%w: tools.permission_rules[%d] %s: must be an object with string keys \"tool\" and \"action\" only: %w", ErrInvalidRule, i, show(Clip(string(item), msgClip)), err)
 		}
 		if fields.Tool == nil || fields.Action == nil {
-			return nil, fmt.Errorf("%w: tools.permission_rules[%d] %s: both \"tool\" and \"action\" are required", ErrInvalidRule, i, show(clip(string(item))))
+			return nil, fmt.Errorf("%w: tools.permission_rules[%d] %s: both \"tool\" and \"action\" are required", ErrInvalidRule, i, show(Clip(string(item), msgClip)))
 		}
 		r := Rule{Tool: *fields.Tool, Action: Action(*fields.Action)}
 		if err := r.Validate(); err != nil {
@@ -318,7 +318,7 @@ func decodeArgs(args json.RawMessage) (map[string]any, error) {
 			return nil, errors.New("arguments are not a JSON object")
 		}
 		if _, dup := obj[key]; dup {
-			return nil, fmt.Errorf("argument %s appears twice", show(clip(key)))
+			return nil, fmt.Errorf("argument %s appears twice", show(Clip(key, msgClip)))
 		}
 		var v any
 		if err := dec.Decode(&v); err != nil {
@@ -342,7 +342,7 @@ func decodeArgs(args json.RawMessage) (map[string]any, error) {
 func argString(obj map[string]any, key string) (string, error) {
 	for k := range obj {
 		if k != key && strings.EqualFold(k, key) {
-			return "", fmt.Errorf("argument %s is ambiguous with %q", show(clip(k)), key)
+			return "", fmt.Errorf("argument %s is ambiguous with %q", show(Clip(k, msgClip)), key)
 		}
 	}
 	v, present := obj[key]

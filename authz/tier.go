@@ -115,6 +115,24 @@ func ToolCapability(tool string) Capability {
 	return CapProcessExec
 }
 
+// ToolAllowed is the one answer to "may tier use this tool?": the tier must
+// hold the capability the contract table gives the tool's name
+// ([ToolCapability]; unclassified names need process.exec) and the
+// capability the tool declares where it is defined (declared; "" means
+// none beyond the table's). It returns the first capability the tier
+// lacks, or "" and true. The gate ([Decide] through [DecideTool]), the
+// tools a turn offers its model and the tools tools_list shows all ask
+// here.
+func ToolAllowed(t Tier, tool string, declared Capability) (missing Capability, ok bool) {
+	if c := ToolCapability(tool); !t.Has(c) {
+		return c, false
+	}
+	if declared != "" && !t.Has(declared) {
+		return declared, false
+	}
+	return "", true
+}
+
 // safeTools run without approval once steps 1-3 of the gate pass (plus every todo_* tool).
 var safeTools = map[string]bool{
 	"read": true, "glob": true, "grep": true, "list": true,

@@ -111,3 +111,26 @@ func TestIsRiskyTool(t *testing.T) {
 		}
 	}
 }
+
+func TestToolAllowed(t *testing.T) {
+	for _, tt := range []struct {
+		tier     authz.Tier
+		tool     string
+		declared authz.Capability
+		missing  authz.Capability
+	}{
+		{authz.TierPaired, "memory_search", authz.CapMemoryRead, ""},
+		{authz.TierPaired, "memory_search", "", ""},
+		{authz.TierPaired, "read", authz.CapFSRead, authz.CapFSRead},
+		{authz.TierPaired, "memory_status", authz.CapProcessExec, authz.CapProcessExec}, // declared stricter than the table
+		{authz.TierPaired, "custom_probe", authz.CapMemoryRead, authz.CapProcessExec},   // unclassified name
+		{authz.TierOwner, "custom_probe", authz.CapMemoryRead, ""},
+		{authz.TierOwner, "bash", authz.CapProcessExec, ""},
+		{"admin", "memory_status", authz.CapMemoryRead, authz.CapMemoryRead},
+	} {
+		missing, ok := authz.ToolAllowed(tt.tier, tt.tool, tt.declared)
+		if missing != tt.missing || ok != (tt.missing == "") {
+			t.Errorf("ToolAllowed(%s, %s, %q) = %q, %v; want %q", tt.tier, tt.tool, tt.declared, missing, ok, tt.missing)
+		}
+	}
+}

@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/mcpserver"
@@ -15,7 +13,6 @@ import (
 	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/runtime/tool"
-	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -78,23 +75,19 @@ func (mcpServeCmd) Run(ctx context.Context, app *App) error {
 		Questions:   qs,
 		Provider:    prov,
 		ProviderErr: provErr,
-		OnDenied:    auditTurnDenial(st, clientID, log),
 		Logger:      log,
 	}
 	modelOptions(cfg, &rtOpts)
 	rt := runtime.New(rtOpts)
 	srv, err := mcpserver.New(mcpserver.Options{
 		Store:        st,
-		Registry:     reg,
-		Executor:     executor,
-		Turns:        rt,
-		Bus:          bus,
-		Questions:    qs,
+		Runtime:      rt, // mcpserver audits every denial, in turns too
 		ClientID:     clientID,
 		Authority:    authority,
 		ExposedTools: cfg.Strings("mcp_server.exposed_tools"),
 		Rules:        rules,
 		WorkDirs:     workDirs,
+		StateDir:     dir,
 		Version:      app.Version,
 		Logger:       app.Logger, // mcpserver adds client_id itself
 	})
@@ -114,28 +107,6 @@ func authFailed(app *App, cause error) error {
 	fmt.Fprintln(app.Stderr, "Error: MCP server authentication failed")
 	fmt.Fprintf(app.Stderr, "cause: %s\n", oneLine(cause.Error()))
 	return ExitError(ExitFailure)
-}
-
-// auditTurnDenial records gate denials inside prompt_send turns (tool_call
-// denials are audited by mcpserver itself).
-func auditTurnDenial(st sessions.Store, clientID string, log interface {
-	Warn(string, ...any)
-}) func(string, authz.Decision) {
-	return func(sessionID string, d authz.Decision) {
-		payload, err := json.Marshal(map[string]any{
-			"client_id": clientID, "reason_code": d.ReasonCode, "capability": string(d.Capability), "in_turn": true,
-		})
-		if err != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := st.AppendAudit(ctx, sessions.NewAuditRecord{
-			Type: mcpserver.AuditToolDenied, Origin: "mcp/" + clientID, SessionID: sessionID, Payload: payload,
-		}); err != nil {
-			log.Warn("audit a gate denial", "err", err)
-		}
-	}
 }
 
 func storeKind(u string) string {

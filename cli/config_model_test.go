@@ -181,14 +181,18 @@ func TestSessionsShowUsage(t *testing.T) {
 	if _, err := st.CreateSession(ctx, sessions.Session{ID: "s1", AgentID: "main", Source: "mcp"}); err != nil {
 		t.Fatal(err)
 	}
-	meta := func(m runtime.Metadata) json.RawMessage {
+	// The usage key of the runtime's stored message metadata.
+	type usageMeta struct {
+		Usage *provider.Usage `json:"usage"`
+	}
+	meta := func(m usageMeta) json.RawMessage {
 		data, _ := json.Marshal(m)
 		return data
 	}
 	if _, err := st.AppendMessages(ctx, "s1", "", []sessions.NewMessage{
 		{Role: sessions.RoleUser, Content: "q"},
-		{Role: sessions.RoleAssistant, Content: "calling", Metadata: meta(runtime.Metadata{Usage: &provider.Usage{InputTokens: 100, OutputTokens: 10}})},
-		{Role: sessions.RoleAssistant, Content: "a", Metadata: meta(runtime.Metadata{Usage: &provider.Usage{InputTokens: 150, OutputTokens: 5}})},
+		{Role: sessions.RoleAssistant, Content: "calling", Metadata: meta(usageMeta{Usage: &provider.Usage{InputTokens: 100, OutputTokens: 10}})},
+		{Role: sessions.RoleAssistant, Content: "a", Metadata: meta(usageMeta{Usage: &provider.Usage{InputTokens: 150, OutputTokens: 5}})},
 	}, true); err != nil {
 		t.Fatal(err)
 	}

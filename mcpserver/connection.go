@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
 	"github.com/openprogram/openprogram/runtime/events"
@@ -76,7 +78,8 @@ func (c *connection) declineIfActive(ev events.Event) {
 	if !c.hasActive(ev.SessionID) {
 		return
 	}
-	id, _ := ev.Data["question_id"].(string)
+	q, _ := ev.Data.(events.QuestionData)
+	id := q.QuestionID
 	if id == "" {
 		return
 	}
@@ -136,8 +139,8 @@ func (c *connection) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if ir, ok := req.(*mcp.ServerRequest[*mcp.InitializeParams]); ok && ir.Params != nil && ir.Params.ClientInfo != nil {
 				// Diagnostics only: clientInfo never affects identity or scope.
 				c.s.log.Info("MCP client initializing", "client_id", c.s.clientID,
-					"client_name", clip(ir.Params.ClientInfo.Name), "client_version", clip(ir.Params.ClientInfo.Version),
-					"protocol_version", clip(ir.Params.ProtocolVersion))
+					"client_name", authz.Clip(ir.Params.ClientInfo.Name, 128), "client_version", authz.Clip(ir.Params.ClientInfo.Version, 128),
+					"protocol_version", authz.Clip(ir.Params.ProtocolVersion, 128))
 			}
 		case "tools/list":
 			res, err = next(ctx, method, req)
@@ -191,10 +194,30 @@ func decodeArgs(ctx context.Context, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode validated arguments: %w", err)
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // numbers stay as the client wrote them
+	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("decode validated arguments: %w", err)
 	}
 	return nil
+}
+
+// rawToolArguments returns the "arguments" member of a validated tool_call
+// exactly as the client sent it ({} when missing or null), so a runtime
+// tool sees every digit of every number.
+func rawToolArguments(req *mcp.CallToolRequest) (json.RawMessage, error) {
+	var p struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if req != nil && req.Params != nil && len(req.Params.Arguments) > 0 {
+		if err := json.Unmarshal(req.Params.Arguments, &p); err != nil {
+			return nil, fmt.Errorf("read tool_call arguments: %w", err)
+		}
+	}
+	if len(p.Arguments) == 0 || string(p.Arguments) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	return p.Arguments, nil
 }
 
 // toolHandler returns the handler of one of the six tools.
@@ -265,13 +288,4 @@ func payloadResult(v any) (*mcp.CallToolResult, error) {
 // errorPayload is an isError result holding {"error": text[, "reason": r]}.
 func errorPayload(text, reason string) *mcp.CallToolResult {
 	return contracts.ErrorResult(contracts.ErrorPayload{Error: text, Reason: reason})
-}
-
-// clip bounds a client-supplied string for the log.
-func clip(s string) string {
-	const limit = 128
-	if len(s) <= limit {
-		return s
-	}
-	return s[:limit] + "..."
 }

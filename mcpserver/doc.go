@@ -13,11 +13,7 @@
 //	}
 //	srv, err := mcpserver.New(mcpserver.Options{
 //		Store:        store,           // sessions.Store
-//		Registry:     registry,        // *tool.Registry
-//		Executor:     executor,        // *tool.Executor
-//		Turns:        rt,              // *runtime.Runtime
-//		Bus:          bus,             // *events.Bus
-//		Questions:    questionsReg,    // *questions.Registry
+//		Runtime:      rt,              // *runtime.Runtime (with a Bus and Questions)
 //		ClientID:     clientID,        // tokenauth.Authenticate
 //		Authority:    authority,
 //		ExposedTools: cfg.ExposedTools, // mcp_server.exposed_tools

@@ -41,7 +41,7 @@ func Example() {
 		return
 	}
 	srv, err := mcpserver.New(mcpserver.Options{
-		Store: store, Registry: registry, Executor: executor, Turns: rt, Bus: bus, Questions: qs,
+		Store: store, Runtime: rt,
 		ClientID: clientID, Authority: authority,
 		ExposedTools: []string{"memory_search", "memory_get"},
 		Version:      "v1.0.0",

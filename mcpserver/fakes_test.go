@@ -264,6 +264,7 @@ func (m *memStore) leaseHeld(id string) bool {
 //	text         stream assistant text in five pieces
 //	text-slow    the same, pausing 1.5 s after the second piece
 //	slow         answer after one second
+//	commit-wait  answer, but return one second after the final write
 //	anything else  answer "echo: <prompt>"
 //
 // Every turn takes the session's turn lease like the runtime does.
@@ -288,14 +289,11 @@ func (f *fakeTurns) ProcessUserTurn(ctx context.Context, req runtime.TurnRequest
 	}
 	defer f.store.ReleaseTurn(context.WithoutCancel(ctx), req.SessionID, owner)
 	// Events carry what the runtime's carry.
-	publish := func(typ string, data map[string]any) {
-		d := map[string]any{"request_id": req.RequestID, "session_id": req.SessionID}
-		for k, v := range data {
-			d[k] = v
-		}
-		f.bus.Publish(events.Event{Type: typ, SessionID: req.SessionID, Data: d})
+	publish := func(typ string, data any) {
+		f.bus.Publish(events.Event{Type: typ, SessionID: req.SessionID, Data: data})
 	}
-	publish(events.TurnStart, nil)
+	rid, sid := req.RequestID, req.SessionID
+	publish(events.TurnStart, events.TurnStartData{RequestID: rid, SessionID: sid})
 	if started != nil {
 		started <- req.SessionID
 	}
@@ -335,21 +333,19 @@ func (f *fakeTurns) ProcessUserTurn(ctx context.Context, req runtime.TurnRequest
 	case "panic":
 		panic("the turn exploded")
 	case "tools":
-		publish(events.ToolStart, map[string]any{"tool": "memory_status", "call_id": "c1"})
-		publish(events.ToolEnd, map[string]any{"tool": "memory_status", "call_id": "c1", "is_error": false})
-		publish(events.ToolStart, map[string]any{"tool": "memory_grep", "call_id": "c2"})
-		publish(events.ToolEnd, map[string]any{"tool": "memory_grep", "call_id": "c2", "is_error": true})
-		publish(events.ToolStart, map[string]any{"tool": "bash", "call_id": "c3"})
-		// The gate's denial event has no request id.
-		f.bus.Publish(events.Event{Type: events.ToolDenied, SessionID: req.SessionID, Data: map[string]any{
-			"tool": "bash", "call_id": "c3", "reason_code": authz.ReasonHardConstraint, "capability": string(authz.CapProcessExec),
-		}})
-		publish(events.ToolEnd, map[string]any{"tool": "bash", "call_id": "c3", "is_error": true})
+		publish(events.ToolStart, events.ToolStartData{RequestID: rid, Tool: "memory_status", CallID: "c1"})
+		publish(events.ToolEnd, events.ToolEndData{RequestID: rid, Tool: "memory_status", CallID: "c1"})
+		publish(events.ToolStart, events.ToolStartData{RequestID: rid, Tool: "memory_grep", CallID: "c2"})
+		publish(events.ToolEnd, events.ToolEndData{RequestID: rid, Tool: "memory_grep", CallID: "c2", IsError: true})
+		publish(events.ToolStart, events.ToolStartData{RequestID: rid, Tool: "bash", CallID: "c3"})
+		publish(events.ToolDenied, events.ToolDeniedData{Tool: "bash", CallID: "c3", ReasonCode: authz.ReasonHardConstraint, Capability: string(authz.CapProcessExec)})
+		publish(events.ToolEnd, events.ToolEndData{RequestID: rid, Tool: "bash", CallID: "c3", IsError: true,
+			Denied: true, ReasonCode: authz.ReasonHardConstraint, Capability: string(authz.CapProcessExec)})
 	case "text", "text-slow":
 		total := 0
 		for i, piece := range []string{"Hel", "lo ", "wor", "ld", "!"} {
 			total += len(piece)
-			publish(events.TextProgress, map[string]any{"text": piece, "chars": total})
+			publish(events.TextProgress, events.TextData{RequestID: rid, Text: piece, Chars: total})
 			if i == 1 && req.Text == "text-slow" {
 				time.Sleep(1500 * time.Millisecond)
 			}
@@ -366,7 +362,13 @@ func (f *fakeTurns) ProcessUserTurn(ctx context.Context, req runtime.TurnRequest
 	if err != nil {
 		return runtime.TurnResult{}, err
 	}
-	publish(events.TurnEnd, map[string]any{"failed": failed, "cancelled": false})
+	if req.Committed != nil {
+		req.Committed()
+	}
+	if req.Text == "commit-wait" {
+		time.Sleep(time.Second) // committed, not yet returned
+	}
+	publish(events.TurnEnd, events.TurnEndData{RequestID: rid, SessionID: sid, Failed: failed})
 	return runtime.TurnResult{Text: answer, AssistantMessageID: msgs[1].ID, Failed: failed}, nil
 }
 
@@ -494,8 +496,8 @@ const (
 	testPrincipal = "owner/install/fedcba9876543210"
 )
 
-// env is a complete test environment: a Server over fakes and the real
-// runtime registry, executor, bus and question registry.
+// env is a complete test environment: a Server over fake turns and the
+// real runtime (registry, executor, bus, question registry, RunTool).
 type env struct {
 	srv       *Server
 	store     *memStore
@@ -523,9 +525,10 @@ func newEnv(tweak func(*Options)) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
+	rt := runtime.New(runtime.Options{Store: store, Registry: reg, Bus: bus, Questions: qs,
+		Executor: tool.NewExecutor(&tool.ExecutorOptions{StopGrace: time.Second})})
 	opts := Options{
-		Store: store, Registry: reg, Executor: tool.NewExecutor(&tool.ExecutorOptions{StopGrace: time.Second}),
-		Turns: turns, Bus: bus, Questions: qs,
+		Store: store, Runtime: rt,
 		ClientID: testClientID, Authority: authority,
 		ExposedTools: testExposed, Rules: testRules, WorkDirs: []string{"/work/dir"},
 		Version: "1.2.3-test",
@@ -536,6 +539,9 @@ func newEnv(tweak func(*Options)) (*env, error) {
 	srv, err := New(opts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Runtime == rt { // unless a test runs real turns
+		srv.turns = turns
 	}
 	var n int
 	var mu sync.Mutex

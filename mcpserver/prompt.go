@@ -22,9 +22,9 @@ import (
 	"github.com/openprogram/openprogram/sessions"
 )
 
-// TurnRunner runs one user turn on a session. *runtime.Runtime implements
-// it.
-type TurnRunner interface {
+// turnRunner runs one user turn on a session: the runtime, or a test's
+// fake.
+type turnRunner interface {
 	ProcessUserTurn(ctx context.Context, req runtime.TurnRequest) (runtime.TurnResult, error)
 }
 
@@ -111,28 +111,20 @@ func (c *connection) cancelPrompt(rec *promptRecord, reason string) bool {
 		rec.cancel(cause)
 		c.s.questions.CancelSession(rec.sessionID)
 		c.unregister(rec)
-		payload := map[string]any{
-			"request_id": rec.id.Raw(),
-			"session_id": rec.sessionID,
-			"client_id":  c.s.clientID,
-			"reason":     reason,
-		}
-		c.s.audit(AuditRequestCancelled, rec.sessionID, payload)
-		c.s.bus.Publish(events.Event{Type: events.MCPRequestCancelled, SessionID: rec.sessionID, Data: payload})
+		c.s.audit(AuditRequestCancelled, rec.sessionID, RequestCancelledPayload{
+			RequestID: rec.id.Raw(), SessionID: rec.sessionID, ClientID: c.s.clientID, Reason: reason,
+		})
 		c.s.log.Info("MCP prompt cancelled", "session_id", rec.sessionID, "reason", reason)
 	})
 	return did
 }
 
-// complete settles a turn that ran to its end; it reports false when the
-// turn was cancelled first.
+// complete settles a turn that committed its final write (called at the
+// commit point, and again when the turn returns); it reports false when
+// the turn was cancelled first.
 func (c *connection) complete(rec *promptRecord) bool {
-	did := false
-	rec.end.Do(func() {
-		did = true
-		c.unregister(rec)
-	})
-	return did
+	rec.end.Do(func() { c.unregister(rec) })
+	return !rec.cancelled // set only inside end.Do, which happened before
 }
 
 // cancelAll cancels every running turn of the connection and refuses new
@@ -202,20 +194,17 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 	stopWatch := context.AfterFunc(ctx, requestEnded)
 	defer stopWatch()
 
-	areq := s.authzRequest()
 	turnReq := runtime.TurnRequest{
-		SessionID:      sessionID,
-		Text:           a.Prompt,
-		AgentID:        sess.AgentID,
-		Source:         areq.Source,
-		PermissionMode: areq.PermissionMode,
-		Rules:          areq.Rules,
-		WorkDirs:       areq.WorkDirs,
-		Authority:      areq.Authority,
-		RequestID:      newTurnRequestID(),
+		SessionID: sessionID,
+		Text:      a.Prompt,
+		AgentID:   sess.AgentID,
+		Request:   s.authzRequest(),
+		RequestID: newTurnRequestID(),
+		// From the commit point on, a prompt_cancel finds nothing to cancel.
+		Committed: func() { c.complete(rec) },
 	}
 	prog := rec.prog
-	fwd := startTurnProgress(s.bus, turnReq, prog)
+	fwd := startTurnProgress(s.bus, turnReq, prog, func(d events.ToolEndData) { s.auditDenial(sessionID, d) })
 	res, err := c.runTurn(turnCtx, turnReq)
 	if !stopWatch() && ctx.Err() != nil {
 		// The watcher may not have run yet: settle the record as cancelled
@@ -243,8 +232,8 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 		s.log.Warn("prompt_send: turn failed", "session_id", sessionID, "error", err)
 		return errorPayload(contracts.TextPromptExecutionFailed, ""), nil
 	}
-	s.audit(AuditPromptCompleted, sessionID, map[string]any{
-		"request_id": rec.id.Raw(), "session_id": sessionID, "client_id": s.clientID, "failed": res.Failed,
+	s.audit(AuditPromptCompleted, sessionID, PromptCompletedPayload{
+		RequestID: rec.id.Raw(), SessionID: sessionID, ClientID: s.clientID, Failed: res.Failed,
 	})
 	return payloadResult(contracts.PromptSendResult{
 		SessionID: sessionID, Text: res.Text, AssistantMsgID: res.AssistantMessageID, Failed: res.Failed,

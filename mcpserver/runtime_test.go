@@ -3,10 +3,12 @@ package mcpserver
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/provider/scripted"
+	"github.com/openprogram/openprogram/runtime/tool"
 )
 
 // withRuntime replaces the fake turns with the real runtime answering from
@@ -18,9 +20,9 @@ func withRuntime(t *testing.T, script string) func(*Options) {
 		t.Fatal(err)
 	}
 	return func(o *Options) {
-		o.Turns = runtime.New(runtime.Options{
-			Store: o.Store, Registry: o.Registry, Executor: o.Executor, Bus: o.Bus, Questions: o.Questions,
-			Provider: scripted.New(s),
+		o.Runtime = runtime.New(runtime.Options{
+			Store: o.Store, Registry: o.Runtime.Registry(), Executor: tool.NewExecutor(&tool.ExecutorOptions{StopGrace: time.Second}),
+			Bus: o.Runtime.Bus(), Questions: o.Runtime.Questions(), Provider: scripted.New(s),
 		})
 	}
 }

@@ -5,18 +5,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
-	"github.com/openprogram/openprogram/runtime/gate"
+	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
 
@@ -27,7 +26,7 @@ func (s *Server) exposedTool(name string) (tool.Tool, bool) {
 	if !slices.Contains(s.exposed, name) {
 		return nil, false
 	}
-	return s.registry.Get(name)
+	return s.rt.Registry().Get(name)
 }
 
 // Exposure is how one mcp_server.exposed_tools entry resolves for MCP
@@ -57,16 +56,11 @@ func ResolveExposed(reg *tool.Registry, exposed []string) []Exposure {
 		}
 		seen[name] = true
 		t, ok := reg.Get(name)
-		e := Exposure{Name: name}
-		switch {
-		case !ok:
+		e := Exposure{Name: name, Tool: t}
+		if !ok {
 			e.Hidden = "not a registered runtime tool"
-		case !authz.TierPaired.Has(t.Capability()):
-			e.Tool, e.Hidden = t, fmt.Sprintf("needs %s, which the paired tier of MCP clients does not hold", t.Capability())
-		case !authz.TierPaired.Has(authz.ToolCapability(name)):
-			e.Tool, e.Hidden = t, fmt.Sprintf("needs %s, which the paired tier of MCP clients does not hold", authz.ToolCapability(name))
-		default:
-			e.Tool = t
+		} else if missing, ok := authz.ToolAllowed(authz.TierPaired, name, t.Capability()); !ok {
+			e.Hidden = fmt.Sprintf("needs %s, which the paired tier of MCP clients does not hold", missing)
 		}
 		out = append(out, e)
 	}
@@ -77,7 +71,7 @@ func ResolveExposed(reg *tool.Registry, exposed []string) []Exposure {
 // may use, in configured order.
 func (c *connection) toolsList() (*mcp.CallToolResult, error) {
 	out := []contracts.RuntimeTool{}
-	for _, e := range ResolveExposed(c.s.registry, c.s.exposed) {
+	for _, e := range ResolveExposed(c.s.rt.Registry(), c.s.exposed) {
 		if e.Hidden != "" {
 			continue
 		}
@@ -91,54 +85,31 @@ func (c *connection) toolsList() (*mcp.CallToolResult, error) {
 	return payloadResult(out)
 }
 
-// toolCall runs one exposed runtime tool through the gate.
+// toolCall runs one exposed runtime tool through the runtime's one tool
+// call path: arguments first (-32602), then the gate, then the tool.
 func (c *connection) toolCall(ctx context.Context, req *mcp.CallToolRequest, a contracts.ToolCallArgs) (*mcp.CallToolResult, error) {
 	s := c.s
 	t, ok := s.exposedTool(a.Name)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: contracts.TextRuntimeToolNotFound}
 	}
-	args := a.Arguments
-	if args == nil {
-		args = map[string]any{}
-	}
-	raw, err := json.Marshal(args)
+	raw, err := rawToolArguments(req)
 	if err != nil {
-		return nil, fmt.Errorf("encode arguments of %s: %w", a.Name, err)
+		return nil, err
 	}
-	if err := tool.ValidateArgs(t, raw); err != nil {
-		var ae *tool.ArgumentsError
-		if errors.As(err, &ae) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: contracts.TextInvalidRuntimeToolArguments}
-		}
-		return nil, fmt.Errorf("validate arguments of %s: %w", a.Name, err)
-	}
-
-	var (
-		mu     sync.Mutex
-		denial *authz.Decision
-	)
-	gated := gate.Wrap(t, s.authzRequest(), &gate.Options{
-		Bus: s.bus,
-		OnDenied: func(d authz.Decision) {
-			mu.Lock()
-			denial = &d
-			mu.Unlock()
-		},
-	})
 	progress := newProgress(ctx, req)
-	res := s.executor.Execute(ctx, gated, newCallID(), raw, progress.send)
+	res := s.rt.RunTool(ctx, s.authzRequest(), runtime.ToolCall{
+		ID: newCallID(), Name: t.Name(), Arguments: raw, Update: progress.send, ArgsFirst: true,
+	})
 	if ctx.Err() != nil {
 		return nil, errRequestCancelled
 	}
-	mu.Lock()
-	d := denial
-	mu.Unlock()
-	if d != nil {
-		s.audit(AuditToolDenied, "", map[string]any{
-			"tool": t.Name(), "reason_code": d.ReasonCode, "capability": string(d.Capability), "client_id": s.clientID,
-		})
-		return textError(deniedText(*d)), nil
+	if res.ArgumentsRejected() {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: contracts.TextInvalidRuntimeToolArguments}
+	}
+	if d, denied := res.Denial(); denied {
+		s.auditDenial("", events.ToolEndData{Tool: t.Name(), Denied: true, ReasonCode: d.ReasonCode, Capability: string(d.Capability)})
+		return textError(deniedText(d)), nil
 	}
 	if res.IsError {
 		s.log.Info("tool_call: runtime tool failed", "tool", t.Name(), "reason_code", res.ReasonCode())

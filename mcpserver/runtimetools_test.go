@@ -1,14 +1,19 @@
 package mcpserver
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
 
@@ -93,4 +98,79 @@ func TestResolveExposed(t *testing.T) {
 	if fmt.Sprint(rows) != fmt.Sprint(want) {
 		t.Errorf("ResolveExposed =\n%v\nwant\n%v", rows, want)
 	}
+}
+
+// echoEnv exposes one runtime tool, memory_status, that records the raw
+// arguments it ran with and returns result.
+func echoEnv(got *string, schema string, result tool.Result) func(*Options) {
+	return func(o *Options) {
+		reg := tool.NewRegistry()
+		echo := &fakeTool{name: "memory_status", cap: authz.CapMemoryRead, schema: schema,
+			run: func(_ context.Context, args json.RawMessage, _ func(string)) (tool.Result, error) {
+				*got = string(args)
+				return result, nil
+			}}
+		if err := reg.Register(echo); err != nil {
+			panic(err)
+		}
+		o.Runtime = runtime.New(runtime.Options{Store: o.Store, Registry: reg, Bus: o.Runtime.Bus(), Questions: o.Runtime.Questions()})
+		o.ExposedTools = []string{"memory_status"}
+	}
+}
+
+// tool_call arguments reach the runtime tool exactly as the client sent
+// and the schema validated them: big integers keep every digit, and a
+// number beyond float64 is still a number, not an execution error.
+func TestToolCallArgumentsArriveExactly(t *testing.T) {
+	const schema = `{"type":"object","properties":{"n":{"type":"number"}},"additionalProperties":false}`
+	for _, lit := range []string{"12345678901234567890", "1e400", "0.1000000000000000000001"} {
+		t.Run(lit, func(t *testing.T) {
+			var got string
+			session(t, echoEnv(&got, schema, tool.TextResult("ok")), func(t *testing.T, e *env, s *stepper) {
+				s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_call","arguments":{"name":"memory_status","arguments":{"n":` + lit + `}}}}`)
+				frames := s.frames()
+				if lit == "1e400" && len(frames) == 1 && frames[0]["error"] != nil {
+					// The runtime tool's schema check (runtime/tool/schema.go)
+					// decodes numbers as float64 and refuses 1e400 with -32602
+					// today; what this layer owes is never an execution error
+					// and the literal passed through untouched.
+					if code, _ := errorCode(t, frames); code != -32602 {
+						t.Errorf("tool_call n=1e400 = error %v, want a result or -32602", code)
+					}
+					return
+				}
+				text, isErr := resultText(t, frames)
+				if isErr || text != "ok" {
+					t.Fatalf("tool_call = %q (isError %v), want ok", text, isErr)
+				}
+				var v struct{ N json.RawMessage }
+				if err := json.Unmarshal([]byte(got), &v); err != nil || string(v.N) != lit {
+					t.Errorf("runtime tool got arguments %s, want n = %s exactly", got, lit)
+				}
+			})
+		})
+	}
+}
+
+// A runtime tool's text over the result cap is clipped on a UTF-8
+// boundary around a visible marker; an image over the image cap is an
+// execution error, never a text.
+func TestToolCallResultCaps(t *testing.T) {
+	const schema = `{"type":"object"}`
+	var got string
+	big := strings.Repeat("€", tool.DefaultMaxResultBytes/3+1000) // 3 bytes each
+	session(t, echoEnv(&got, schema, tool.TextResult(big)), func(t *testing.T, e *env, s *stepper) {
+		text, isErr := resultText(t, s.call(1, contracts.ToolCall, map[string]any{"name": "memory_status"}))
+		if isErr || !utf8.ValidString(text) || !strings.Contains(text, "bytes truncated") || len(text) > tool.DefaultMaxResultBytes+100 {
+			t.Errorf("tool_call of %d bytes of text = %d bytes (valid UTF-8 %v, isError %v), want at most the cap, valid, with a marker",
+				len(big), len(text), utf8.ValidString(text), isErr)
+		}
+	})
+	huge := tool.Result{Content: []tool.Content{tool.Image(make([]byte, tool.DefaultMaxImageBytes+1), "image/png")}}
+	session(t, echoEnv(&got, schema, huge), func(t *testing.T, e *env, s *stepper) {
+		text, isErr := resultText(t, s.call(1, contracts.ToolCall, map[string]any{"name": "memory_status"}))
+		if !isErr || text != contracts.TextRuntimeToolFailed {
+			t.Errorf("tool_call of an image over the cap = %q (isError %v), want the runtime tool failure", text, isErr)
+		}
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,9 +17,9 @@ import (
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
+	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/questions"
-	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
 )
 
@@ -31,24 +30,23 @@ const ServerName = "openprogram"
 // still due after stdin ends.
 const DefaultDrainTimeout = stdio.DefaultDrainTimeout
 
-// Audit record types written by the server. Payloads never hold prompt text,
-// message content, tool arguments or the token.
+// Audit record types written by the server, each with its payload type
+// (see audit.go). Payloads never hold prompt text, message content, tool
+// arguments or the token.
 const (
-	// AuditServerStart: {client_id, version} when Serve starts.
+	// AuditServerStart: [ServerStartPayload] when Serve starts.
 	AuditServerStart = "mcp.server.start"
-	// AuditServerStop: {client_id, reason} when Serve returns; reason is
-	// "eof", "cancelled" or "error".
+	// AuditServerStop: [ServerStopPayload] when Serve returns.
 	AuditServerStop = "mcp.server.stop"
-	// AuditToolDenied: {tool, reason_code, capability, client_id} for every
-	// gate denial of tool_call.
+	// AuditToolDenied: [ToolDeniedPayload] for every gate denial, of
+	// tool_call and of a tool call inside a prompt_send turn.
 	AuditToolDenied = "mcp.tool.denied"
-	// AuditPromptCompleted: {request_id, session_id, client_id, failed} for
-	// every prompt_send turn that ran to its end.
+	// AuditPromptCompleted: [PromptCompletedPayload] for every prompt_send
+	// turn that ran to its end.
 	AuditPromptCompleted = "mcp.prompt.completed"
-	// AuditRequestCancelled: {request_id, session_id, client_id, reason}
-	// for a prompt_send turn that was cancelled, reason one of
-	// ReasonPromptCancel, ReasonRequestCancelled, ReasonConnectionClosed.
-	AuditRequestCancelled = events.MCPRequestCancelled
+	// AuditRequestCancelled: [RequestCancelledPayload] for a prompt_send
+	// turn that was cancelled.
+	AuditRequestCancelled = "mcp.request.cancelled"
 )
 
 // Reasons of [AuditRequestCancelled].
@@ -67,17 +65,12 @@ var servedMethods = []string{"initialize", "ping", "tools/list", "tools/call"}
 type Options struct {
 	// Store holds sessions, messages and audit records.
 	Store sessions.Store
-	// Registry is the live runtime tool registry.
-	Registry *tool.Registry
-	// Executor runs runtime tools for tool_call.
-	Executor *tool.Executor
-	// Turns runs prompt_send turns.
-	Turns TurnRunner
-	// Bus carries the runtime's turn and question events.
-	Bus *events.Bus
-	// Questions is the runtime's question registry; questions raised on a
-	// session with a prompt_send running on this connection are declined.
-	Questions *questions.Registry
+	// Runtime runs prompt_send turns and tool_call calls
+	// ([runtime.Runtime.RunTool]); its registry is the live tool registry,
+	// its bus carries the turn and question events, and questions raised in
+	// its question registry on a session with a prompt_send running on
+	// this connection are declined. It must have a Bus and Questions.
+	Runtime *runtime.Runtime
 
 	// ClientID is the authenticated client id (tokenauth.Authenticate).
 	ClientID string
@@ -92,6 +85,9 @@ type Options struct {
 	// WorkDirs are the absolute working directories of runtime tools.
 	// Optional; without any, write tools are always denied.
 	WorkDirs []string
+	// StateDir is the absolute state directory. The gate treats it as a
+	// protected directory wherever it is. Optional.
+	StateDir string
 
 	// Version is serverInfo.version. Default "(devel)".
 	Version string
@@ -108,9 +104,8 @@ type Options struct {
 // connections, one Serve call each; all share its options.
 type Server struct {
 	store     sessions.Store
-	registry  *tool.Registry
-	executor  *tool.Executor
-	turns     TurnRunner
+	rt        *runtime.Runtime
+	turns     turnRunner // rt, or a test's fake
 	bus       *events.Bus
 	questions *questions.Registry
 
@@ -119,6 +114,7 @@ type Server struct {
 	exposed   []string
 	rules     []authz.Rule
 	workDirs  []string
+	stateDir  string
 
 	version string
 	drain   time.Duration
@@ -132,7 +128,9 @@ type Server struct {
 	cancelWait time.Duration
 }
 
-// New checks opts and returns a server. The authority is fixed here:
+// New checks opts and returns a server, or an error saying which option to
+// fix (the constructor convention of every module: see the README). The
+// authority is fixed here:
 // source "mcp", permission mode "ask", and exactly the paired,
 // non-interactive MCP client authority of opts.ClientID. Nothing a client
 // sends can change it.
@@ -140,16 +138,12 @@ func New(opts Options) (*Server, error) {
 	switch {
 	case opts.Store == nil:
 		return nil, errors.New("mcpserver: Options.Store is nil; open the session store first")
-	case opts.Registry == nil:
-		return nil, errors.New("mcpserver: Options.Registry is nil; pass the runtime tool registry")
-	case opts.Executor == nil:
-		return nil, errors.New("mcpserver: Options.Executor is nil; pass a tool.Executor")
-	case opts.Turns == nil:
-		return nil, errors.New("mcpserver: Options.Turns is nil; pass the runtime")
-	case opts.Bus == nil:
-		return nil, errors.New("mcpserver: Options.Bus is nil; pass the runtime's event bus")
-	case opts.Questions == nil:
-		return nil, errors.New("mcpserver: Options.Questions is nil; pass the runtime's question registry")
+	case opts.Runtime == nil:
+		return nil, errors.New("mcpserver: Options.Runtime is nil; pass the runtime")
+	case opts.Runtime.Bus() == nil:
+		return nil, errors.New("mcpserver: the runtime has no event bus; set runtime.Options.Bus")
+	case opts.Runtime.Questions() == nil:
+		return nil, errors.New("mcpserver: the runtime has no question registry; set runtime.Options.Questions")
 	}
 	if !authz.IsClientID(opts.ClientID) {
 		return nil, fmt.Errorf("mcpserver: client id must be 16 lowercase hex characters (got %d bytes); authenticate the client first", len(opts.ClientID))
@@ -182,16 +176,16 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		store:        opts.Store,
-		registry:     opts.Registry,
-		executor:     opts.Executor,
-		turns:        opts.Turns,
-		bus:          opts.Bus,
-		questions:    opts.Questions,
+		rt:           opts.Runtime,
+		turns:        opts.Runtime,
+		bus:          opts.Runtime.Bus(),
+		questions:    opts.Runtime.Questions(),
 		clientID:     opts.ClientID,
 		authority:    opts.Authority,
 		exposed:      exposed,
 		rules:        slices.Clone(opts.Rules),
 		workDirs:     slices.Clone(opts.WorkDirs),
+		stateDir:     opts.StateDir,
 		version:      opts.Version,
 		drain:        opts.DrainTimeout,
 		log:          opts.Logger,
@@ -230,6 +224,8 @@ func (s *Server) authzRequest() authz.Request {
 		Authority:      s.authority,
 		Rules:          slices.Clone(s.rules),
 		WorkDirs:       slices.Clone(s.workDirs),
+		StateDir:       s.stateDir,
+		Logger:         s.log,
 	}
 }
 
@@ -258,13 +254,13 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	// waits for it (see middleware) and so does the stop record.
 	go func() {
 		defer close(c.startAudited)
-		s.audit(AuditServerStart, "", map[string]any{"client_id": s.clientID, "version": s.version})
+		s.audit(AuditServerStart, "", ServerStartPayload{ClientID: s.clientID, Version: s.version})
 	}()
 
 	ss, err := srv.Connect(ctx, conn, nil)
 	if err != nil {
 		<-c.startAudited
-		s.audit(AuditServerStop, "", map[string]any{"client_id": s.clientID, "reason": "error"})
+		s.audit(AuditServerStop, "", ServerStopPayload{ClientID: s.clientID, Reason: "error"})
 		return fmt.Errorf("mcpserver: start the MCP session: %w", err)
 	}
 	waited := make(chan error, 1)
@@ -287,7 +283,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		err = fmt.Errorf("mcpserver: connection failed: %w", err)
 	}
 	<-c.startAudited
-	s.audit(AuditServerStop, "", map[string]any{"client_id": s.clientID, "reason": reason})
+	s.audit(AuditServerStop, "", ServerStopPayload{ClientID: s.clientID, Reason: reason})
 	return err
 }
 
@@ -305,25 +301,4 @@ func (c *connection) mcpServer() *mcp.Server {
 	}
 	srv.AddReceivingMiddleware(c.middleware)
 	return srv
-}
-
-// audit appends an audit record. It must not fail a request, so a store
-// failure is logged. It runs detached from any request context: records of
-// cancellations are written after the request's context ended.
-func (s *Server) audit(typ, sessionID string, payload map[string]any) {
-	data, err := json.Marshal(payload)
-	if err != nil {
-		s.log.Error("encode audit record", "type", typ, "error", err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := s.store.AppendAudit(ctx, sessions.NewAuditRecord{
-		Type:      typ,
-		Origin:    s.authority.SpeakerID,
-		SessionID: sessionID,
-		Payload:   data,
-	}); err != nil {
-		s.log.Warn("append audit record failed", "type", typ, "error", err)
-	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/sessions"
 )
@@ -472,11 +473,11 @@ func TestNewRefusesAnythingButTheMCPClientAuthority(t *testing.T) {
 		{"interactive", func(o *Options) { o.Authority = interactive }},
 		{"zero authority", func(o *Options) { o.Authority = authz.Authority{} }},
 		{"no store", func(o *Options) { o.Store = nil }},
-		{"no registry", func(o *Options) { o.Registry = nil }},
-		{"no executor", func(o *Options) { o.Executor = nil }},
-		{"no turns", func(o *Options) { o.Turns = nil }},
-		{"no bus", func(o *Options) { o.Bus = nil }},
-		{"no questions", func(o *Options) { o.Questions = nil }},
+		{"no runtime", func(o *Options) { o.Runtime = nil }},
+		{"a runtime without a bus", func(o *Options) {
+			o.Runtime = runtime.New(runtime.Options{Store: o.Store, Questions: o.Runtime.Questions()})
+		}},
+		{"a runtime without questions", func(o *Options) { o.Runtime = runtime.New(runtime.Options{Store: o.Store, Bus: o.Runtime.Bus()}) }},
 		{"relative workdir", func(o *Options) { o.WorkDirs = []string{"rel"} }},
 		{"bad rule", func(o *Options) { o.Rules = []authz.Rule{{Tool: "x", Action: "maybe"}} }},
 		{"empty exposed name", func(o *Options) { o.ExposedTools = []string{""} }},

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/events"
@@ -13,43 +12,42 @@ import (
 // reported while text keeps arriving.
 const textFlushInterval = time.Second
 
-// turnProgress turns the runtime events of one turn into progress
-// notifications: turn started, each tool call started and finished (name
-// and outcome ok, error or denied; never arguments), assistant text
-// (coalesced: at most one notification per textFlushInterval), turn
-// finished. Events are matched to the turn by its request id; the gate's
-// tool.denied events, which carry none, by session and call id.
+// turnProgress follows the runtime events of one turn, matched by its
+// request id. It turns them into progress notifications: turn started,
+// each tool call started and finished (name and outcome ok, error or
+// denied; never arguments), assistant text (the one coalescing of streamed
+// text: at most one notification per textFlushInterval), turn finished.
+// And it hands every denied tool call to onDenied, for the audit, with or
+// without a progress token, from a subscription of its own: a burst of
+// text events can fill the progress subscription's buffer, never the
+// audit's.
 type turnProgress struct {
 	sub       *events.Subscription
+	denials   *events.Subscription // tool.end only
 	requestID string
 	sessionID string
-	prog      *progress
+	prog      *progress // nil: no notifications
+	onDenied  func(events.ToolEndData)
 	stop      chan struct{}
 	done      chan struct{}
 
-	calls     map[string]bool // call ids of this turn's tool calls
-	denied    map[string]bool // call ids the gate denied
-	textChars int             // assistant text so far
-	unflushed bool            // text arrived since the last text notification
-	flushT    *time.Timer     // runs while unflushed
+	textChars int         // assistant text so far
+	unflushed bool        // text arrived since the last text notification
+	flushT    *time.Timer // runs while unflushed
 }
 
-// startTurnProgress subscribes to the events of req's turn and forwards them
-// to prog. It returns nil (which does nothing) when prog is nil.
-func startTurnProgress(bus *events.Bus, req runtime.TurnRequest, prog *progress) *turnProgress {
-	if prog == nil {
-		return nil
-	}
+// startTurnProgress subscribes to the events of req's turn, forwards them
+// to prog (which may be nil) and reports its denials to onDenied.
+func startTurnProgress(bus *events.Bus, req runtime.TurnRequest, prog *progress, onDenied func(events.ToolEndData)) *turnProgress {
 	tp := &turnProgress{
-		sub: bus.Subscribe(events.TurnStart, events.ToolStart, events.ToolDenied, events.ToolEnd,
-			events.TextProgress, events.TurnEnd),
+		sub:       bus.Subscribe(events.TurnStart, events.ToolStart, events.ToolEnd, events.TextProgress, events.TurnEnd),
+		denials:   bus.Subscribe(events.ToolEnd),
 		requestID: req.RequestID,
 		sessionID: req.SessionID,
 		prog:      prog,
+		onDenied:  onDenied,
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
-		calls:     map[string]bool{},
-		denied:    map[string]bool{},
 	}
 	go tp.run()
 	return tp
@@ -57,6 +55,7 @@ func startTurnProgress(bus *events.Bus, req runtime.TurnRequest, prog *progress)
 
 func (tp *turnProgress) run() {
 	defer close(tp.done)
+	denials := tp.denials.C()
 	for {
 		var flush <-chan time.Time
 		if tp.flushT != nil {
@@ -69,84 +68,106 @@ func (tp *turnProgress) run() {
 				return
 			}
 			tp.handle(ev)
+		case ev, ok := <-denials:
+			if !ok {
+				denials = nil // the bus closed; sub ends the loop
+				continue
+			}
+			tp.audit(ev)
 		case <-flush:
 			tp.flushT = nil
 			tp.flushText()
 		case <-tp.stop:
 			// Everything the turn published before it returned is buffered.
-			for {
-				select {
-				case ev, ok := <-tp.sub.C():
-					if ok {
-						tp.handle(ev)
-						continue
-					}
-				default:
-				}
-				tp.flushText()
-				return
+			for ev := range drained(tp.denials) {
+				tp.audit(ev)
 			}
+			for ev := range drained(tp.sub) {
+				tp.handle(ev)
+			}
+			tp.flushText()
+			return
 		}
 	}
 }
 
 // finish forwards what the turn published before it returned, then stops.
 func (tp *turnProgress) finish() {
-	if tp == nil {
-		return
-	}
 	close(tp.stop)
 	<-tp.done
 	tp.sub.Close()
+	tp.denials.Close()
+}
+
+// drained yields the events buffered on sub, without waiting for more.
+func drained(sub *events.Subscription) func(yield func(events.Event) bool) {
+	return func(yield func(events.Event) bool) {
+		for {
+			select {
+			case ev, ok := <-sub.C():
+				if !ok || !yield(ev) {
+					return
+				}
+			default:
+				return
+			}
+		}
+	}
+}
+
+// audit hands a denied tool call of this turn to onDenied.
+func (tp *turnProgress) audit(ev events.Event) {
+	if d, ok := ev.Data.(events.ToolEndData); ok && d.Denied && d.RequestID == tp.requestID && ev.SessionID == tp.sessionID {
+		tp.onDenied(d)
+	}
 }
 
 func (tp *turnProgress) handle(ev events.Event) {
 	if ev.SessionID != tp.sessionID {
 		return
 	}
-	callID := stringData(ev, "call_id")
-	if ev.Type == events.ToolDenied {
-		if tp.calls[callID] {
-			tp.denied[callID] = true
+	switch d := ev.Data.(type) {
+	case events.TextData:
+		if d.RequestID != tp.requestID {
+			return
 		}
-		return
-	}
-	if stringData(ev, "request_id") != tp.requestID {
-		return
-	}
-	if ev.Type == events.TextProgress {
-		if n, ok := ev.Data["chars"].(int); ok {
-			tp.textChars = n
-		} else {
-			tp.textChars += utf8.RuneCountInString(stringData(ev, "text"))
-		}
+		tp.textChars = d.Chars
 		tp.unflushed = true
 		if tp.flushT == nil {
 			tp.flushT = time.NewTimer(textFlushInterval)
 		}
-		return
-	}
-	tp.flushText()
-	switch ev.Type {
-	case events.TurnStart:
-		tp.prog.send("turn started")
-	case events.ToolStart:
-		tp.calls[callID] = true
-		tp.prog.send(fmt.Sprintf("tool %s started", stringData(ev, "tool")))
-	case events.ToolEnd:
+	case events.TurnStartData:
+		if d.RequestID == tp.requestID {
+			tp.flushText()
+			tp.prog.send("turn started")
+		}
+	case events.ToolStartData:
+		if d.RequestID == tp.requestID {
+			tp.flushText()
+			tp.prog.send(fmt.Sprintf("tool %s started", d.Tool))
+		}
+	case events.ToolEndData:
+		if d.RequestID != tp.requestID {
+			return
+		}
+		tp.flushText()
 		outcome := "ok"
 		switch {
-		case tp.denied[callID]:
+		case d.Denied:
 			outcome = "denied"
-		case boolData(ev, "is_error"):
+		case d.IsError:
 			outcome = "error"
 		}
-		tp.prog.send(fmt.Sprintf("tool %s finished: %s", stringData(ev, "tool"), outcome))
-	case events.TurnEnd:
+		tp.prog.send(fmt.Sprintf("tool %s finished: %s", d.Tool, outcome))
+	case events.TurnEndData:
+		if d.RequestID != tp.requestID {
+			return
+		}
+		tp.flushText()
 		switch {
-		case boolData(ev, "cancelled"):
+		case d.Cancelled:
 			tp.prog.send("turn finished: cancelled")
-		case boolData(ev, "failed"):
+		case d.Failed:
 			tp.prog.send("turn finished: failed")
 		default:
 			tp.prog.send("turn finished")
@@ -164,14 +185,4 @@ func (tp *turnProgress) flushText() {
 	}
 	tp.unflushed = false
 	tp.prog.send(fmt.Sprintf("assistant is writing (%d characters)", tp.textChars))
-}
-
-func stringData(ev events.Event, key string) string {
-	s, _ := ev.Data[key].(string)
-	return s
-}
-
-func boolData(ev events.Event, key string) bool {
-	b, _ := ev.Data[key].(bool)
-	return b
 }

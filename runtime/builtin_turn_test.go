@@ -48,8 +48,8 @@ func TestCancelKillsBashGroup(t *testing.T) {
 		}
 		cancel()
 	}()
-	req := runtime.TurnRequest{SessionID: "s1", Text: "run it", Source: authz.SourceCLI, PermissionMode: authz.ModeBypass,
-		Authority: ownerAuthority(t), WorkDirs: []string{work}}
+	req := runtime.TurnRequest{SessionID: "s1", Text: "run it", Request: authz.Request{Source: authz.SourceCLI, PermissionMode: authz.ModeBypass,
+		Authority: ownerAuthority(t), WorkDirs: []string{work}}}
 	start := time.Now()
 	_, err := rt.ProcessUserTurn(ctx, req)
 	if !errors.Is(err, context.Canceled) {

@@ -13,8 +13,9 @@
 //	auth, _ := authz.MCPClientAuthority(clientID, principalID)
 //	res, err := rt.ProcessUserTurn(ctx, runtime.TurnRequest{
 //		SessionID: "mcp_0123", Text: "What do my notes say about the release?",
-//		AgentID: "main", Source: authz.SourceMCP, PermissionMode: authz.ModeAsk,
-//		Rules: rules, WorkDirs: []string{"/home/me/project"}, Authority: auth, RequestID: "42",
+//		AgentID: "main", RequestID: "42",
+//		Request: authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk,
+//			Authority: auth, Rules: rules, WorkDirs: []string{"/home/me/project"}},
 //	})
 //	switch {
 //	case errors.Is(err, sessions.ErrBusy): // another turn runs on the session
@@ -56,13 +57,18 @@
 //
 // # Events
 //
-// On Options.Bus: turn.start {request_id, session_id}; turn.text {request_id,
-// text, chars} with assistant text, the first fragment at once and then at
-// most one event per 250 ms or 200 characters, plus one at the end of each
-// model step; tool.start {request_id, tool, call_id}; tool.end {request_id,
-// tool, call_id, is_error}; turn.end {request_id, session_id, failed,
-// error_class, cancelled}, published after the lease is released. No event
-// holds user text or tool arguments.
+// On Options.Bus, each with its payload struct from package events:
+// turn.start (TurnStartData); turn.text (TextData: every streamed fragment
+// of assistant text with the running character count; consumers coalesce);
+// tool.start (ToolStartData) and tool.end (ToolEndData, with Denied for a
+// gate denial) around every tool call; turn.end (TurnEndData), published
+// after the lease is released. No event holds user text or tool arguments.
+//
+// # Tool calls
+//
+// [Runtime.RunTool] runs one tool call for an authz.Request: registry,
+// gate, argument check and executor, in one place. The turn loop calls it
+// for every tool the model asks for; mcpserver calls it for tool_call.
 //
 // # Providers
 //

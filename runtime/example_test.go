@@ -34,7 +34,7 @@ func ExampleRuntime_ProcessUserTurn() {
 	auth, _ := authz.MCPClientAuthority("0123456789abcdef", "owner/install/fedcba9876543210")
 	res, err := rt.ProcessUserTurn(ctx, runtime.TurnRequest{
 		SessionID: "demo", Text: "Hi!", AgentID: "main",
-		Source: authz.SourceMCP, PermissionMode: authz.ModeAsk, Authority: auth,
+		Request: authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk, Authority: auth},
 	})
 	if err != nil {
 		fmt.Println(err)

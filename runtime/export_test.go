@@ -13,3 +13,10 @@ func EstimateRequest(req provider.Request) int {
 
 // HistoryBudget exposes historyBudget.
 var HistoryBudget = historyBudget
+
+// The stored message metadata, for the external tests that decode what a
+// turn stored.
+type (
+	Metadata     = metadata
+	ToolCallData = toolCallData
+)

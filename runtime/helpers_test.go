@@ -46,8 +46,8 @@ func ownerAuthority(t testing.TB) authz.Authority {
 
 // mcpRequest is a turn as the MCP server makes it.
 func mcpRequest(t testing.TB, sid, text string) runtime.TurnRequest {
-	return runtime.TurnRequest{SessionID: sid, Text: text, AgentID: "main", Source: authz.SourceMCP,
-		PermissionMode: authz.ModeAsk, Authority: clientAuthority(t), RequestID: "req-1"}
+	return runtime.TurnRequest{SessionID: sid, Text: text, AgentID: "main", RequestID: "req-1",
+		Request: authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk, Authority: clientAuthority(t)}}
 }
 
 // openStore opens an SQLite store in dir (a fresh temp dir when empty).
@@ -192,4 +192,33 @@ func (g *gated) Stream(ctx context.Context, _ provider.Request, onDelta func(pro
 	case <-ctx.Done():
 		return provider.Response{}, provider.Cancelled(ctx)
 	}
+}
+
+// requestID is the request id an event of a turn carries.
+func requestID(e events.Event) string {
+	switch d := e.Data.(type) {
+	case events.TurnStartData:
+		return d.RequestID
+	case events.TurnEndData:
+		return d.RequestID
+	case events.ToolStartData:
+		return d.RequestID
+	case events.ToolEndData:
+		return d.RequestID
+	case events.TextData:
+		return d.RequestID
+	}
+	return ""
+}
+
+// typesOf lists the events' types, a run of turn.text events as one.
+func typesOf(evs []events.Event) []string {
+	var out []string
+	for _, e := range evs {
+		if e.Type == events.TextProgress && len(out) > 0 && out[len(out)-1] == events.TextProgress {
+			continue
+		}
+		out = append(out, e.Type)
+	}
+	return out
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/openprogram/openprogram/sessions"
 )
 
-// Metadata is what the turn loop stores in sessions.Message.Metadata, as
+// metadata is what the turn loop stores in sessions.Message.Metadata, as
 // JSON. Each role uses a subset:
 //
 //   - user: Authority (the speaker's six fields), Source, AgentID
@@ -25,11 +25,11 @@ import (
 // Usage is the model call's token count when the provider reported it;
 // HistoryOmitted is what the call left out of the history to fit
 // Options.ContextTokens, when it left anything out.
-type Metadata struct {
+type metadata struct {
 	Authority  *authz.Authority `json:"authority,omitempty"`
 	Source     string           `json:"source,omitempty"`
 	AgentID    string           `json:"agent_id,omitempty"`
-	ToolCalls  []ToolCallData   `json:"tool_calls,omitempty"`
+	ToolCalls  []toolCallData   `json:"tool_calls,omitempty"`
 	ToolCallID string           `json:"tool_call_id,omitempty"`
 	ToolName   string           `json:"tool_name,omitempty"`
 	IsError    bool             `json:"is_error,omitempty"`
@@ -48,16 +48,16 @@ type Metadata struct {
 // or nil when none was.
 func UsageOf(raw json.RawMessage) *provider.Usage { return decodeMetadata(raw).Usage }
 
-// ToolCallData is one tool call the model asked for. Arguments is the JSON
+// toolCallData is one tool call the model asked for. Arguments is the JSON
 // the model produced; arguments that were not valid JSON are kept as a JSON
 // string.
-type ToolCallData struct {
+type toolCallData struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-func (m Metadata) encode() json.RawMessage {
+func (m metadata) encode() json.RawMessage {
 	data, err := json.Marshal(m)
 	if err != nil {
 		// Every field is a plain value or valid JSON (see safeArgs).
@@ -66,8 +66,8 @@ func (m Metadata) encode() json.RawMessage {
 	return data
 }
 
-func decodeMetadata(raw json.RawMessage) Metadata {
-	var m Metadata
+func decodeMetadata(raw json.RawMessage) metadata {
+	var m metadata
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &m) // unreadable metadata reads as none
 	}

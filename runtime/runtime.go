@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/questions"
@@ -37,10 +36,11 @@ type Options struct {
 	Store sessions.Store
 	// Registry holds the tools a turn may offer the model (nil: none).
 	Registry *tool.Registry
-	// Executor runs tool calls (nil: tool.NewExecutor(nil)).
+	// Executor runs tool calls, for turns and [Runtime.RunTool] (nil:
+	// tool.NewExecutor(nil)).
 	Executor *tool.Executor
-	// Bus receives turn.start, turn.text, tool.start, tool.end and turn.end
-	// events (nil: none).
+	// Bus receives turn.start, turn.text (every streamed fragment), tool.start,
+	// tool.end and turn.end events, and the gate's tool.denied (nil: none).
 	Bus *events.Bus
 	// Questions is used for approval questions of interactive speakers, and
 	// its pending questions of a session are declined when a turn there is
@@ -72,9 +72,6 @@ type Options struct {
 	// LeaseTTL is the session turn lease's time to live; the lease is renewed
 	// every third of it while the turn runs (0: DefaultLeaseTTL).
 	LeaseTTL time.Duration
-	// OnDenied is called for every gate denial inside a turn, with the
-	// session and the decision (for audit). Nil means none.
-	OnDenied func(sessionID string, d authz.Decision)
 	// Logger receives lease renewal and release problems (nil: discard). It
 	// never receives message text, tool arguments or keys.
 	Logger *slog.Logger

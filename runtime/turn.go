@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -13,16 +12,18 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/events"
-	"github.com/openprogram/openprogram/runtime/gate"
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
 )
 
 // TurnRequest is one user message to answer. Everything the turn may do
-// follows from Authority (validated, used as is), Source and the rest; no
-// field can raise the authority tier, and Source "cli" (the one source
-// without hard constraints) is refused for anyone but the owner.
+// follows from its authz.Request, used whole for every tool call of the
+// turn: Authority (validated, used as is), Source (required: authz.SourceMCP,
+// authz.SourceAgentSpawn or authz.SourceCLI), PermissionMode ("" means
+// ask), Rules and absolute WorkDirs. No field can raise the authority tier,
+// and Source "cli" (the one source without hard constraints) is refused for
+// anyone but the owner.
 type TurnRequest struct {
 	// SessionID names an existing session. Required.
 	SessionID string
@@ -30,19 +31,16 @@ type TurnRequest struct {
 	Text string
 	// AgentID is recorded with the user message.
 	AgentID string
-	// Source is where the request comes from: authz.SourceMCP,
-	// authz.SourceAgentSpawn or authz.SourceCLI. Required.
-	Source string
-	// PermissionMode is authz.ModeAsk or authz.ModeBypass ("" means ask).
-	PermissionMode string
-	// Rules are the permission rules (config tools.permission_rules).
-	Rules []authz.Rule
-	// WorkDirs are absolute working directories for file tools.
-	WorkDirs []string
-	// Authority is the speaker's six authority fields.
-	Authority authz.Authority
+	// Request is the authorization of the turn's speaker and every tool
+	// call it makes.
+	authz.Request
 	// RequestID is an opaque id copied into every event of the turn.
 	RequestID string
+	// Committed, when set, is called once, synchronously, right after the
+	// turn's final write succeeded and before ProcessUserTurn returns: from
+	// then on the turn's outcome is fixed and cancelling ctx no longer
+	// changes it (the result is returned with a nil error).
+	Committed func()
 }
 
 // TurnResult is how a turn ended. Failed turns (no provider configured, a
@@ -69,13 +67,6 @@ const (
 
 // ErrInvalidTurn is wrapped by the error of a malformed [TurnRequest].
 var ErrInvalidTurn = errors.New("invalid turn request")
-
-// Text progress is published at most once per progressInterval unless
-// progressChars have accumulated, and at the end of every model step.
-const (
-	progressInterval = 250 * time.Millisecond
-	progressChars    = 200
-)
 
 // Reason codes of tool results the turn loop makes itself.
 const (
@@ -170,7 +161,7 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 	turnCtx, cancelTurn := context.WithCancelCause(ctx)
 	declineOnCancel := context.AfterFunc(turnCtx, func() { r.cancelQuestions(sid) })
 	stopRenew := r.keepLease(turnCtx, cancelTurn, sid, owner)
-	r.publish(events.TurnStart, sid, map[string]any{"request_id": req.RequestID, "session_id": sid})
+	r.publish(events.TurnStart, sid, events.TurnStartData{RequestID: req.RequestID, SessionID: sid})
 
 	cleaned := false
 	cleanup := func() {
@@ -195,9 +186,9 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 	if stopped {
 		r.cancelQuestions(sid)
 	}
-	r.publish(events.TurnEnd, sid, map[string]any{
-		"request_id": req.RequestID, "session_id": sid,
-		"failed": res.Failed, "error_class": res.ErrorClass, "cancelled": stopped,
+	r.publish(events.TurnEnd, sid, events.TurnEndData{
+		RequestID: req.RequestID, SessionID: sid,
+		Failed: res.Failed, ErrorClass: res.ErrorClass, Cancelled: stopped,
 	})
 	switch {
 	case stopped && ctx.Err() != nil:
@@ -216,7 +207,7 @@ func (r *Runtime) cancelQuestions(sid string) {
 	}
 }
 
-func (r *Runtime) publish(typ, sid string, data map[string]any) {
+func (r *Runtime) publish(typ, sid string, data any) {
 	if r.opts.Bus != nil {
 		r.opts.Bus.Publish(events.Event{Type: typ, SessionID: sid, Data: data})
 	}
@@ -296,7 +287,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 	}
 	auth := t.req.Authority
 	user := sessions.NewMessage{Role: sessions.RoleUser, Content: t.req.Text,
-		Metadata: Metadata{Authority: &auth, Source: t.req.Source, AgentID: t.req.AgentID}.encode()}
+		Metadata: metadata{Authority: &auth, Source: t.req.Source, AgentID: t.req.AgentID}.encode()}
 	saved, err := store.AppendMessages(ctx, sid, parent, storable([]sessions.NewMessage{user}), true)
 	if err != nil {
 		return t.storeErr(ctx, "store the user message", err)
@@ -308,13 +299,10 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 	if p == nil {
 		return t.fail(ctx, ErrorClassNotConfigured, "Turn failed: "+t.r.opts.ProviderErr.Error())
 	}
-	specs, tools := t.offer()
+	specs := t.offer()
 	tctx, stopTimeout := t.r.turnContext(ctx)
 	defer stopTimeout()
-	prog := &progress{interval: progressInterval, chars: progressChars,
-		emit: func(text string, total int) {
-			t.r.publish(events.TextProgress, sid, map[string]any{"request_id": t.req.RequestID, "text": text, "chars": total})
-		}}
+	chars := 0 // streamed so far; consumers coalesce the fragments
 	for step := 0; ; step++ {
 		if step == t.r.opts.MaxSteps {
 			return t.fail(ctx, ErrorClassMaxSteps, fmt.Sprintf(
@@ -325,27 +313,30 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 		}
 		sent, omitted := t.r.fit(msgs, specs)
 		resp, err := p.Stream(tctx, provider.Request{System: t.r.system, Messages: sent, Tools: specs}, func(d provider.Delta) {
-			prog.add(d.Text)
+			if d.Text == "" {
+				return
+			}
+			chars += utf8.RuneCountInString(d.Text)
+			t.r.publish(events.TextProgress, sid, events.TextData{RequestID: t.req.RequestID, Text: d.Text, Chars: chars})
 		})
 		if ctx.Err() != nil {
 			return TurnResult{}, errStopped // a late answer is discarded
 		}
-		prog.flush()
 		if err != nil {
 			return t.fail(ctx, string(provider.ClassOf(err)), "Turn failed: "+err.Error())
 		}
 		if len(resp.ToolCalls) == 0 {
 			t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: resp.Text,
-				Metadata: Metadata{Provider: p.Name(), StopReason: resp.StopReason, Usage: resp.Usage, HistoryOmitted: omitted}.encode()})
+				Metadata: metadata{Provider: p.Name(), StopReason: resp.StopReason, Usage: resp.Usage, HistoryOmitted: omitted}.encode()})
 			return t.write(ctx, TurnResult{Text: resp.Text})
 		}
 
-		calls := make([]ToolCallData, len(resp.ToolCalls))
+		calls := make([]toolCallData, len(resp.ToolCalls))
 		for i, c := range resp.ToolCalls {
-			calls[i] = ToolCallData{ID: c.ID, Name: c.Name, Arguments: safeArgs(c.Arguments)}
+			calls[i] = toolCallData{ID: c.ID, Name: c.Name, Arguments: safeArgs(c.Arguments)}
 		}
 		t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: resp.Text,
-			Metadata: Metadata{ToolCalls: calls, Provider: p.Name(), Usage: resp.Usage, HistoryOmitted: omitted}.encode()})
+			Metadata: metadata{ToolCalls: calls, Provider: p.Name(), Usage: resp.Usage, HistoryOmitted: omitted}.encode()})
 		am := provider.Message{Role: provider.RoleAssistant, Content: resp.Text}
 		for _, c := range calls {
 			am.ToolCalls = append(am.ToolCalls, provider.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
@@ -362,69 +353,39 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 				if ctx.Err() != nil {
 					return TurnResult{}, errStopped
 				}
-				res = t.execute(tctx, tools, c, resp.ToolCalls[i].Arguments)
+				res = t.r.RunTool(tctx, t.req.Request, ToolCall{SessionID: sid, RequestID: t.req.RequestID,
+					ID: c.ID, Name: c.Name, Arguments: resp.ToolCalls[i].Arguments})
 				if ctx.Err() != nil {
 					return TurnResult{}, errStopped
 				}
 			}
 			text := resultText(res)
-			denied, _ := res.Details[tool.DetailDenied].(bool)
+			_, denied := res.Denial()
 			t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleTool, Content: text,
-				Metadata: Metadata{ToolCallID: c.ID, ToolName: c.Name, IsError: res.IsError, Denied: denied, ReasonCode: res.ReasonCode()}.encode()})
+				Metadata: metadata{ToolCallID: c.ID, ToolName: c.Name, IsError: res.IsError, Denied: denied, ReasonCode: res.ReasonCode()}.encode()})
 			msgs = append(msgs, provider.Message{Role: provider.RoleTool, Content: text, ToolCallID: c.ID, ToolName: c.Name, IsError: res.IsError})
 		}
 	}
 }
 
-// offer returns the tools the speaker's tier may use: their specs for the
-// model and the tools by name.
-func (t *turn) offer() ([]provider.ToolSpec, map[string]tool.Tool) {
-	if t.r.opts.Registry == nil {
-		return nil, nil
-	}
+// offer returns the specs, for the model, of the tools the speaker's tier
+// may use. A registered tool that was not offered still goes through the
+// gate when the model calls it, which denies it with its reason.
+func (t *turn) offer() []provider.ToolSpec {
 	var specs []provider.ToolSpec
-	tools := map[string]tool.Tool{}
-	for _, tl := range t.r.opts.Registry.List() {
-		if !t.req.Authority.Tier.Has(tl.Capability()) {
+	for _, tl := range t.r.registry().List() {
+		if _, ok := authz.ToolAllowed(t.req.Authority.Tier, tl.Name(), tl.Capability()); !ok {
 			continue
 		}
 		specs = append(specs, provider.ToolSpec{Name: tl.Name(), Description: tl.Description(), InputSchema: tl.InputSchema()})
-		tools[tl.Name()] = tl
 	}
-	return specs, tools
-}
-
-// execute runs one tool call through the gate. A registered tool that was
-// not offered still goes through the gate, which denies it with its reason.
-func (t *turn) execute(ctx context.Context, offered map[string]tool.Tool, c ToolCallData, args json.RawMessage) tool.Result {
-	sid := t.req.SessionID
-	name := clip(c.Name, 64)
-	t.r.publish(events.ToolStart, sid, map[string]any{"request_id": t.req.RequestID, "tool": name, "call_id": clip(c.ID, 128)})
-	tl, ok := offered[c.Name]
-	if !ok && t.r.opts.Registry != nil {
-		tl, ok = t.r.opts.Registry.Get(c.Name)
-	}
-	var res tool.Result
-	if !ok {
-		res = tool.ErrorResult(reasonUnknownTool, fmt.Sprintf("tool %q is not available; use one of the tools you were given", name))
-	} else {
-		areq := authz.Request{Source: t.req.Source, PermissionMode: t.req.PermissionMode, Authority: t.req.Authority,
-			Rules: t.req.Rules, WorkDirs: t.req.WorkDirs}
-		gopts := &gate.Options{Questions: t.r.opts.Questions, SessionID: sid, Bus: t.r.opts.Bus}
-		if t.r.opts.OnDenied != nil {
-			gopts.OnDenied = func(d authz.Decision) { t.r.opts.OnDenied(sid, d) }
-		}
-		cctx := tool.WithCall(ctx, tool.CallInfo{SessionID: sid, Authority: t.req.Authority, Source: t.req.Source, WorkDirs: t.req.WorkDirs})
-		res = t.r.exec.Execute(cctx, gate.Wrap(tl, areq, gopts), c.ID, args, nil)
-	}
-	t.r.publish(events.ToolEnd, sid, map[string]any{"request_id": t.req.RequestID, "tool": name, "call_id": clip(c.ID, 128), "is_error": res.IsError})
-	return res
+	return specs
 }
 
 // fail ends the turn with a failure text stored as the assistant message.
 func (t *turn) fail(ctx context.Context, class, text string) (TurnResult, error) {
 	t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: text,
-		Metadata: Metadata{Failed: true, ErrorClass: class}.encode()})
+		Metadata: metadata{Failed: true, ErrorClass: class}.encode()})
 	return t.write(ctx, TurnResult{Text: text, Failed: true, ErrorClass: class})
 }
 
@@ -450,6 +411,9 @@ func (t *turn) write(ctx context.Context, res TurnResult) (TurnResult, error) {
 	}
 	res.UserMessageID = t.userID
 	res.AssistantMessageID = saved[len(saved)-1].ID
+	if t.req.Committed != nil {
+		t.req.Committed()
+	}
 	return res, nil
 }
 
@@ -458,47 +422,6 @@ func (t *turn) storeErr(ctx context.Context, what string, err error) (TurnResult
 		return TurnResult{}, errStopped
 	}
 	return TurnResult{}, fmt.Errorf("%s: %w", what, err)
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "..."
-}
-
-// progress coalesces streamed text into turn.text events: the first
-// fragment at once (the model has started), then one when chars characters
-// have accumulated or interval has passed since the last event, checked as
-// text arrives (no timer), and one at the end of each step.
-type progress struct {
-	interval time.Duration
-	chars    int
-	last     time.Time
-	buf      strings.Builder
-	pending  int // characters in buf
-	total    int // characters published so far
-	emit     func(text string, total int)
-}
-
-func (p *progress) add(s string) {
-	p.buf.WriteString(s)
-	p.pending += utf8.RuneCountInString(s)
-	if p.pending >= p.chars || time.Since(p.last) >= p.interval {
-		p.flush()
-	}
-}
-
-func (p *progress) flush() {
-	if p.pending == 0 && p.buf.Len() == 0 {
-		return
-	}
-	text := p.buf.String()
-	p.buf.Reset()
-	p.total += p.pending
-	p.pending = 0
-	p.last = time.Now()
-	p.emit(text, p.total)
 }
 
 // storable makes message text safe for every store backend: PostgreSQL text

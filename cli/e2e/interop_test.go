@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/openprogram/openprogram/authz"
 )
 
 // interopExposed is mcp_server.exposed_tools for both interop tests; bash and read are
@@ -329,7 +331,7 @@ func (ix *interopInspector) runWithToken(t *testing.T, token string, args ...str
 		t.Fatalf("run the Inspector %v: %v\nstderr:\n%s", args, err, r.stderr)
 	}
 	shown := strings.ReplaceAll(strings.Join(args, " "), token, "<token>")
-	t.Logf("inspector --cli openprogram mcp serve %s -> exit %d\n  stdout: %s", shown, r.exit, interopClip(r.stdout, 600))
+	t.Logf("inspector --cli openprogram mcp serve %s -> exit %d\n  stdout: %s", shown, r.exit, authz.Clip(strings.TrimSpace(r.stdout), 600))
 	if s := strings.TrimSpace(r.stdout); s != "" {
 		var env struct {
 			Result json.RawMessage `json:"result"`
@@ -634,12 +636,4 @@ func interopNpmCI(t *testing.T, npm, dir string) {
 		t.Fatalf("write the install stamp: %v", err)
 	}
 	t.Logf("npm ci in %s took %s", filepath.Base(dir), time.Since(start).Round(time.Millisecond))
-}
-
-func interopClip(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -37,6 +37,8 @@ import (
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/openprogram/openprogram/authz"
 )
 
 // SchemaJSON is the embedded MCP 2025-11-25 schema, byte for byte.
@@ -182,7 +184,7 @@ func (v *Validator) ServerFrame(frame []byte, requestMethod string) error {
 		return fmt.Errorf("frame is not a JSON object: %w", err)
 	}
 	if err := v.message(obj, requestMethod); err != nil {
-		return fmt.Errorf("frame %s: %w", clip(frame), err)
+		return fmt.Errorf("frame %s: %w", authz.Clip(string(frame), 300), err)
 	}
 	return nil
 }
@@ -236,12 +238,4 @@ func (v *Validator) message(obj map[string]any, requestMethod string) error {
 		def = d
 	}
 	return v.defValue(def, obj["result"])
-}
-
-func clip(b []byte) string {
-	const limit = 300
-	if len(b) <= limit {
-		return string(b)
-	}
-	return string(b[:limit]) + "..."
 }

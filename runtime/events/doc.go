@@ -5,10 +5,15 @@
 //	defer sub.Close()
 //	go func() {
 //		for e := range sub.C() {
-//			fmt.Println(e.Type, e.SessionID, e.Data["tool"])
+//			if d, ok := e.Data.(events.ToolStartData); ok {
+//				fmt.Println(e.Type, e.SessionID, d.Tool)
+//			}
 //		}
 //	}()
-//	bus.Publish(events.Event{Type: events.ToolStart, SessionID: "s1", Data: map[string]any{"tool": "read"}})
+//	bus.Publish(events.Event{Type: events.ToolStart, SessionID: "s1", Data: events.ToolStartData{Tool: "read"}})
+//
+// Every event type has one payload type, named after it (ToolStart carries
+// [ToolStartData], ...): readers switch on the type, never on string keys.
 //
 // Publish never blocks: each subscription has a bounded buffer, and an
 // event that does not fit is dropped for that subscriber, counted

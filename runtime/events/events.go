@@ -9,26 +9,85 @@ import (
 	"time"
 )
 
-// Event types published by the runtime.
+// Event types published by the runtime, each with its payload type.
 const (
-	TurnStart           = "turn.start"
-	TurnEnd             = "turn.end"
-	ToolStart           = "tool.start"
-	ToolEnd             = "tool.end"
-	ToolDenied          = "tool.denied"
-	TextProgress        = "turn.text"
-	QuestionAsked       = "question.asked"
-	QuestionResolved    = "question.resolved"
-	MCPRequestCancelled = "mcp.request.cancelled"
+	TurnStart        = "turn.start"        // TurnStartData
+	TurnEnd          = "turn.end"          // TurnEndData
+	ToolStart        = "tool.start"        // ToolStartData
+	ToolEnd          = "tool.end"          // ToolEndData
+	ToolDenied       = "tool.denied"       // ToolDeniedData
+	TextProgress     = "turn.text"         // TextData
+	QuestionAsked    = "question.asked"    // QuestionData
+	QuestionResolved = "question.resolved" // QuestionData (with Status)
 )
 
-// Event is one thing that happened. Data is shared by every subscriber
-// that receives the event: treat it as read-only.
+// Event is one thing that happened. Data is the payload struct of Type
+// (a value, shared by every subscriber that receives the event).
 type Event struct {
 	Type      string
 	SessionID string
 	Time      time.Time
-	Data      map[string]any
+	Data      any
+}
+
+// TurnStartData is the payload of [TurnStart].
+type TurnStartData struct {
+	RequestID string // the turn's request id (runtime.TurnRequest.RequestID)
+	SessionID string
+}
+
+// TurnEndData is the payload of [TurnEnd].
+type TurnEndData struct {
+	RequestID  string
+	SessionID  string
+	Failed     bool   // the turn stored a failure text instead of a model answer
+	ErrorClass string // why, when Failed
+	Cancelled  bool   // the turn was stopped before its final write
+}
+
+// ToolStartData is the payload of [ToolStart]. Tool and CallID are clipped
+// (they come from the model); arguments are never carried.
+type ToolStartData struct {
+	RequestID string // "" for a call outside a turn
+	CallID    string
+	Tool      string
+}
+
+// ToolEndData is the payload of [ToolEnd]: how the call ended. Denied
+// reports a gate denial (then ReasonCode and Capability say which); the
+// result's text is never carried.
+type ToolEndData struct {
+	RequestID  string
+	CallID     string
+	Tool       string
+	IsError    bool
+	Denied     bool
+	ReasonCode string
+	Capability string
+}
+
+// ToolDeniedData is the payload of [ToolDenied], published by the gate.
+type ToolDeniedData struct {
+	CallID     string
+	Tool       string
+	ReasonCode string
+	Capability string
+}
+
+// TextData is the payload of [TextProgress]: one fragment of streamed
+// assistant text and the number of characters streamed in the turn so far.
+type TextData struct {
+	RequestID string
+	Text      string
+	Chars     int
+}
+
+// QuestionData is the payload of [QuestionAsked] and [QuestionResolved].
+type QuestionData struct {
+	QuestionID string
+	Kind       string
+	SessionID  string
+	Status     string // QuestionResolved only
 }
 
 // DefaultBuffer is the per-subscription buffer when BusOptions.Buffer is 0.

@@ -3,11 +3,15 @@
 //
 //	req := authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk,
 //		Authority: clientAuthority, WorkDirs: []string{"/home/me/project"}}
-//	gated := gate.Wrap(t, req, &gate.Options{SessionID: sessionID, Bus: bus, OnDenied: audit})
-//	res := executor.Execute(ctx, gated, callID, args, update)
+//	guard := gate.Guard(t, req, &gate.Options{SessionID: sessionID, Bus: bus})
+//	res := executor.ExecuteGuarded(ctx, t, guard, callID, args, update)
+//	if d, denied := res.Denial(); denied { ... }
 //
-// The wrapped tool runs [authz.Decide] before every call and never calls
-// the inner tool on a denial. A denial is a result with IsError set, the
+// runtime.Runtime.RunTool is the one caller outside tests: it assembles
+// gate and executor for the turn loop and for MCP tool_call alike.
+//
+// The guard runs [authz.Decide] before every call and never lets the tool
+// run on a denial. A denial is a result with IsError set, the
 // decision's message as text and Details {"denied": true, "reason_code":
 // ..., "capability": ...}. Beyond Decide, the gate also requires the tier
 // to hold the capability the tool itself declares.

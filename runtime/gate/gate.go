@@ -17,7 +17,7 @@ import (
 // declined, timed out, cancelled or answered with anything but allow.
 const ReasonApprovalDenied = "APPROVAL_DENIED"
 
-// Options configure [Wrap]. The zero value of each field means "none".
+// Options configure [Guard]. The zero value of each field means "none".
 type Options struct {
 	// Questions asks the owner when a decision needs approval. Without it
 	// such calls are denied (APPROVAL_UNAVAILABLE_NON_INTERACTIVE).
@@ -27,31 +27,30 @@ type Options struct {
 	SessionID string
 	// Bus receives a tool.denied event for every denial.
 	Bus *events.Bus
-	// OnDenied is called with every denial's decision (for audit).
-	OnDenied func(d authz.Decision)
 	// ApprovalTimeout bounds an approval question (0: the registry default).
 	ApprovalTimeout time.Duration
 }
 
-// Wrap returns a tool that runs [authz.Decide] for req before every call of
-// t and never calls t on a denial; a denial is an IsError result whose text
-// is the decision's message and whose Details hold denied, reason_code and
-// capability. Beyond Decide it also denies a tool whose declared
-// capability the tier lacks, and asks an approval question when the
-// decision needs one and opts.Questions is set.
+// Guard returns the guard that runs [authz.Decide] for req before every
+// call of t, for [tool.Executor.ExecuteGuarded]: t never runs on a
+// denial, which is an IsError result whose text is the decision's message
+// and whose Details hold denied, reason_code and capability (read them
+// with [tool.Result.Denial]). Beyond Decide it also denies a tool whose
+// declared capability the tier lacks, and asks an approval question when
+// the decision needs one and opts.Questions is set.
 //
 // The call's context gets a [tool.CallInfo] with req's authority and
-// source (always: the inner tool acts under exactly what was checked),
-// req's working directories when req has any, and opts.SessionID when the
+// source (always: the tool acts under exactly what was checked), req's
+// working directories when req has any, and opts.SessionID when the
 // context carries no session.
-func Wrap(t tool.Tool, req authz.Request, opts *Options) tool.Tool {
+func Guard(t tool.Tool, req authz.Request, opts *Options) tool.Guard {
 	g := &gated{inner: t, req: req}
 	g.req.Rules = slices.Clone(req.Rules)
 	g.req.WorkDirs = slices.Clone(req.WorkDirs)
 	if opts != nil {
 		g.opts = *opts
 	}
-	return tool.Guarded(t, g.check)
+	return g.check
 }
 
 type gated struct {
@@ -64,14 +63,7 @@ type gated struct {
 // needed, and the CallInfo the tool runs with.
 func (g *gated) check(ctx context.Context, callID string, args json.RawMessage) (context.Context, tool.Result, bool) {
 	name := g.inner.Name()
-	d := authz.Decide(g.req, name, args)
-	if d.Allowed && !g.req.Authority.Tier.Has(g.inner.Capability()) {
-		d = authz.Decision{
-			ReasonCode: authz.ReasonCapability,
-			Capability: g.inner.Capability(),
-			Message:    fmt.Sprintf("authority tier %s does not allow %s", g.req.Authority.Tier, g.inner.Capability()),
-		}
-	}
+	d := authz.DecideTool(g.req, name, g.inner.Capability(), args)
 	if d.NeedsApproval {
 		d = g.approve(ctx, callID, d)
 	}
@@ -133,16 +125,10 @@ func (g *gated) withCall(ctx context.Context) context.Context {
 }
 
 func (g *gated) deny(ctx context.Context, callID string, d authz.Decision) tool.Result {
-	if g.opts.OnDenied != nil {
-		g.opts.OnDenied(d)
-	}
 	g.opts.Bus.Publish(events.Event{
 		Type:      events.ToolDenied,
 		SessionID: g.sessionID(ctx),
-		Data: map[string]any{
-			"tool": g.inner.Name(), "call_id": callID,
-			"reason_code": d.ReasonCode, "capability": string(d.Capability),
-		},
+		Data:      events.ToolDeniedData{Tool: g.inner.Name(), CallID: callID, ReasonCode: d.ReasonCode, Capability: string(d.Capability)},
 	})
 	return tool.Result{
 		Content: []tool.Content{tool.Text(d.Message)},

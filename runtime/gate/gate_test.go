@@ -156,12 +156,11 @@ func TestDenialMatrixNeverExecutes(t *testing.T) {
 			defer bus.Close()
 			sub := bus.Subscribe(events.ToolDenied)
 			defer sub.Close()
-			var onDenied []authz.Decision
 			// A question registry is present: MCP must still never ask.
 			qs := questions.New(&questions.Options{Bus: bus})
 			asked := bus.Subscribe(events.QuestionAsked)
 			defer asked.Close()
-			g := gate.Wrap(forbidden(t, c.tool), req, &gate.Options{Questions: qs, SessionID: "s1", Bus: bus, OnDenied: func(d authz.Decision) { onDenied = append(onDenied, d) }})
+			g := wrap(forbidden(t, c.tool), req, &gate.Options{Questions: qs, SessionID: "s1", Bus: bus})
 
 			res, err := g.Execute(context.Background(), "call-1", json.RawMessage(c.args(work)), nil)
 			if err != nil {
@@ -172,12 +171,12 @@ func TestDenialMatrixNeverExecutes(t *testing.T) {
 			if diff := cmp.Diff(want, res.Details); diff != "" || !res.IsError {
 				t.Errorf("denial IsError=%v Details mismatch (-want +got):\n%s\ntext: %s", res.IsError, diff, res.Text())
 			}
-			if len(onDenied) != 1 || res.Text() != onDenied[0].Message || res.Text() == "" {
-				t.Errorf("content %q, OnDenied %+v: want the decision's message once", res.Text(), onDenied)
+			if d, ok := res.Denial(); !ok || d.ReasonCode != c.reason || string(d.Capability) != wantCap || d.Message != res.Text() || res.Text() == "" {
+				t.Errorf("content %q, Denial() = %+v, %v: want the decision", res.Text(), d, ok)
 			}
 			select {
 			case e := <-sub.C():
-				if e.Data["reason_code"] != c.reason || e.Data["tool"] != c.tool {
+				if d := e.Data.(events.ToolDeniedData); d.ReasonCode != c.reason || d.Tool != c.tool || d.CallID != "call-1" {
 					t.Errorf("tool.denied event = %+v", e)
 				}
 			default:
@@ -196,7 +195,7 @@ func TestDenialMatrixNeverExecutes(t *testing.T) {
 					ran.Store(true)
 					return tool.Result{}, nil
 				}}
-			res = tool.NewExecutor(nil).Execute(context.Background(), gate.Wrap(inner, req, nil), "call-2", json.RawMessage(c.args(work)), nil)
+			res, _ = wrap(inner, req, nil).Execute(context.Background(), "call-2", json.RawMessage(c.args(work)), nil)
 			if ran.Load() || !res.IsError || res.ReasonCode() != c.reason {
 				t.Errorf("through the executor: ran=%v result=%+v, want denial %s", ran.Load(), res, c.reason)
 			}
@@ -210,7 +209,7 @@ func TestDeclaredCapabilityIsAlsoChecked(t *testing.T) {
 	f := forbidden(t, "memory_status")
 	f.(*tool.Func).Cap = authz.CapProcessExec
 	req := authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}
-	res, _ := gate.Wrap(f, req, nil).Execute(context.Background(), "c", json.RawMessage(`{}`), nil)
+	res, _ := wrap(f, req, nil).Execute(context.Background(), "c", json.RawMessage(`{}`), nil)
 	if !res.IsError || res.ReasonCode() != authz.ReasonCapability || res.Details["capability"] != string(authz.CapProcessExec) {
 		t.Errorf("Execute = %+v, want AUTHORITY_CAPABILITY_DENIED for process.exec", res)
 	}
@@ -230,7 +229,7 @@ func TestAllowedCallRunsWithCallInfo(t *testing.T) {
 	var info tool.CallInfo
 	ran := 0
 	req := authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t), WorkDirs: []string{work}}
-	g := gate.Wrap(recorder("memory_status", &info, &ran), req, &gate.Options{SessionID: "s9"})
+	g := wrap(recorder("memory_status", &info, &ran), req, &gate.Options{SessionID: "s9"})
 	res, err := g.Execute(context.Background(), "c", json.RawMessage(`{}`), nil)
 	if err != nil || res.IsError || ran != 1 {
 		t.Fatalf("Execute = %+v, %v (ran %d), want it to run", res, err, ran)
@@ -248,9 +247,6 @@ func TestAllowedCallRunsWithCallInfo(t *testing.T) {
 	if diff := cmp.Diff(want, info); diff != "" {
 		t.Errorf("CallInfo with an existing one (-want +got):\n%s", diff)
 	}
-	if g.Name() != "memory_status" || g.Capability() != authz.CapMemoryRead || string(g.InputSchema()) != `{"type":"object"}` {
-		t.Errorf("wrapper does not forward the tool's metadata")
-	}
 }
 
 func ownerCLI(t *testing.T, work string) authz.Request {
@@ -259,7 +255,7 @@ func ownerCLI(t *testing.T, work string) authz.Request {
 
 func TestApprovalWithoutRegistryDenies(t *testing.T) {
 	work := t.TempDir()
-	res, _ := gate.Wrap(forbidden(t, "write"), ownerCLI(t, work), &gate.Options{SessionID: "s"}).
+	res, _ := wrap(forbidden(t, "write"), ownerCLI(t, work), &gate.Options{SessionID: "s"}).
 		Execute(context.Background(), "c", json.RawMessage(`{"path":"a.txt"}`), nil)
 	if !res.IsError || res.ReasonCode() != authz.ReasonApprovalUnavailable || res.Details["denied"] != true {
 		t.Errorf("Execute = %+v, want APPROVAL_UNAVAILABLE_NON_INTERACTIVE", res)
@@ -289,7 +285,7 @@ func TestApprovalQuestion(t *testing.T) {
 				reg := questions.New(&questions.Options{Bus: bus})
 				var info tool.CallInfo
 				ran := 0
-				g := gate.Wrap(recorder("write", &info, &ran), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"})
+				g := wrap(recorder("write", &info, &ran), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"})
 				var res tool.Result
 				done := make(chan struct{})
 				go func() {
@@ -297,8 +293,8 @@ func TestApprovalQuestion(t *testing.T) {
 					res, _ = g.Execute(context.Background(), "c", json.RawMessage(`{"path":"a.txt"}`), nil)
 				}()
 				e := <-asked.C()
-				id := e.Data["question_id"].(string)
-				if e.Data["kind"] != "approval" || e.SessionID != "s" {
+				id := e.Data.(events.QuestionData).QuestionID
+				if e.Data.(events.QuestionData).Kind != "approval" || e.SessionID != "s" {
 					t.Errorf("question.asked = %+v, want an approval on s", e)
 				}
 				if q, ok := reg.Get(id); !ok || q.Data["tool"] != "write" {
@@ -326,7 +322,7 @@ func TestApprovalWaitIsContextAware(t *testing.T) {
 		reg := questions.New(nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		res, _ := gate.Wrap(forbidden(t, "write"), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"}).
+		res, _ := wrap(forbidden(t, "write"), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"}).
 			Execute(ctx, "c", json.RawMessage(`{"path":"a.txt"}`), nil)
 		if res.ReasonCode() != gate.ReasonApprovalDenied {
 			t.Errorf("Execute = %+v, want APPROVAL_DENIED after ctx ended", res)
@@ -337,19 +333,6 @@ func TestApprovalWaitIsContextAware(t *testing.T) {
 	})
 }
 
-func TestTimeoutHintForwarded(t *testing.T) {
-	inner := hinted{Func: forbidden(t, "bash").(*tool.Func)}
-	g := gate.Wrap(inner, authz.Request{}, nil)
-	h, ok := g.(tool.TimeoutHinter)
-	if !ok || h.TimeoutHint(nil) != 42*time.Second {
-		t.Errorf("gate does not forward TimeoutHint")
-	}
-}
-
-type hinted struct{ *tool.Func }
-
-func (hinted) TimeoutHint(json.RawMessage) time.Duration { return 42 * time.Second }
-
 func TestDenialComesBeforeArgumentValidation(t *testing.T) {
 	strict := &tool.Func{ToolName: "bash", Desc: "x", Cap: authz.CapProcessExec,
 		Schema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}},"required":["command"],"additionalProperties":false}`),
@@ -357,30 +340,19 @@ func TestDenialComesBeforeArgumentValidation(t *testing.T) {
 			t.Error("bash executed")
 			return tool.Result{}, nil
 		}}
-	g := gate.Wrap(strict, authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}, nil)
-	res := tool.NewExecutor(nil).Execute(context.Background(), g, "c", json.RawMessage(`{"nonsense":1}`), nil)
+	g := wrap(strict, authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}, nil)
+	res, _ := g.Execute(context.Background(), "c", json.RawMessage(`{"nonsense":1}`), nil)
 	if res.ReasonCode() != authz.ReasonHardConstraint {
 		t.Errorf("Execute(bash, invalid args) = %+v, want the hard-constraint denial first", res)
 	}
-	// Allowed calls still get their arguments validated, also when the
-	// gated tool is called directly.
+	// Allowed calls still get their arguments validated.
 	var info tool.CallInfo
 	ran := 0
 	rec := recorder("memory_status", &info, &ran).(*tool.Func)
 	rec.Schema = json.RawMessage(`{"type":"object","additionalProperties":false}`)
-	g = gate.Wrap(rec, authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}, nil)
-	for name, run := range map[string]func() tool.Result{
-		"executor": func() tool.Result {
-			return tool.NewExecutor(nil).Execute(context.Background(), g, "c", json.RawMessage(`{"x":1}`), nil)
-		},
-		"direct": func() tool.Result {
-			r, _ := g.Execute(context.Background(), "c", json.RawMessage(`{"x":1}`), nil)
-			return r
-		},
-	} {
-		if res := run(); res.ReasonCode() != tool.ReasonInvalidArguments || ran != 0 {
-			t.Errorf("%s: allowed call with invalid args = %+v (ran %d), want INVALID_ARGUMENTS", name, res, ran)
-		}
+	g = wrap(rec, authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}, nil)
+	if res, _ := g.Execute(context.Background(), "c", json.RawMessage(`{"x":1}`), nil); res.ReasonCode() != tool.ReasonInvalidArguments || ran != 0 {
+		t.Errorf("allowed call with invalid args = %+v (ran %d), want INVALID_ARGUMENTS", res, ran)
 	}
 }
 
@@ -394,16 +366,30 @@ func TestApprovalWaitIsNotBoundByTheToolTimeout(t *testing.T) {
 		reg := questions.New(&questions.Options{Bus: bus})
 		var info tool.CallInfo
 		ran := 0
-		g := gate.Wrap(recorder("write", &info, &ran), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"})
+		g := wrap(recorder("write", &info, &ran), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"})
 		ex := tool.NewExecutor(&tool.ExecutorOptions{Timeout: time.Second})
 		go func() {
 			e := <-asked.C()
 			time.Sleep(100 * time.Second)
-			reg.Resolve(e.Data["question_id"].(string), questions.Answer{Value: "allow"})
+			reg.Resolve(e.Data.(events.QuestionData).QuestionID, questions.Answer{Value: "allow"})
 		}()
-		res := ex.Execute(context.Background(), g, "c", json.RawMessage(`{"path":"a.txt"}`), nil)
+		res := ex.Run(context.Background(), g.t, tool.Call{ID: "c", Args: json.RawMessage(`{"path":"a.txt"}`), Guard: g.guard})
 		if res.IsError || ran != 1 {
 			t.Errorf("Execute after a 100s approval with a 1s tool timeout = %+v (ran %d), want it to run", res, ran)
 		}
 	})
+}
+
+// gated is a tool behind the gate, run the way runtime.RunTool runs it.
+type gated struct {
+	t     tool.Tool
+	guard tool.Guard
+}
+
+func wrap(t tool.Tool, req authz.Request, opts *gate.Options) *gated {
+	return &gated{t: t, guard: gate.Guard(t, req, opts)}
+}
+
+func (g *gated) Execute(ctx context.Context, callID string, args json.RawMessage, update func(string)) (tool.Result, error) {
+	return tool.NewExecutor(nil).Run(ctx, g.t, tool.Call{ID: callID, Args: args, Update: update, Guard: g.guard}), nil
 }

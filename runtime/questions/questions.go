@@ -177,7 +177,7 @@ func (r *Registry) Register(q Question) (*Pending, error) {
 	r.bus.Publish(events.Event{
 		Type:      events.QuestionAsked,
 		SessionID: q.SessionID,
-		Data:      map[string]any{"question_id": q.ID, "kind": string(q.Kind), "session_id": q.SessionID},
+		Data:      events.QuestionData{QuestionID: q.ID, Kind: string(q.Kind), SessionID: q.SessionID},
 	})
 	return p, nil
 }
@@ -229,7 +229,7 @@ func (r *Registry) resolve(p *Pending, a Answer) bool {
 		r.bus.Publish(events.Event{
 			Type:      events.QuestionResolved,
 			SessionID: p.q.SessionID,
-			Data:      map[string]any{"question_id": p.q.ID, "kind": string(p.q.Kind), "session_id": p.q.SessionID, "status": string(a.Status)},
+			Data:      events.QuestionData{QuestionID: p.q.ID, Kind: string(p.q.Kind), SessionID: p.q.SessionID, Status: string(a.Status)},
 		})
 	}
 	return won

@@ -31,8 +31,8 @@ func TestAskAnsweredAndEventPublished(t *testing.T) {
 			ans, err = reg.Ask(context.Background(), questions.Question{SessionID: "s1", Kind: questions.KindConfirm, Prompt: "Proceed?", Options: []string{"yes", "no"}})
 		}()
 		e := <-sub.C()
-		id, _ := e.Data["question_id"].(string)
-		want := map[string]any{"question_id": id, "kind": "confirm", "session_id": "s1"}
+		id := e.Data.(events.QuestionData).QuestionID
+		want := events.QuestionData{QuestionID: id, Kind: "confirm", SessionID: "s1"}
 		if diff := cmp.Diff(want, e.Data); diff != "" || e.SessionID != "s1" || id == "" {
 			t.Fatalf("question.asked event = %+v (-want +got):\n%s", e, diff)
 		}
@@ -105,7 +105,7 @@ func TestContextCancelResolvesCancelled(t *testing.T) {
 		if ans != (questions.Answer{Status: questions.StatusCancelled}) {
 			t.Errorf("Ask = %+v, want cancelled", ans)
 		}
-		if e := <-resolved.C(); e.Data["status"] != "cancelled" {
+		if e := <-resolved.C(); e.Data.(events.QuestionData).Status != "cancelled" {
 			t.Errorf("question.resolved = %+v, want status cancelled", e)
 		}
 		if len(reg.Pending("s")) != 0 {

@@ -32,7 +32,7 @@ type ExecutorOptions struct {
 	// "[... N bytes truncated ...]" marker.
 	MaxResultBytes int
 	// MaxImageBytes caps one image block (default DefaultMaxImageBytes); a
-	// larger image is replaced by a text note.
+	// result holding a larger image is an IsError result (RESULT_TOO_LARGE).
 	MaxImageBytes int
 	// StopGrace is how long Execute waits, after the call's context ends,
 	// for the tool to stop and report (default DefaultStopGrace). A tool
@@ -43,7 +43,7 @@ type ExecutorOptions struct {
 }
 
 // Executor runs tools: every caller goes through it. It validates
-// arguments against the tool's schema, applies a timeout, recovers
+// arguments against the tool's schema, runs a guard, applies a timeout, recovers
 // panics, caps the result size and delivers update strings in order,
 // never after Execute returns. It is safe for concurrent use.
 type Executor struct {
@@ -109,37 +109,63 @@ func (u *updater) close() {
 }
 
 // Execute runs t with args and always returns a Result: invalid arguments
-// (reason INVALID_ARGUMENTS), a returned error (TOOL_ERROR), a panic
-// (PANIC), the timeout (TIMEOUT, Details["timeout"]=true) and a cancelled
-// ctx (CANCELLED, Details["cancelled"]=true) are IsError results. update
-// may be nil.
+// (reason INVALID_ARGUMENTS, Details["invalid_arguments"]=true), a returned
+// error (TOOL_ERROR), a panic (PANIC), the timeout (TIMEOUT,
+// Details["timeout"]=true) and a cancelled ctx (CANCELLED,
+// Details["cancelled"]=true) are IsError results. update may be nil.
 func (e *Executor) Execute(ctx context.Context, t Tool, callID string, args json.RawMessage, update func(string)) Result {
+	return e.Run(ctx, t, Call{ID: callID, Args: args, Update: update})
+}
+
+// Call is one call of a tool for [Executor.Run].
+type Call struct {
+	// ID is the call id the tool sees.
+	ID string
+	// Args is the arguments object (empty means {}).
+	Args json.RawMessage
+	// Update receives the tool's progress lines (nil: dropped).
+	Update func(string)
+	// Guard, when set, decides before the tool runs: outside the call's
+	// timeout (an approval question may wait longer than a tool may run),
+	// with a panic turned into a PANIC result. A result it returns is the
+	// call's result (made IsError).
+	Guard Guard
+	// ArgsFirst checks the arguments before the guard. By default the guard
+	// goes first, so a caller that may not use a tool learns nothing about
+	// its arguments; MCP tool_call answers invalid arguments of an exposed
+	// tool as a protocol error before any gate decision.
+	ArgsFirst bool
+}
+
+// Run is [Executor.Execute] for a [Call]: the argument check and the
+// guard in the call's order, then the tool.
+func (e *Executor) Run(ctx context.Context, t Tool, call Call) Result {
 	if t == nil {
 		return ErrorResult(ReasonToolError, "no tool given to execute")
 	}
-	for {
-		g, ok := t.(*guarded)
-		if !ok {
-			break
+	callID, args := call.ID, call.Args
+	if call.ArgsFirst {
+		if res, ok := checkArgs(t, args); !ok {
+			return res
 		}
+	}
+	if call.Guard != nil {
 		if ctx.Err() != nil {
 			return cancelledResult(t.Name(), false)
 		}
-		gctx, res, allowed := e.runGuard(ctx, g, callID, args)
+		gctx, res, allowed := e.runGuard(ctx, t.Name(), call.Guard, callID, args)
 		if !allowed {
-			e.capResult(&res)
+			e.capResult(t.Name(), &res)
 			return res
 		}
-		ctx, t = gctx, g.inner
+		ctx = gctx
 	}
-	if err := ValidateArgs(t, args); err != nil {
-		reason := ReasonInvalidArguments
-		var se *SchemaError
-		if errors.As(err, &se) {
-			reason = ReasonToolError
+	if !call.ArgsFirst {
+		if res, ok := checkArgs(t, args); !ok {
+			return res
 		}
-		return ErrorResult(reason, err.Error())
 	}
+	update := call.Update
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
@@ -209,19 +235,19 @@ func (e *Executor) Execute(ctx context.Context, t Tool, callID string, args json
 			res.Content = []Content{Text(fmt.Sprintf("tool %s failed", t.Name()))}
 		}
 	}
-	e.capResult(&res)
+	e.capResult(t.Name(), &res)
 	return res
 }
 
 // runGuard runs a guard, turning a panic into a PANIC result.
-func (e *Executor) runGuard(ctx context.Context, g *guarded, callID string, args json.RawMessage) (gctx context.Context, res Result, allowed bool) {
+func (e *Executor) runGuard(ctx context.Context, name string, guard Guard, callID string, args json.RawMessage) (gctx context.Context, res Result, allowed bool) {
 	defer func() {
 		if p := recover(); p != nil {
-			e.log.Error("runtime tool guard panicked", "tool", g.Name(), "call_id", callID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			gctx, res, allowed = nil, ErrorResult(ReasonPanic, fmt.Sprintf("guard of tool %s panicked: %v", g.Name(), p)), false
+			e.log.Error("runtime tool guard panicked", "tool", name, "call_id", callID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			gctx, res, allowed = nil, ErrorResult(ReasonPanic, fmt.Sprintf("guard of tool %s panicked: %v", name, p)), false
 		}
 	}()
-	gctx, res, allowed = g.guard(ctx, callID, args)
+	gctx, res, allowed = guard(ctx, callID, args)
 	if allowed && gctx == nil {
 		gctx = ctx
 	}
@@ -230,10 +256,26 @@ func (e *Executor) runGuard(ctx context.Context, g *guarded, callID string, args
 			res.IsError = true
 		}
 		if len(res.Content) == 0 {
-			res.Content = []Content{Text(fmt.Sprintf("tool %s was not allowed to run", g.Name()))}
+			res.Content = []Content{Text(fmt.Sprintf("tool %s was not allowed to run", name))}
 		}
 	}
 	return gctx, res, allowed
+}
+
+// checkArgs validates args against t's schema: the one place a call's
+// arguments are checked.
+func checkArgs(t Tool, args json.RawMessage) (Result, bool) {
+	err := ValidateArgs(t, args)
+	if err == nil {
+		return Result{}, true
+	}
+	var se *SchemaError
+	if errors.As(err, &se) {
+		return ErrorResult(ReasonToolError, err.Error()), false
+	}
+	res := ErrorResult(ReasonInvalidArguments, err.Error())
+	res.Details[DetailInvalidArguments] = true
+	return res, false
 }
 
 func cancelledResult(name string, timeout bool) Result {
@@ -258,19 +300,24 @@ func withDetail(d map[string]any, k string, v any) map[string]any {
 	return out
 }
 
-// capResult applies the text and image limits.
-func (e *Executor) capResult(r *Result) {
+// capResult applies the text and image limits: text over the limit keeps
+// its head and tail around a marker; an image over the limit fails the
+// whole call (RESULT_TOO_LARGE), since no part of an image is useful.
+func (e *Executor) capResult(name string, r *Result) {
 	total := 0
-	over := false
 	for _, c := range r.Content {
 		switch c.Type {
 		case TypeText:
 			total += len(c.Text)
 		case TypeImage:
-			over = over || len(c.Data) > e.maxImage
+			if len(c.Data) > e.maxImage {
+				*r = ErrorResult(ReasonResultTooLarge, fmt.Sprintf(
+					"tool %s returned an image of %d bytes (%s), larger than the limit of %d bytes", name, len(c.Data), c.MediaType, e.maxImage))
+				return
+			}
 		}
 	}
-	if total <= e.maxBytes && !over {
+	if total <= e.maxBytes {
 		return
 	}
 	content := make([]Content, 0, len(r.Content))
@@ -282,8 +329,6 @@ func (e *Executor) capResult(r *Result) {
 		case c.Type == TypeText:
 			c.Text, _ = TruncateMiddle(c.Text, budget)
 			budget = 0
-		case c.Type == TypeImage && len(c.Data) > e.maxImage:
-			c = Text(fmt.Sprintf("[image of %d bytes (%s) omitted: larger than %d bytes]", len(c.Data), c.MediaType, e.maxImage))
 		}
 		content = append(content, c)
 	}

@@ -41,6 +41,9 @@ const (
 	DetailCancelled  = "cancelled"
 	DetailTruncated  = "truncated"
 	DetailCapability = "capability"
+	// DetailInvalidArguments marks a call the input schema refused before
+	// anything ran (a tool's own INVALID_ARGUMENTS result lacks it).
+	DetailInvalidArguments = "invalid_arguments"
 )
 
 // Reason codes the [Executor] sets in Details["reason_code"].
@@ -50,6 +53,7 @@ const (
 	ReasonPanic            = "PANIC"
 	ReasonTimeout          = "TIMEOUT"
 	ReasonCancelled        = "CANCELLED"
+	ReasonResultTooLarge   = "RESULT_TOO_LARGE"
 )
 
 // Result is what a tool execution produced. IsError is the only failure
@@ -88,6 +92,23 @@ func (r Result) Text() string {
 func (r Result) ReasonCode() string {
 	s, _ := r.Details[DetailReasonCode].(string)
 	return s
+}
+
+// Denial returns the gate's decision when the result is a denial
+// (Details["denied"]): its reason code, capability and message.
+func (r Result) Denial() (authz.Decision, bool) {
+	if denied, _ := r.Details[DetailDenied].(bool); !denied {
+		return authz.Decision{}, false
+	}
+	capab, _ := r.Details[DetailCapability].(string)
+	return authz.Decision{ReasonCode: r.ReasonCode(), Capability: authz.Capability(capab), Message: r.Text()}, true
+}
+
+// ArgumentsRejected reports whether the tool's input schema refused the
+// call's arguments, so nothing ran.
+func (r Result) ArgumentsRejected() bool {
+	b, _ := r.Details[DetailInvalidArguments].(bool)
+	return b
 }
 
 // TextResult returns a successful result holding one text block.

@@ -442,9 +442,16 @@ func TestExecutorCapsImages(t *testing.T) {
 	f := newTool("img", func(context.Context, string, json.RawMessage, func(string)) (tool.Result, error) {
 		return tool.Result{Content: []tool.Content{tool.Image(make([]byte, 2048), "image/png"), tool.Image([]byte{1}, "image/gif")}}, nil
 	})
-	res := tool.NewExecutor(&tool.ExecutorOptions{MaxImageBytes: 1024}).Execute(context.Background(), f, "c", json.RawMessage(`{"text":"x"}`), nil)
-	if len(res.Content) != 2 || res.Content[0].Type != tool.TypeText || res.Content[1].Type != tool.TypeImage {
-		t.Errorf("Content = %+v, want the big image replaced by text and the small kept", res.Content)
+	ex := tool.NewExecutor(&tool.ExecutorOptions{MaxImageBytes: 1024})
+	res := ex.Execute(context.Background(), f, "c", json.RawMessage(`{"text":"x"}`), nil)
+	if !res.IsError || res.ReasonCode() != tool.ReasonResultTooLarge || len(res.Content) != 1 || res.Content[0].Type != tool.TypeText {
+		t.Errorf("result with an image over the cap = %+v, want an IsError RESULT_TOO_LARGE text, no image", res)
+	}
+	small := newTool("img", func(context.Context, string, json.RawMessage, func(string)) (tool.Result, error) {
+		return tool.Result{Content: []tool.Content{tool.Image(make([]byte, 1024), "image/png")}}, nil
+	})
+	if res := ex.Execute(context.Background(), small, "c", json.RawMessage(`{"text":"x"}`), nil); res.IsError || len(res.Content) != 1 {
+		t.Errorf("result with an image at the cap = %+v, want it passed through", res)
 	}
 }
 
@@ -488,41 +495,38 @@ func BenchmarkExecutorOverhead(b *testing.B) {
 	}
 }
 
-func TestGuarded(t *testing.T) {
+func TestCallGuard(t *testing.T) {
 	ex := tool.NewExecutor(nil)
 	var sawKey any
 	inner := newTool("inner", func(ctx context.Context, _ string, _ json.RawMessage, _ func(string)) (tool.Result, error) {
 		sawKey = ctx.Value(guardKey{})
 		return tool.TextResult("ran"), nil
 	})
-	allow := tool.Guarded(inner, func(ctx context.Context, _ string, _ json.RawMessage) (context.Context, tool.Result, bool) {
+	run := func(args string, argsFirst bool, g tool.Guard) tool.Result {
+		return ex.Run(context.Background(), inner, tool.Call{ID: "c", Args: json.RawMessage(args), Guard: g, ArgsFirst: argsFirst})
+	}
+	allow := func(ctx context.Context, _ string, _ json.RawMessage) (context.Context, tool.Result, bool) {
 		return context.WithValue(ctx, guardKey{}, "set by guard"), tool.Result{}, true
-	})
-	if res := ex.Execute(context.Background(), allow, "c", json.RawMessage(`{"text":"x"}`), nil); res.Text() != "ran" || sawKey != "set by guard" {
+	}
+	if res := run(`{"text":"x"}`, false, allow); res.Text() != "ran" || sawKey != "set by guard" {
 		t.Errorf("allowed guard: %+v, context value %v", res, sawKey)
 	}
-	deny := tool.Guarded(inner, func(context.Context, string, json.RawMessage) (context.Context, tool.Result, bool) {
+	deny := func(context.Context, string, json.RawMessage) (context.Context, tool.Result, bool) {
 		return nil, tool.Result{}, false
-	})
-	// A denial wins over invalid arguments and is always an error with text.
-	res := ex.Execute(context.Background(), deny, "c", json.RawMessage(`{"bogus":1}`), nil)
-	if !res.IsError || res.Text() == "" {
+	}
+	// By default a denial wins over invalid arguments and is always an
+	// error with text; with ArgsFirst the arguments are checked first.
+	if res := run(`{"bogus":1}`, false, deny); !res.IsError || res.Text() == "" || res.ArgumentsRejected() {
 		t.Errorf("denying guard = %+v, want IsError with text", res)
 	}
-	boom := tool.Guarded(inner, func(context.Context, string, json.RawMessage) (context.Context, tool.Result, bool) {
+	if res := run(`{"bogus":1}`, true, deny); !res.ArgumentsRejected() || res.ReasonCode() != tool.ReasonInvalidArguments {
+		t.Errorf("denying guard, ArgsFirst = %+v, want the arguments rejected", res)
+	}
+	boom := func(context.Context, string, json.RawMessage) (context.Context, tool.Result, bool) {
 		panic("guard exploded")
-	})
-	if res := ex.Execute(context.Background(), boom, "c", json.RawMessage(`{"text":"x"}`), nil); res.ReasonCode() != tool.ReasonPanic {
+	}
+	if res := run(`{"text":"x"}`, false, boom); res.ReasonCode() != tool.ReasonPanic {
 		t.Errorf("panicking guard = %+v, want PANIC", res)
-	}
-	nested := tool.Guarded(allow, func(ctx context.Context, _ string, _ json.RawMessage) (context.Context, tool.Result, bool) {
-		return ctx, tool.Result{}, true
-	})
-	if res := ex.Execute(context.Background(), nested, "c", json.RawMessage(`{"text":"x"}`), nil); res.Text() != "ran" {
-		t.Errorf("nested guards = %+v", res)
-	}
-	if nested.Name() != "inner" || nested.Capability() != authz.CapFSRead || string(nested.InputSchema()) != echoSchema {
-		t.Errorf("Guarded does not forward metadata")
 	}
 }
 

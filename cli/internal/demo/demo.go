@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
 )
 
@@ -189,7 +191,7 @@ func (d *demo) run(ctx context.Context) error {
 		return fmt.Errorf("session_get: %w", err)
 	}
 	for _, m := range msgs {
-		d.say("  [%s] %s", m.Role, clip(m.Content, 100))
+		d.say("  [%s] %s", m.Role, authz.Clip(strings.Join(strings.Fields(m.Content), " "), 100))
 	}
 
 	d.section("prompt_send that streams slowly, cancelled with prompt_cancel")
@@ -231,7 +233,7 @@ func (d *demo) toolCall(ctx context.Context, c *contracts.Client, name string, a
 	default:
 		for _, ct := range content {
 			if tc, ok := ct.(*mcp.TextContent); ok {
-				d.say("  %s -> %s", name, clip(tc.Text, 160))
+				d.say("  %s -> %s", name, authz.Clip(strings.Join(strings.Fields(tc.Text), " "), 160))
 			}
 		}
 	}
@@ -284,12 +286,4 @@ func (d *demo) cancelDemo(ctx context.Context, c *contracts.Client, sessionID st
 	}
 	d.say("prompt_cancel again -> cancelled=%v (nothing is running)", again.Cancelled)
 	return nil
-}
-
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len([]rune(s)) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
 }

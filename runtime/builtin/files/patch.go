@@ -14,13 +14,6 @@ import (
 	"github.com/openprogram/openprogram/runtime/tool"
 )
 
-func clipText(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "..."
-	}
-	return s
-}
-
 // oldNew returns the lines a hunk expects and the lines it leaves.
 func oldNew(h authz.PatchHunk) (old, new []string) {
 	for _, l := range h.Lines {
@@ -54,7 +47,7 @@ func applyHunks(content string, op authz.PatchOp) (string, error) {
 		if h.Header != "" {
 			at := findLines(lines, []string{h.Header}, cursor, false)
 			if at < 0 {
-				return "", fmt.Errorf("hunk %d (patch line %d): context line %q not found in %s", i+1, h.Line, clipText(h.Header), op.Path)
+				return "", fmt.Errorf("hunk %d (patch line %d): context line %q not found in %s", i+1, h.Line, authz.Clip(h.Header, 60), op.Path)
 			}
 			cursor = at + 1
 		}
@@ -66,7 +59,7 @@ func applyHunks(content string, op authz.PatchOp) (string, error) {
 		}
 		at := findLines(lines, old, cursor, h.EOF)
 		if at < 0 {
-			return "", fmt.Errorf("hunk %d (patch line %d): the lines to change were not found in %s after line %d (first: %q); read the file and retry", i+1, h.Line, op.Path, cursor, clipText(old[0]))
+			return "", fmt.Errorf("hunk %d (patch line %d): the lines to change were not found in %s after line %d (first: %q); read the file and retry", i+1, h.Line, op.Path, cursor, authz.Clip(old[0], 60))
 		}
 		// Context lines keep the file's text (a fuzzy match may differ in
 		// whitespace); only + lines come from the patch.

@@ -280,8 +280,8 @@ func TestMemoryPromoteOwnerOnly(t *testing.T) {
 		}
 		// Through the gate as an MCP client: denied before the tool runs.
 		tl, _ := h.reg.Get("memory_promote")
-		res := h.ex.Execute(context.Background(), gate.Wrap(tl, authz.Request{Source: authz.SourceMCP, Authority: paired(t)}, nil), "c",
-			json.RawMessage(`{"source_id":1}`), nil)
+		res := h.ex.Run(context.Background(), tl, tool.Call{ID: "c", Args: json.RawMessage(`{"source_id":1}`),
+			Guard: gate.Guard(tl, authz.Request{Source: authz.SourceMCP, Authority: paired(t)}, nil)})
 		if !res.IsError || res.ReasonCode() != authz.ReasonCapability {
 			t.Errorf("gated memory_promote = %+v, want AUTHORITY_CAPABILITY_DENIED", res)
 		}
