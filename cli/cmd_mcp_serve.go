@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/openprogram/openprogram/authz"
@@ -101,6 +104,13 @@ func (mcpServeCmd) Run(ctx context.Context, app *App) error {
 		return fmt.Errorf("start the MCP server: %w", err)
 	}
 	log.Info("mcp serve ready", "state_dir", dir, "store", storeKind(storeURL(app.Env, cfg, dir)))
+	// A write to a closed stdout must fail with EPIPE, which ends the
+	// connection cleanly: without a handler Go's runtime kills the process
+	// with SIGPIPE on the first such write to fd 1. Notify (not Ignore) so
+	// that child processes still start with SIGPIPE at its default.
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
 	if err := srv.Serve(ctx, app.Stdin, app.Stdout); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("serve MCP over stdio: %w", err)
 	}

@@ -29,6 +29,9 @@ func scanAudit(row pgx.Row) (sessions.AuditRecord, error) {
 // audit_head row, so appends from every process form one linear chain with
 // gapless ids; the record and the new head commit together.
 func (s *Store) AppendAudit(ctx context.Context, in sessions.NewAuditRecord) (sessions.AuditRecord, error) {
+	if err := in.CheckText(); err != nil {
+		return sessions.AuditRecord{}, err
+	}
 	if in.Type == "" {
 		return sessions.AuditRecord{}, errors.New("append audit record: type is empty")
 	}

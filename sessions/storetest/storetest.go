@@ -72,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T) sessions.Store, opts ...Option) {
 		{"Lease", leaseTests},
 		{"Memory", memoryTests},
 		{"Audit", auditTests},
+		{"Text", textTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

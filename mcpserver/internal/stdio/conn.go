@@ -18,7 +18,14 @@
 //   - on EOF the connection keeps writing while requests are in flight, for at
 //     most [Options.DrainTimeout], then calls [Options.OnDrainTimeout], stops
 //     writing and reports EOF;
-//   - an error set with [Request.SetError] reaches the wire as set.
+//   - an error set with [Request.SetError] reaches the wire as set;
+//   - a failed write (the peer closed stdout) closes the connection as the
+//     drain timeout does;
+//   - messages are handled in arrival order (nothing behind initialize is
+//     looked at before its answer is written), requests in flight are capped
+//     by stopping reads, and every error frame is bounded ([MaxErrorBytes]).
+//
+// The wire contract is docs/contract.md in the repository.
 package stdio
 
 import (
@@ -103,9 +110,11 @@ type Options struct {
 	// DrainTimeout bounds how long responses still due are awaited after
 	// EOF; 0 means DefaultDrainTimeout.
 	DrainTimeout time.Duration
-	// OnDrainTimeout, if set, is called once when DrainTimeout expires with
-	// requests still in flight, after writing has stopped and before Read
-	// reports EOF (which cancels every remaining handler context).
+	// OnDrainTimeout, if set, is called once when the connection gives up
+	// on the requests in flight: DrainTimeout expired after EOF, a write to
+	// out failed (the peer closed it), or [Conn.Abort] was called. It runs
+	// after writing has stopped and before Read reports EOF (which cancels
+	// every remaining handler context).
 	OnDrainTimeout func()
 	// Logger receives diagnostics (never line contents); nil discards.
 	Logger *slog.Logger
@@ -357,8 +366,19 @@ func (c *Conn) finish(resp *jsonrpc.Response) (*jsonrpc.Response, *Request) {
 	return resp, r
 }
 
-// writeLine writes one frame, which ends in a newline.
+// writeLine writes one frame, which ends in a newline. A failed write (EPIPE
+// when the peer closed its end of stdout) is a closed connection: the
+// connection aborts (see [Conn.Abort]) and the error is returned.
 func (c *Conn) writeLine(line []byte) error {
+	err := c.writeLineLocked(line)
+	if err != nil {
+		c.log.Warn("writing stdout failed: the connection is closed", "error", err)
+		c.Abort()
+	}
+	return err
+}
+
+func (c *Conn) writeLineLocked(line []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.mu.Lock()

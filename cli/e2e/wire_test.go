@@ -1,0 +1,229 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openprogram/openprogram/contracts"
+)
+
+// pipelinedRequest is the request written behind initialize and
+// notifications/initialized in the same write.
+const pipelinedRequest = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+	`{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n"
+
+// TestPipelinedInitialize writes initialize, notifications/initialized and
+// a request at once into a fresh process's stdin, as `printf ... |
+// openprogram mcp serve` does, many times: the request must be answered
+// every time, never refused as "before initialization".
+func TestPipelinedInitialize(t *testing.T) {
+	t.Parallel()
+	runs := 1000
+	if testing.Short() {
+		runs = 50
+	}
+	const workers = 4 // two cores: a few processes at a time
+	in := newInstall(t, sqliteBackend)
+	in.mustRun("sessions", "list") // creates the store once, outside the runs
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	input := initializeLine + pipelinedRequest
+	env := in.env(envToken + "=" + in.token)
+
+	var (
+		mu       sync.Mutex
+		refusals int
+		failures []string
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(failures) < 5 {
+			failures = append(failures, fmt.Sprintf(format, args...))
+		}
+	}
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for run := range jobs {
+				cmd := exec.CommandContext(ctx, binPath, "mcp", "serve")
+				cmd.Env = env
+				cmd.Stdin = strings.NewReader(input)
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				out, err := cmd.Output()
+				if err != nil {
+					fail("run %d: %v\nstderr:\n%s", run, err, stderr.String())
+					continue
+				}
+				answered := false
+				for line := range bytes.Lines(out) {
+					line = bytes.TrimSuffix(line, []byte("\n"))
+					f, err := parseFrame(line)
+					if err != nil {
+						fail("run %d: stdout line %q is not JSON", run, line)
+						continue
+					}
+					method := ""
+					switch f.id() {
+					case "1":
+						method = "initialize"
+					case "2":
+						method = "tools/list"
+						if _, ok := f.m["result"]; ok {
+							answered = true
+						} else {
+							mu.Lock()
+							refusals++
+							mu.Unlock()
+							fail("run %d: the pipelined request was refused: %s", run, line)
+						}
+					}
+					if err := validator.ServerFrame(line, method); err != nil {
+						fail("run %d: %v", run, err)
+					}
+				}
+				if !answered {
+					fail("run %d: no answer to the pipelined request; stdout:\n%s", run, out)
+				}
+			}
+		})
+	}
+	start := time.Now()
+feed:
+	for run := range runs {
+		select {
+		case jobs <- run:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	t.Logf("%d runs in %s", runs, time.Since(start).Round(time.Millisecond))
+	if ctx.Err() != nil {
+		t.Errorf("the runs did not finish within their time bound: %v", ctx.Err())
+	}
+	if refusals != 0 {
+		t.Errorf("%d of %d pipelined requests were refused", refusals, runs)
+	}
+	for _, f := range failures {
+		t.Error(f)
+	}
+}
+
+// rawLines reads the server's stdout line by line.
+type rawLines struct {
+	t  *testing.T
+	sc *bufio.Scanner
+}
+
+// next returns the next line that is a response to id, skipping others.
+func (r *rawLines) next(id string) frame {
+	r.t.Helper()
+	for r.sc.Scan() {
+		f, err := parseFrame(r.sc.Bytes())
+		if err != nil {
+			r.t.Fatalf("stdout line %q is not JSON", r.sc.Bytes())
+		}
+		if f.isResponse() && f.id() == id {
+			return f
+		}
+	}
+	r.t.Fatalf("stdout ended before the response to %s: %v", id, r.sc.Err())
+	return frame{}
+}
+
+// TestClosedStdout: a client that closes its end of the server's stdout has
+// closed the connection. The server's next write fails (EPIPE, never a
+// SIGPIPE death): it cancels the running turn (connection_closed), releases
+// the session's lease, writes mcp.server.stop after the start record, and
+// exits by itself.
+func TestClosedStdout(t *testing.T) {
+	t.Parallel()
+	in := newInstall(t, sqliteBackend)
+	in.script(slowly(40, 100*time.Millisecond))
+	c := in.start(envToken + "=" + in.token)
+	out := &rawLines{t: t, sc: bufio.NewScanner(c.stdout)}
+	out.sc.Buffer(make([]byte, 64<<10), 1<<20)
+	write := func(line string) {
+		t.Helper()
+		if _, err := c.stdin.Write([]byte(line + "\n")); err != nil {
+			t.Fatalf("write to the server: %v", err)
+		}
+	}
+	write(strings.TrimSuffix(initializeLine, "\n"))
+	out.next("1")
+	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	write(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"run until the client goes"}}}`)
+	// The session exists (and its lease is held) once the turn runs.
+	var sid string
+	deadline := time.Now().Add(testTimeout)
+	for n := 3; sid == "" && time.Now().Before(deadline); n++ {
+		id := fmt.Sprint(n)
+		write(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"sessions_list","arguments":{}}}`)
+		f := out.next(id)
+		var res struct {
+			Content []struct{ Text string } `json:"content"`
+		}
+		var list []contracts.SessionSummary
+		if err := json.Unmarshal(f.m["result"], &res); err != nil || len(res.Content) != 1 ||
+			json.Unmarshal([]byte(res.Content[0].Text), &list) != nil {
+			t.Fatalf("sessions_list answer %s", f.raw)
+		}
+		if len(list) == 1 {
+			sid = list[0].ID
+		} else {
+			time.Sleep(20 * time.Millisecond) // polling the server, bounded by deadline
+		}
+	}
+	if sid == "" {
+		t.Fatal("prompt_send created no session")
+	}
+	if err := c.stdout.Close(); err != nil {
+		t.Fatal(err)
+	}
+	write(`{"jsonrpc":"2.0","id":"after-close","method":"ping"}`)
+	code := c.waitExit(exitTimeout)
+	if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		t.Fatalf("the server died of %v; want it to exit by itself\nstderr:\n%s", ws.Signal(), c.stderr)
+	}
+	c.wantExit = code // any status: how it exits is its own decision
+	c.close()
+
+	recs := in.audit()
+	var start, stop = -1, -1
+	for i, r := range recs {
+		switch r.Type {
+		case "mcp.server.start":
+			start = i
+		case "mcp.server.stop":
+			stop = i
+		}
+	}
+	if start < 0 || stop < start {
+		t.Errorf("audit records %+v: want mcp.server.stop after mcp.server.start", recs)
+	}
+	cancelled := auditOf(recs, "mcp.request.cancelled")
+	if len(cancelled) != 1 || cancelled[0].payload(t)["reason"] != "connection_closed" {
+		t.Errorf("mcp.request.cancelled records = %+v, want one with reason connection_closed", cancelled)
+	}
+
+	// The lease is free at once: another process runs a turn on the session.
+	in.script(say("next"))
+	c2 := in.serve(nil)
+	res, err := c2.c.PromptSend(ctxFor(t), contracts.PromptSendArgs{Prompt: "after the close", SessionID: sid})
+	if err != nil || res.Failed || res.SessionID != sid {
+		t.Errorf("prompt_send on the session after the close = %+v, %v; want a completed turn (lease released)", res, err)
+	}
+}
