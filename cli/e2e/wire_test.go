@@ -227,3 +227,45 @@ func TestClosedStdout(t *testing.T) {
 		t.Errorf("prompt_send on the session after the close = %+v, %v; want a completed turn (lease released)", res, err)
 	}
 }
+
+// TestSIGINT: SIGINT ends a connection as SIGTERM does (TestSIGTERM).
+func TestSIGINT(t *testing.T) {
+	t.Parallel()
+	testSignalEndsTurn(t, syscall.SIGINT)
+}
+
+// testSignalEndsTurn: sig (SIGTERM or SIGINT) during a turn cancels it
+// (connection_closed), writes mcp.server.stop, and the server exits 0.
+func testSignalEndsTurn(t *testing.T, sig syscall.Signal) {
+	in := newInstall(t, sqliteBackend)
+	in.script(slowly(100, 100*time.Millisecond))
+	c := in.serve(nil)
+	started := make(chan struct{}, 1)
+	var rec progressRecorder
+	done := promptAsync(ctxFor(t), c, contracts.PromptSendArgs{Prompt: "run until the signal"}, rec.on("turn started", started))
+	awaitSignal(t, "the turn starting", started, done)
+	req := c.lastCallTo(contracts.PromptSend)
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.waitExit(exitTimeout); code != 0 {
+		t.Errorf("exit status after %v = %d, want 0\nstderr:\n%s", sig, code, c.stderr)
+	}
+	if o := awaitOutcome(t, done); o.err == nil {
+		t.Errorf("prompt_send cut off by %v returned a result %+v", sig, o.res)
+	}
+	if resp, ok := responseTo(c.out.frames(), req.id()); ok {
+		t.Errorf("the turn cut off by %v got a response %s", sig, resp.raw)
+	}
+	c.close()
+	recs := in.audit()
+	cancelled := auditOf(recs, "mcp.request.cancelled")
+	if len(cancelled) != 1 || cancelled[0].payload(t)["reason"] != "connection_closed" ||
+		cancelled[0].payload(t)["request_id"] != json.Number(req.id()) {
+		t.Errorf("mcp.request.cancelled records = %+v, want one for request %s with reason connection_closed", cancelled, req.id())
+	}
+	if stops := auditOf(recs, "mcp.server.stop"); len(stops) != 1 || stops[0].payload(t)["reason"] != "cancelled" {
+		t.Errorf("mcp.server.stop records = %+v, want one with reason cancelled", stops)
+	}
+	in.verifyAudit()
+}
