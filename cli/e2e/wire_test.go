@@ -23,18 +23,29 @@ const pipelinedRequest = `{"jsonrpc":"2.0","method":"notifications/initialized"}
 
 // TestPipelinedInitialize writes initialize, notifications/initialized and
 // a request at once into a fresh process's stdin, as `printf ... |
-// openprogram mcp serve` does, many times: the request must be answered
-// every time, never refused as "before initialization".
+// openprogram mcp serve` does, 1,000 times: the request must be answered
+// every time, never refused as "before initialization". (The race itself
+// is reproduced deterministically by internal/stdio's
+// TestRequestBehindInitializeWaitsForItsAnswer.)
+//
+// The runs are bounded in time (pipelinedBound) so that a loaded machine
+// cannot push the package past go test's timeout: when the bound cuts them
+// short the test says how many ran, and fails if fewer than
+// pipelinedMinRuns did.
 func TestPipelinedInitialize(t *testing.T) {
 	t.Parallel()
 	runs := 1000
 	if testing.Short() {
 		runs = 50
 	}
-	const workers = 4 // two cores: a few processes at a time
+	const (
+		workers          = 4 // two cores: a few processes at a time
+		pipelinedBound   = 3 * time.Minute
+		pipelinedMinRuns = 200
+	)
 	in := newInstall(t, sqliteBackend)
 	in.mustRun("sessions", "list") // creates the store once, outside the runs
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), pipelinedBound)
 	defer cancel()
 	input := initializeLine + pipelinedRequest
 	env := in.env(envToken + "=" + in.token)
@@ -42,6 +53,7 @@ func TestPipelinedInitialize(t *testing.T) {
 	var (
 		mu       sync.Mutex
 		refusals int
+		done     int
 		failures []string
 	)
 	fail := func(format string, args ...any) {
@@ -62,10 +74,16 @@ func TestPipelinedInitialize(t *testing.T) {
 				var stderr bytes.Buffer
 				cmd.Stderr = &stderr
 				out, err := cmd.Output()
+				if ctx.Err() != nil {
+					return // cut short by the bound: not a result
+				}
 				if err != nil {
 					fail("run %d: %v\nstderr:\n%s", run, err, stderr.String())
 					continue
 				}
+				mu.Lock()
+				done++
+				mu.Unlock()
 				answered := false
 				for line := range bytes.Lines(out) {
 					line = bytes.TrimSuffix(line, []byte("\n"))
@@ -110,12 +128,12 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
-	t.Logf("%d runs in %s", runs, time.Since(start).Round(time.Millisecond))
-	if ctx.Err() != nil {
-		t.Errorf("the runs did not finish within their time bound: %v", ctx.Err())
+	t.Logf("%d of %d runs in %s, %d refused", done, runs, time.Since(start).Round(time.Millisecond), refusals)
+	if done < runs && done < pipelinedMinRuns {
+		t.Errorf("only %d runs completed within %s (want %d, at least %d)", done, pipelinedBound, runs, pipelinedMinRuns)
 	}
 	if refusals != 0 {
-		t.Errorf("%d of %d pipelined requests were refused", refusals, runs)
+		t.Errorf("%d of %d pipelined requests were refused", refusals, done)
 	}
 	for _, f := range failures {
 		t.Error(f)
