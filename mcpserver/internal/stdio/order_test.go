@@ -84,6 +84,31 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// heldUntilAnswer checks, inside a synctest bubble, that the next Read of
+// c blocks (what names the held request) until request 1 is answered, and
+// then returns the request with id want.
+func heldUntilAnswer(t *testing.T, c *Conn, what string, want float64) {
+	t.Helper()
+	ctx := t.Context()
+	next := make(chan jsonrpc.Message, 1)
+	go func() {
+		m, _ := c.Read(ctx)
+		next <- m
+	}()
+	synctest.Wait()
+	select {
+	case m := <-next:
+		t.Fatalf("%s was handed over before an answer: %#v", what, m)
+	default:
+	}
+	if err := c.Write(ctx, &jsonrpc.Response{ID: mustID(t, float64(1)), Result: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-next; m == nil || m.(*jsonrpc.Request).ID != mustID(t, want) {
+		t.Errorf("after an answer got %#v, want request %v", m, want)
+	}
+}
+
 // TestInFlightCapStopsReading pins the request cap: with two requests in
 // flight the third is held back (reading stops) until one is answered.
 func TestInFlightCapStopsReading(t *testing.T) {
@@ -112,23 +137,7 @@ func TestInFlightCapStopsReading(t *testing.T) {
 		if n := len(written); n != 3 {
 			t.Fatalf("the client got %d lines into the pipe with 2 requests in flight, want 3", n)
 		}
-		next := make(chan jsonrpc.Message, 1)
-		go func() {
-			m, _ := c.Read(ctx)
-			next <- m
-		}()
-		synctest.Wait()
-		select {
-		case m := <-next:
-			t.Fatalf("a third request was handed over at the cap: %#v", m)
-		default:
-		}
-		if err := c.Write(ctx, &jsonrpc.Response{ID: mustID(t, float64(1)), Result: json.RawMessage(`{}`)}); err != nil {
-			t.Fatal(err)
-		}
-		if m := <-next; m.(*jsonrpc.Request).ID != mustID(t, float64(3)) {
-			t.Errorf("after an answer got %#v, want request 3", m)
-		}
+		heldUntilAnswer(t, c, "a third request at the request cap", float64(3))
 		if len(out.lines()) != 1 {
 			t.Errorf("output %q: flow control must not write errors", out.lines())
 		}
@@ -155,23 +164,7 @@ func TestInFlightBytesCapStopsReading(t *testing.T) {
 		if _, err := c.Read(ctx); err != nil {
 			t.Fatal(err)
 		}
-		next := make(chan jsonrpc.Message, 1)
-		go func() {
-			m, _ := c.Read(ctx)
-			next <- m
-		}()
-		synctest.Wait()
-		select {
-		case m := <-next:
-			t.Fatalf("the second request was handed over past the byte cap: %#v", m)
-		default:
-		}
-		if err := c.Write(ctx, &jsonrpc.Response{ID: mustID(t, float64(1)), Result: json.RawMessage(`{}`)}); err != nil {
-			t.Fatal(err)
-		}
-		if m := <-next; m == nil || m.(*jsonrpc.Request).ID != mustID(t, float64(2)) {
-			t.Errorf("after an answer got %#v, want request 2", m)
-		}
+		heldUntilAnswer(t, c, "the second request past the byte cap", float64(2))
 		c.Abort()
 		_ = c.Close()
 	})
