@@ -72,18 +72,6 @@ func TestRequestBehindInitializeWaitsForItsAnswer(t *testing.T) {
 	})
 }
 
-// countingReader counts the bytes read from it.
-type countingReader struct {
-	r io.Reader
-	n chan int
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n <- n
-	return n, err
-}
-
 // heldUntilAnswer checks, inside a synctest bubble, that the next Read of
 // c blocks (what names the held request) until request 1 is answered, and
 // then returns the request with id want.
