@@ -185,7 +185,7 @@ const maxQueryWords = 32
 // phraseto_tsquery as a parameter, so no user text is ever tsquery syntax.
 // The GIN indexes on the generated tsvector columns find the candidates.
 func (s *Store) SearchMemory(ctx context.Context, query string, topK int, pathPrefix string) ([]sessions.MemoryHit, error) {
-	if sessions.HasNUL(query, pathPrefix) {
+	if sessions.HasNUL(pathPrefix) {
 		return nil, nil
 	}
 	words := grep.Words(query, maxQueryWords)

@@ -150,7 +150,7 @@ func ftsQuery(words [][]string) string {
 // SearchMemory implements [sessions.Store] with FTS5 and bm25 over each
 // layer; Score is -bm25, so higher is better.
 func (s *Store) SearchMemory(ctx context.Context, query string, topK int, pathPrefix string) ([]sessions.MemoryHit, error) {
-	if sessions.HasNUL(query, pathPrefix) {
+	if sessions.HasNUL(pathPrefix) {
 		return nil, nil
 	}
 	words := grep.Words(query, maxQueryWords)
