@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +24,12 @@ import (
 )
 
 type mcpServeCmd struct{}
+
+// serveMemoryLimit is the soft limit (runtime/debug.SetMemoryLimit) of the
+// Go heap while `mcp serve` runs: the garbage collector works harder near
+// it, so the peak resident set stays under the contract's 256 MiB whatever
+// a client pipelines (measured by cli/perf BenchmarkPipelinedBigLines).
+const serveMemoryLimit = 96 << 20
 
 // Run authenticates, then wires the store, runtime and MCP service and serves
 // stdin/stdout until stdin ends. Nothing is read from stdin, and nothing is
@@ -111,6 +118,11 @@ func (mcpServeCmd) Run(ctx context.Context, app *App) error {
 	sigpipe := make(chan os.Signal, 1)
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
+	// A soft limit on the Go heap keeps a client pipelining maximal lines
+	// from growing the process through GC slack (GOMEMLIMIT overrides it).
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(serveMemoryLimit)
+	}
 	if err := srv.Serve(ctx, app.Stdin, app.Stdout); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("serve MCP over stdio: %w", err)
 	}

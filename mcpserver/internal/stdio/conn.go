@@ -54,7 +54,7 @@ const (
 	DefaultMaxLineLength    = 16 << 20
 	DefaultDrainTimeout     = 3 * time.Second
 	DefaultMaxInFlight      = 32
-	DefaultMaxInFlightBytes = 64 << 20
+	DefaultMaxInFlightBytes = 16 << 20
 )
 
 // MaxErrorBytes bounds the "message" and "data" of every error frame the
