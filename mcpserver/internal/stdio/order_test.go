@@ -18,6 +18,19 @@ const (
 	lineList        = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
 )
 
+// readFirst returns a connection over input with opts, its output, and the
+// first message it reads.
+func readFirst(t *testing.T, input string, opts Options) (*Conn, *syncBuffer, jsonrpc.Message) {
+	t.Helper()
+	out := &syncBuffer{}
+	c := New(strings.NewReader(input), out, opts)
+	msg, err := c.Read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, out, msg
+}
+
 // TestRequestBehindInitializeWaitsForItsAnswer reproduces, deterministically,
 // a client writing initialize, notifications/initialized and a request in one
 // go while the initialize answer is still being produced: the request must
@@ -25,14 +38,8 @@ const (
 // is written.
 func TestRequestBehindInitializeWaitsForItsAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		in := strings.NewReader(lineInit + "\n" + lineInitialized + "\n" + lineList + "\n")
-		var out syncBuffer
-		c := New(in, &out, Options{Methods: allMethods, DrainTimeout: 1})
+		c, out, msg := readFirst(t, lineInit+"\n"+lineInitialized+"\n"+lineList+"\n", Options{Methods: allMethods, DrainTimeout: 1})
 		ctx := t.Context()
-		msg, err := c.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
 		init := msg.(*jsonrpc.Request)
 		rest := make(chan []jsonrpc.Message, 1)
 		go func() {
@@ -164,14 +171,8 @@ func TestErrorFramesAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		huge := strings.Repeat("é\"<", 1<<16) // multi-byte, escaped characters
 		method, _ := json.Marshal(huge)
-		in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":` + string(method) + `}` + "\n" + lineInit + "\n")
-		var out syncBuffer
-		c := New(in, &out, Options{Methods: allMethods, DrainTimeout: 1})
+		c, out, msg := readFirst(t, `{"jsonrpc":"2.0","id":1,"method":`+string(method)+`}`+"\n"+lineInit+"\n", Options{Methods: allMethods, DrainTimeout: 1})
 		ctx := t.Context()
-		msg, err := c.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
 		data, _ := json.Marshal(map[string]string{"name": huge})
 		if err := c.Write(ctx, &jsonrpc.Response{ID: msg.(*jsonrpc.Request).ID, Error: &jsonrpc.Error{Code: -32602, Message: "bad name " + huge, Data: data}}); err != nil {
 			t.Fatal(err)
