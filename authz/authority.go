@@ -71,7 +71,7 @@ func isHex16(s string) bool {
 	return true
 }
 
-// MCPClientAuthority returns the fixed authority of an MCP client (CONTRACT.md section 3):
+// MCPClientAuthority returns the fixed authority of an MCP client (docs/contract.md section 3):
 // speaker_kind "client", speaker_id "mcp/<clientID>", speaker_display "MCP client",
 // the given principal, tier paired, non-interactive. It never makes an identity up: an
 // empty or malformed client id (not 16 lowercase hex) or principal id is an error.

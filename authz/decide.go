@@ -81,7 +81,7 @@ type Decision struct {
 	Message string
 }
 
-// Decide runs the gate of CONTRACT.md section 3 for one call of tool with args (a JSON
+// Decide runs the gate of docs/contract.md section 3 for one call of tool with args (a JSON
 // object; empty or null means {}). First match wins:
 //
 //  1. hard constraints, for every source but SourceCLI;

@@ -37,7 +37,7 @@
 //
 // # The gate
 //
-// [Decide] runs the five steps of CONTRACT.md section 3 in order, first match wins:
+// [Decide] runs the five steps of docs/contract.md section 3 in order, first match wins:
 // hard constraints (every source but [SourceCLI]), the tier's capability, deny and ask
 // rules, allow rules and safe tools ([IsSafeTool]), and approval. A non-interactive
 // speaker never gets [Decision.NeedsApproval]: it gets [ReasonApprovalUnavailable] at

@@ -5,7 +5,7 @@ import "strings"
 // Tier is an authority tier: how much a speaker may do.
 type Tier string
 
-// The two tiers of CONTRACT.md section 3.
+// The two tiers of docs/contract.md section 3.
 const (
 	// TierOwner is the install's owner: every capability.
 	TierOwner Tier = "owner"
@@ -17,7 +17,7 @@ const (
 // Capability is one thing a tier may do. Every tool needs exactly one (see [ToolCapability]).
 type Capability string
 
-// The capabilities of CONTRACT.md section 3, in table order.
+// The capabilities of docs/contract.md section 3, in table order.
 const (
 	CapReply                Capability = "reply"
 	CapMemoryRead           Capability = "memory.read"
@@ -98,7 +98,7 @@ var toolCapabilities = map[string]Capability{
 	"send_message":   CapNetworkSend,
 }
 
-// ToolCapability returns the capability a tool needs (CONTRACT.md section 3). Names are
+// ToolCapability returns the capability a tool needs (docs/contract.md section 3). Names are
 // compared exactly (case-sensitive); the prefixes "worktree_" (fs.write) and "todo_"
 // (runtime.control) cover families. Any tool not classified needs [CapProcessExec],
 // which only the owner tier holds.
@@ -140,7 +140,7 @@ var safeTools = map[string]bool{
 	"memory_get": true, "memory_browse": true, "memory_update": true,
 }
 
-// IsSafeTool reports whether tool is on the safe list of CONTRACT.md section 3 step 4:
+// IsSafeTool reports whether tool is on the safe list of docs/contract.md section 3 step 4:
 // read, glob, grep, list, todo_*, memory_status, memory_search, memory_grep, memory_get,
 // memory_browse and memory_update. Safe tools still pass the hard constraints, the
 // capability check and the permission rules first.

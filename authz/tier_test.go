@@ -56,7 +56,7 @@ func TestTierHas(t *testing.T) {
 	}
 }
 
-// TestToolCapabilityTable checks every name of CONTRACT.md section 3.
+// TestToolCapabilityTable checks every name of docs/contract.md section 3.
 func TestToolCapabilityTable(t *testing.T) {
 	want := map[string]authz.Capability{
 		"memory_status": "memory.read", "memory_search": "memory.read", "memory_grep": "memory.read",

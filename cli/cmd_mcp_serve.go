@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
+	"runtime/debug"
 	"strings"
+	"syscall"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/mcpserver"
@@ -17,6 +21,12 @@ import (
 )
 
 type mcpServeCmd struct{}
+
+// serveMemoryLimit is the soft limit (runtime/debug.SetMemoryLimit) of the
+// Go heap while `mcp serve` runs: the garbage collector works harder near
+// it, so the peak resident set stays under the contract's 256 MiB whatever
+// a client pipelines (measured by cli/perf BenchmarkPipelinedBigLines).
+const serveMemoryLimit = 96 << 20
 
 // Run authenticates, then wires the store, runtime and MCP service and serves
 // stdin/stdout until stdin ends. Nothing is read from stdin, and nothing is
@@ -95,6 +105,18 @@ func (mcpServeCmd) Run(ctx context.Context, app *App) error {
 		return fmt.Errorf("start the MCP server: %w", err)
 	}
 	log.Info("mcp serve ready", "state_dir", dir, "store", storeKind(storeURL(app.Env, cfg, dir)))
+	// A write to a closed stdout must fail with EPIPE, which ends the
+	// connection cleanly: without a handler Go's runtime kills the process
+	// with SIGPIPE on the first such write to fd 1. Notify (not Ignore) so
+	// that child processes still start with SIGPIPE at its default.
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
+	// A soft limit on the Go heap keeps a client pipelining maximal lines
+	// from growing the process through GC slack (GOMEMLIMIT overrides it).
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(serveMemoryLimit)
+	}
 	if err := srv.Serve(ctx, app.Stdin, app.Stdout); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("serve MCP over stdio: %w", err)
 	}

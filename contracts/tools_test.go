@@ -87,7 +87,7 @@ func TestNames(t *testing.T) {
 	}
 }
 
-// TestToolsExactSchemas checks each schema against CONTRACT section 4 as
+// TestToolsExactSchemas checks each schema against docs/contract.md section 4 as
 // JSON values, independent of the golden file.
 func TestToolsExactSchemas(t *testing.T) {
 	const nb = `{"type":"string","minLength":1,"pattern":"\\S"}`

@@ -21,7 +21,7 @@ import (
 	"github.com/openprogram/openprogram/contracts/schema"
 )
 
-// validateCases is the error matrix of CONTRACT section 4 for the wrapper
+// validateCases is the error matrix of docs/contract.md section 4 for the wrapper
 // arguments; it also seeds FuzzValidate. want is the returned map as JSON
 // (numbers are json.Number, compared as written); err the -32602 message, or "" for success.
 var validateCases = []struct {

@@ -1,5 +1,5 @@
 // Package mcpserver is the OpenProgram MCP service: the six fixed tools of
-// CONTRACT.md (sessions_list, session_get, prompt_send, prompt_cancel,
+// docs/contract.md (sessions_list, session_get, prompt_send, prompt_cancel,
 // tools_list, tool_call) served over stdio with
 // github.com/modelcontextprotocol/go-sdk.
 //

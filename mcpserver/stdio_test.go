@@ -189,9 +189,9 @@ func TestStdioRawLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ line, want string }{
-		{`{bad json`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: line is not valid JSON"}}`},
-		{`[{"jsonrpc":"2.0","id":2,"method":"ping"}]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: batches are not supported"}}`},
-		{`{"hello":"world"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: \"jsonrpc\" must be \"2.0\""}}`},
+		{`{bad json`, `{"jsonrpc":"2.0","error":{"code":-32700,"message":"parse error: line is not valid JSON"}}`},
+		{`[{"jsonrpc":"2.0","id":2,"method":"ping"}]`, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"invalid request: batches are not supported"}}`},
+		{`{"hello":"world"}`, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"invalid request: \"jsonrpc\" must be \"2.0\""}}`},
 		{`{"jsonrpc":"2.0","id":3,"method":"ping"}`, `{"jsonrpc":"2.0","id":3,"result":{}}`},
 	} {
 		if got := exchange(tc.line, "", ""); got != tc.want {

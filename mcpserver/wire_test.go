@@ -8,8 +8,11 @@ import (
 	"io"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/openprogram/openprogram/mcpserver/schemacheck"
+	"github.com/openprogram/openprogram/runtime"
 )
 
 // wire drives Serve over pipes with raw lines, like a client process would,
@@ -132,4 +135,52 @@ func (w *wire) close() error {
 var handshake = []string{
 	`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wire-test","version":"1"}}}`,
 	`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+}
+
+// stuckTurns is a turn runner whose turns ignore cancellation: they end only
+// when release is closed.
+type stuckTurns struct {
+	started chan<- struct{}
+	release <-chan struct{}
+}
+
+func (s stuckTurns) ProcessUserTurn(context.Context, runtime.TurnRequest) (runtime.TurnResult, error) {
+	s.started <- struct{}{}
+	<-s.release
+	return runtime.TurnResult{Text: "too late"}, nil
+}
+
+// TestStuckTurnIsAbandoned pins the bounded abandon path: at stdin EOF a
+// turn that ignores its cancelled context is awaited for the drain timeout,
+// then for abandonAfter, and then given up: Serve returns, the request is
+// never answered with the turn's late result, and nothing waits for it.
+func TestStuckTurnIsAbandoned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		started := make(chan struct{}, 1)
+		release := make(chan struct{})
+		e, err := newEnv(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.srv.turns = stuckTurns{started: started, release: release}
+		w := startWire(t.Context(), t, e)
+		for _, l := range handshake {
+			w.send(l)
+		}
+		w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"hang"}}}`)
+		<-started
+		begin := time.Now()
+		if err := w.close(); err != nil {
+			t.Errorf("Serve after EOF with a stuck turn = %v, want nil", err)
+		}
+		if got, want := time.Since(begin), DefaultDrainTimeout+abandonAfter; got != want {
+			t.Errorf("Serve returned %s after EOF, want drain timeout + abandonAfter = %s", got, want)
+		}
+		for _, line := range w.all() {
+			if bytes.Contains(line, []byte("too late")) {
+				t.Errorf("the abandoned turn's result reached the wire: %s", line)
+			}
+		}
+		close(release)
+	})
 }

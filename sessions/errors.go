@@ -14,6 +14,9 @@ var (
 	ErrLeaseLost = errors.New("sessions: turn lease lost")
 	// ErrConflict: the memory path changed since the caller's base revision.
 	ErrConflict = errors.New("sessions: memory revision conflict")
+	// ErrInvalidText: a text to write holds U+0000, which no backend stores
+	// (PostgreSQL text cannot). Nothing was written; see [CheckText].
+	ErrInvalidText = errors.New("sessions: text contains U+0000")
 	// ErrSchemaTooNew: the database was migrated by a newer OpenProgram;
 	// upgrade openprogram to use it.
 	ErrSchemaTooNew = errors.New("sessions: database schema is newer than this openprogram, upgrade openprogram")

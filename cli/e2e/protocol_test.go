@@ -545,35 +545,5 @@ func sessionShow(t *testing.T, in *install, sid string) []contracts.Message {
 // response, and the server's stop is audited as cancelled.
 func TestSIGTERM(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, sqliteBackend)
-	in.script(slowly(100, 100*time.Millisecond))
-	c := in.serve(nil)
-	started := make(chan struct{}, 1)
-	var rec progressRecorder
-	done := promptAsync(ctxFor(t), c, contracts.PromptSendArgs{Prompt: "run until the signal"}, rec.on("turn started", started))
-	awaitSignal(t, "the turn starting", started, done)
-	req := c.lastCallTo(contracts.PromptSend)
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if code := c.waitExit(exitTimeout); code != 0 {
-		t.Errorf("exit status after SIGTERM = %d, want 0\nstderr:\n%s", code, c.stderr)
-	}
-	if o := awaitOutcome(t, done); o.err == nil {
-		t.Errorf("prompt_send cut off by SIGTERM returned a result %+v", o.res)
-	}
-	if resp, ok := responseTo(c.out.frames(), req.id()); ok {
-		t.Errorf("the turn cut off by SIGTERM got a response %s", resp.raw)
-	}
-	c.close()
-	recs := in.audit()
-	cancelled := auditOf(recs, "mcp.request.cancelled")
-	if len(cancelled) != 1 || cancelled[0].payload(t)["reason"] != "connection_closed" ||
-		cancelled[0].payload(t)["request_id"] != json.Number(req.id()) {
-		t.Errorf("mcp.request.cancelled records = %+v, want one for request %s with reason connection_closed", cancelled, req.id())
-	}
-	if stops := auditOf(recs, "mcp.server.stop"); len(stops) != 1 || stops[0].payload(t)["reason"] != "cancelled" {
-		t.Errorf("mcp.server.stop records = %+v, want one with reason cancelled", stops)
-	}
-	in.verifyAudit()
+	testSignalEndsTurn(t, syscall.SIGTERM)
 }

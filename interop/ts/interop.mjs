@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Interop test: the official MCP TypeScript SDK (@modelcontextprotocol/sdk, pinned in
 // package-lock.json) drives `openprogram mcp serve` over stdio and checks the wire contract
-// (shared/docs/CONTRACT.md) from the outside.
+// (docs/contract.md) from the outside.
 //
 //   OPENPROGRAM_MCP_TOKEN=<token> node interop.mjs <openprogram-binary> <state-dir>
 //
@@ -90,7 +90,7 @@ async function step(title, fn) {
 }
 
 // canonical: compact JSON, object keys sorted at every depth, non-ASCII and <>& kept as is.
-// A payload text must equal canonical(JSON.parse(text)) (CONTRACT §4 Output).
+// A payload text must equal canonical(JSON.parse(text)) (docs/contract.md §4 Output).
 function canonical(v) {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
   if (v !== null && typeof v === 'object') {
@@ -402,7 +402,7 @@ await step('prompt_send (scripted model, new session) with onprogress', async ()
   eq(
     progress.map((p) => p.progress),
     progress.map((_, i) => i + 1),
-    'progress values (1, 2, 3, … as CONTRACT §5 says)',
+    'progress values (1, 2, 3, … as docs/contract.md §5 says)',
   );
   check(progress.every((p) => typeof p.message === 'string' && p.message !== ''), 'every notification has a message', progress);
   check(progress.some((p) => p.message.includes('memory_search')), 'a notification names the memory_search tool call', progress);
@@ -495,7 +495,7 @@ await step('cancel a slow prompt_send with an AbortSignal: notifications/cancell
   check(out.err.message.includes(reason), `error.message carries the abort reason: ${out.err.message}`, out.err.message);
   const cn = frames.find((f) => f.dir === '->' && f.msg.method === 'notifications/cancelled' && f.msg.params.requestId === id);
   check(cn !== undefined, `the SDK sent notifications/cancelled for request ${id}`, frames.slice(-4));
-  // CONTRACT §6: the server answers the cancelled request with {"code":0,"message":"Request cancelled"}.
+  // docs/contract.md §6: the server answers the cancelled request with {"code":0,"message":"Request cancelled"}.
   const resp = await waitFrame(isResponseTo(id), 5000, `the server answers request ${id}`);
   eq(resp.msg.error, { code: 0, message: 'Request cancelled' }, `the server's answer to the cancelled request (after ${Date.now() - abortedAt} ms)`);
   say(`   (${progress.length} progress notifications before the abort)`);
@@ -526,7 +526,7 @@ await step('prompt_cancel of a running prompt_send on this connection (the sessi
 
 await step('the SDK saw no protocol errors', async () => {
   // After an AbortSignal the SDK forgets the request id, so the server's code-0 answer
-  // (CONTRACT §6) reaches Client.onerror as "unknown message ID". That one is expected.
+  // (docs/contract.md §6) reaches Client.onerror as "unknown message ID". That one is expected.
   const abortedIds = frames.filter((f) => f.dir === '->' && f.msg.method === 'notifications/cancelled').map((f) => f.msg.params.requestId);
   const unexpected = clientErrors.filter(
     (e) => !abortedIds.some((id) => e.startsWith('Received a response for an unknown message ID') && e.includes(`"id":${id}`)),

@@ -21,10 +21,9 @@
 // EmptyResult for ping, ...), a notification against its notification type
 // (ProgressNotification, ...).
 //
-// One allowance: an error response whose "id" is null passes. JSON-RPC 2.0
-// requires a null id when the id of a bad message cannot be determined
-// (parse errors, invalid requests); the MCP schema expresses the same case by
-// leaving "id" out, and has no null in RequestId.
+// There is no allowance for "id": null: the MCP schema expresses an error
+// whose id cannot be determined by leaving "id" out, and its RequestId has
+// no null, so a null id fails (as it fails the TypeScript SDK's parser).
 package schemacheck
 
 import (
@@ -213,16 +212,6 @@ func (v *Validator) message(obj map[string]any, requestMethod string) error {
 	if _, isErr := obj["error"]; isErr {
 		if _, isResult := obj["result"]; isResult {
 			return errors.New(`a response has both "result" and "error"`)
-		}
-		if id, ok := obj["id"]; ok && id == nil {
-			// JSON-RPC 2.0: null when the id could not be determined.
-			c := make(map[string]any, len(obj))
-			for k, val := range obj {
-				if k != "id" {
-					c[k] = val
-				}
-			}
-			obj = c
 		}
 		return v.defValue("JSONRPCErrorResponse", obj)
 	}

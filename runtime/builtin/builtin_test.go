@@ -50,7 +50,7 @@ func TestRegisterEverythingAndCapabilitiesMatchAuthz(t *testing.T) {
 	}
 	for _, tl := range reg.List() {
 		if tl.Capability() != authz.ToolCapability(tl.Name()) {
-			t.Errorf("%s declares %s, CONTRACT section 3 says %s", tl.Name(), tl.Capability(), authz.ToolCapability(tl.Name()))
+			t.Errorf("%s declares %s, docs/contract.md section 3 says %s", tl.Name(), tl.Capability(), authz.ToolCapability(tl.Name()))
 		}
 		if tl.Description() == "" {
 			t.Errorf("%s has no description", tl.Name())

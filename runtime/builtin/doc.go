@@ -7,7 +7,7 @@
 // memory_grep, memory_get, memory_browse, memory_update, memory_promote),
 // [files] (read, write, edit, apply_patch, glob, grep, list), [bash] and
 // [todo] (todo_create, todo_update, todo_list). Each tool declares the
-// capability CONTRACT.md section 3 assigns to its name; per-call facts
+// capability docs/contract.md section 3 assigns to its name; per-call facts
 // (session, caller authority, working directories) come from
 // tool.CallInfo in the call's context.
 //

@@ -1,4 +1,4 @@
-// Package gate puts the authorization gate (CONTRACT.md section 3) in front
+// Package gate puts the authorization gate (docs/contract.md section 3) in front
 // of a runtime tool.
 //
 //	req := authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk,

@@ -11,7 +11,7 @@
 // ([Registry.Resolve], claim-once), a decline, its context ending
 // (cancelled), its timeout (default 300 s) or [Registry.CancelSession],
 // which declines every pending question of one session; this is what the
-// MCP server does for a session with an active MCP request (CONTRACT.md
+// MCP server does for a session with an active MCP request (docs/contract.md
 // section 7). Registering publishes question.asked with question_id, kind
 // and session_id; resolving publishes question.resolved.
 package questions

@@ -41,6 +41,9 @@ func readHead(ctx context.Context, tx pgx.Tx, lock bool) (auditchain.Head, error
 // audit_head row, so appends from every process form one linear chain with
 // gapless ids; the record and the new sealed head commit together.
 func (s *Store) AppendAudit(ctx context.Context, in sessions.NewAuditRecord) (sessions.AuditRecord, error) {
+	if err := in.CheckText(); err != nil {
+		return sessions.AuditRecord{}, err
+	}
 	if in.Type == "" {
 		return sessions.AuditRecord{}, errors.New("append audit record: type is empty")
 	}

@@ -35,6 +35,9 @@ func checkLeaseArgs(sessionID, owner string, ttl time.Duration) error {
 // holds renews it. The session need not exist yet: a turn may reserve a
 // new session id before creating the session.
 func (s *Store) AcquireTurn(ctx context.Context, sessionID, owner string, ttl time.Duration) error {
+	if err := sessions.CheckText("session id", sessionID, "lease owner", owner); err != nil {
+		return err
+	}
 	if err := checkLeaseArgs(sessionID, owner, ttl); err != nil {
 		return fmt.Errorf("acquire turn on session %q: %w", sessionID, err)
 	}

@@ -69,6 +69,9 @@ func conflict(path string, base, current int64) error {
 // global revision. With baseRevision >= 0 it fails with ErrConflict unless
 // the path's revision is still baseRevision (0 for a new path).
 func (s *Store) AppendSource(ctx context.Context, src sessions.NewSource, baseRevision int64) (sessions.Source, error) {
+	if err := src.CheckText(); err != nil {
+		return sessions.Source{}, err
+	}
 	if err := checkPath(src.Path); err != nil {
 		return sessions.Source{}, fmt.Errorf("append memory source: %w", err)
 	}
@@ -182,6 +185,9 @@ const maxQueryWords = 32
 // phraseto_tsquery as a parameter, so no user text is ever tsquery syntax.
 // The GIN indexes on the generated tsvector columns find the candidates.
 func (s *Store) SearchMemory(ctx context.Context, query string, topK int, pathPrefix string) ([]sessions.MemoryHit, error) {
+	if sessions.HasNUL(pathPrefix) {
+		return nil, nil
+	}
 	words := grep.Words(query, maxQueryWords)
 	if topK <= 0 || len(words) == 0 {
 		return nil, nil
@@ -245,6 +251,9 @@ func isASCII(s string) bool {
 // narrows the documents with strpos; package grep picks the lines, as in
 // every backend.
 func (s *Store) GrepMemory(ctx context.Context, substring, pathPrefix string, caseSensitive bool, limit int) ([]sessions.MemoryHit, error) {
+	if sessions.HasNUL(substring, pathPrefix) {
+		return nil, nil
+	}
 	if substring == "" || strings.ContainsRune(substring, 0) {
 		return nil, nil // nothing stored holds NUL: PostgreSQL text cannot
 	}
@@ -323,6 +332,9 @@ func scanSource(row pgx.Row) (sessions.Source, error) {
 // GetMemory returns the trusted page and the sources (oldest first) at
 // path with the path's revision, read from one snapshot, or ErrNotFound.
 func (s *Store) GetMemory(ctx context.Context, path string) (sessions.MemoryPage, error) {
+	if sessions.HasNUL(path) {
+		return sessions.MemoryPage{}, fmt.Errorf("memory path: %w", sessions.ErrNotFound)
+	}
 	page := sessions.MemoryPage{Path: path}
 	err := s.tx(ctx, readOnly, func(tx pgx.Tx) error {
 		page.Trusted, page.Sources = nil, nil
@@ -356,6 +368,9 @@ func (s *Store) GetMemory(ctx context.Context, path string) (sessions.MemoryPage
 
 // BrowseMemory lists the paths that start with prefix, in path order.
 func (s *Store) BrowseMemory(ctx context.Context, prefix string) ([]sessions.MemoryEntry, error) {
+	if sessions.HasNUL(prefix) {
+		return nil, nil
+	}
 	var out []sessions.MemoryEntry
 	err := s.run(ctx, func(q querier) error {
 		rows, err := q.Query(ctx, `SELECT p.path, p.sources, t.path IS NOT NULL, p.revision, p.updated_at

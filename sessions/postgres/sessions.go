@@ -35,6 +35,9 @@ func nullTime(t time.Time) *time.Time {
 // becomes the database's current time and a zero UpdatedAt the creation
 // time; HeadID is ignored.
 func (s *Store) CreateSession(ctx context.Context, in sessions.Session) (sessions.Session, error) {
+	if err := in.CheckText(); err != nil {
+		return sessions.Session{}, err
+	}
 	if in.ID == "" {
 		return sessions.Session{}, errors.New("create session: id is empty; the caller chooses session ids")
 	}
@@ -59,6 +62,9 @@ func (s *Store) CreateSession(ctx context.Context, in sessions.Session) (session
 
 // GetSession returns the session with id, or ErrNotFound.
 func (s *Store) GetSession(ctx context.Context, id string) (sessions.Session, error) {
+	if sessions.HasNUL(id) {
+		return sessions.Session{}, fmt.Errorf("session: %w", sessions.ErrNotFound)
+	}
 	var out sessions.Session
 	err := s.run(ctx, func(q querier) error {
 		var err error
@@ -102,6 +108,14 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]sessions.Session
 // UpdateSession applies u (nil fields are kept) and returns the session,
 // or ErrNotFound. A change bumps updated_at, never backwards.
 func (s *Store) UpdateSession(ctx context.Context, id string, u sessions.SessionUpdate) (sessions.Session, error) {
+	if sessions.HasNUL(id) {
+		return sessions.Session{}, fmt.Errorf("session: %w", sessions.ErrNotFound)
+	}
+	if u.Title != nil {
+		if err := sessions.CheckText("title", *u.Title); err != nil {
+			return sessions.Session{}, err
+		}
+	}
 	var out sessions.Session
 	err := s.tx(ctx, readWrite, func(tx pgx.Tx) error {
 		var err error
@@ -125,6 +139,9 @@ func (s *Store) UpdateSession(ctx context.Context, id string, u sessions.Session
 // DeleteSession deletes the session, its messages and its lease, or returns
 // ErrNotFound.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	if sessions.HasNUL(id) {
+		return fmt.Errorf("session: %w", sessions.ErrNotFound)
+	}
 	err := s.tx(ctx, readWrite, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, "DELETE FROM sessions WHERE id = $1", id)
 		if err != nil {
@@ -170,6 +187,12 @@ func validRole(r string) bool {
 // turn or all of it. The database checks that the session exists and that
 // the parent belongs to it (ErrNotFound otherwise).
 func (s *Store) AppendMessages(ctx context.Context, sessionID, parentID string, msgs []sessions.NewMessage, moveHead bool) ([]sessions.Message, error) {
+	if sessions.HasNUL(sessionID, parentID) {
+		return nil, fmt.Errorf("session or parent: %w", sessions.ErrNotFound)
+	}
+	if err := sessions.CheckMessages(msgs); err != nil {
+		return nil, err
+	}
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("append messages to session %q: no messages", sessionID)
 	}
@@ -259,6 +282,9 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID, parentID string, 
 
 // GetMessage returns the message with id, or ErrNotFound.
 func (s *Store) GetMessage(ctx context.Context, id string) (sessions.Message, error) {
+	if sessions.HasNUL(id) {
+		return sessions.Message{}, fmt.Errorf("message: %w", sessions.ErrNotFound)
+	}
 	var out sessions.Message
 	err := s.run(ctx, func(q querier) error {
 		var err error
@@ -285,6 +311,9 @@ func (s *Store) GetMessage(ctx context.Context, id string) (sessions.Message, er
 // for the scan. The price is reading the messages of abandoned forks too,
 // which in a conversation are few.
 func (s *Store) Branch(ctx context.Context, sessionID string) ([]sessions.Message, error) {
+	if sessions.HasNUL(sessionID) {
+		return nil, fmt.Errorf("session: %w", sessions.ErrNotFound)
+	}
 	var out []sessions.Message
 	err := s.run(ctx, func(q querier) error {
 		out = nil
@@ -341,6 +370,9 @@ func (s *Store) Branch(ctx context.Context, sessionID string) ([]sessions.Messag
 // SetHead moves the session's head to messageID, which must belong to the
 // session (ErrNotFound otherwise), and bumps updated_at.
 func (s *Store) SetHead(ctx context.Context, sessionID, messageID string) error {
+	if sessions.HasNUL(sessionID, messageID) {
+		return fmt.Errorf("session or message: %w", sessions.ErrNotFound)
+	}
 	err := s.tx(ctx, readWrite, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE sessions SET head_id = $2, updated_at = GREATEST(updated_at, clock_timestamp())
 			WHERE id = $1 AND EXISTS (SELECT 1 FROM messages WHERE id = $2 AND session_id = $1)`, sessionID, messageID)

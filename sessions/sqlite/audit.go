@@ -16,6 +16,9 @@ import (
 // AppendAudit implements [sessions.Store]. The write transaction reads the
 // chain head, so concurrent appends (any process) chain one after another.
 func (s *Store) AppendAudit(ctx context.Context, r sessions.NewAuditRecord) (sessions.AuditRecord, error) {
+	if err := r.CheckText(); err != nil {
+		return sessions.AuditRecord{}, err
+	}
 	if r.Type == "" {
 		return sessions.AuditRecord{}, errors.New("append audit record: empty type")
 	}

@@ -23,6 +23,9 @@ func checkLease(op, owner string, ttl time.Duration) error {
 // inserts the lease, or takes it over when it expired or owner already
 // holds it; a row left untouched means another live owner holds it.
 func (s *Store) AcquireTurn(ctx context.Context, sessionID, owner string, ttl time.Duration) error {
+	if err := sessions.CheckText("session id", sessionID, "lease owner", owner); err != nil {
+		return err
+	}
 	op := fmt.Sprintf("acquire turn on session %q", sessionID)
 	if err := checkLease(op, owner, ttl); err != nil {
 		return err

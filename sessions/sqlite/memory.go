@@ -68,6 +68,9 @@ func (s *Store) MemoryStatus(ctx context.Context) (sessions.MemoryStatus, error)
 
 // AppendSource implements [sessions.Store].
 func (s *Store) AppendSource(ctx context.Context, src sessions.NewSource, baseRevision int64) (sessions.Source, error) {
+	if err := src.CheckText(); err != nil {
+		return sessions.Source{}, err
+	}
 	if src.Path == "" {
 		return sessions.Source{}, errors.New("append memory source: empty path")
 	}
@@ -147,6 +150,9 @@ func ftsQuery(words [][]string) string {
 // SearchMemory implements [sessions.Store] with FTS5 and bm25 over each
 // layer; Score is -bm25, so higher is better.
 func (s *Store) SearchMemory(ctx context.Context, query string, topK int, pathPrefix string) ([]sessions.MemoryHit, error) {
+	if sessions.HasNUL(pathPrefix) {
+		return nil, nil
+	}
 	words := grep.Words(query, maxQueryWords)
 	if len(words) == 0 || topK <= 0 {
 		return []sessions.MemoryHit{}, nil
@@ -213,6 +219,9 @@ func isASCII(s string) bool {
 // GrepMemory implements [sessions.Store]. SQL narrows to documents that
 // contain the substring; lines are matched in Go. limit <= 0: no limit.
 func (s *Store) GrepMemory(ctx context.Context, substring, pathPrefix string, caseSensitive bool, limit int) ([]sessions.MemoryHit, error) {
+	if sessions.HasNUL(substring, pathPrefix) {
+		return nil, nil
+	}
 	hits := []sessions.MemoryHit{}
 	if substring == "" {
 		return hits, nil
@@ -285,6 +294,9 @@ func scanSource(r scanner) (sessions.Source, error) {
 
 // GetMemory implements [sessions.Store].
 func (s *Store) GetMemory(ctx context.Context, path string) (sessions.MemoryPage, error) {
+	if sessions.HasNUL(path) {
+		return sessions.MemoryPage{}, fmt.Errorf("memory path: %w", sessions.ErrNotFound)
+	}
 	page := sessions.MemoryPage{Path: path}
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		var (
@@ -327,6 +339,9 @@ func (s *Store) GetMemory(ctx context.Context, path string) (sessions.MemoryPage
 
 // BrowseMemory implements [sessions.Store].
 func (s *Store) BrowseMemory(ctx context.Context, prefix string) ([]sessions.MemoryEntry, error) {
+	if sessions.HasNUL(prefix) {
+		return nil, nil
+	}
 	cond, condArgs := pathRange("path", prefix)
 	q := `SELECT path, sum(n), max(trusted), max(rev), max(upd) FROM (
 			SELECT path, count(*) AS n, 0 AS trusted, max(revision) AS rev, max(created_at) AS upd

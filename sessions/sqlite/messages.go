@@ -44,6 +44,12 @@ func validRole(r string) bool {
 // AppendMessages implements [sessions.Store]: the messages, the head move
 // and updated_at are one BEGIN IMMEDIATE transaction.
 func (s *Store) AppendMessages(ctx context.Context, sessionID, parentID string, msgs []sessions.NewMessage, moveHead bool) ([]sessions.Message, error) {
+	if sessions.HasNUL(sessionID, parentID) {
+		return nil, fmt.Errorf("session or parent: %w", sessions.ErrNotFound)
+	}
+	if err := sessions.CheckMessages(msgs); err != nil {
+		return nil, err
+	}
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("append messages to session %q: no messages", sessionID)
 	}
@@ -207,6 +213,9 @@ func scanMessage(r scanner) (sessions.Message, error) {
 
 // GetMessage implements [sessions.Store].
 func (s *Store) GetMessage(ctx context.Context, id string) (sessions.Message, error) {
+	if sessions.HasNUL(id) {
+		return sessions.Message{}, fmt.Errorf("message: %w", sessions.ErrNotFound)
+	}
 	m, err := scanMessage(s.r.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return sessions.Message{}, fmt.Errorf("get message %q: %w", id, sessions.ErrNotFound)
@@ -222,6 +231,9 @@ func (s *Store) GetMessage(ctx context.Context, id string) (sessions.Message, er
 // then each run is read as one range of keys, straight into its place in
 // the result.
 func (s *Store) Branch(ctx context.Context, sessionID string) ([]sessions.Message, error) {
+	if sessions.HasNUL(sessionID) {
+		return nil, fmt.Errorf("session: %w", sessions.ErrNotFound)
+	}
 	var out []sessions.Message
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		spans, err := branchRuns(ctx, tx, sessionID)
@@ -336,6 +348,9 @@ func branchRuns(ctx context.Context, tx *sql.Tx, sessionID string) ([][2]int64, 
 
 // SetHead implements [sessions.Store].
 func (s *Store) SetHead(ctx context.Context, sessionID, messageID string) error {
+	if sessions.HasNUL(sessionID, messageID) {
+		return fmt.Errorf("session or message: %w", sessions.ErrNotFound)
+	}
 	res, err := s.w.ExecContext(ctx, `UPDATE sessions SET head_id = ?1, updated_at = max(updated_at, ?2)
 		WHERE id = ?3 AND EXISTS (SELECT 1 FROM messages WHERE id = ?1 AND session_id = ?3)`,
 		messageID, nowMicros(), sessionID)

@@ -41,6 +41,9 @@ func scanSession(r scanner) (sessions.Session, error) {
 
 // CreateSession implements [sessions.Store].
 func (s *Store) CreateSession(ctx context.Context, in sessions.Session) (sessions.Session, error) {
+	if err := in.CheckText(); err != nil {
+		return sessions.Session{}, err
+	}
 	if in.ID == "" {
 		return sessions.Session{}, errors.New("create session: empty id; the caller chooses the session id")
 	}
@@ -81,6 +84,9 @@ const (
 
 // GetSession implements [sessions.Store].
 func (s *Store) GetSession(ctx context.Context, id string) (sessions.Session, error) {
+	if sessions.HasNUL(id) {
+		return sessions.Session{}, fmt.Errorf("session: %w", sessions.ErrNotFound)
+	}
 	st, err := s.readStmt(ctx, getSessionQuery)
 	if err != nil {
 		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, err)
@@ -135,6 +141,14 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]sessions.Session
 
 // UpdateSession implements [sessions.Store].
 func (s *Store) UpdateSession(ctx context.Context, id string, u sessions.SessionUpdate) (sessions.Session, error) {
+	if sessions.HasNUL(id) {
+		return sessions.Session{}, fmt.Errorf("session: %w", sessions.ErrNotFound)
+	}
+	if u.Title != nil {
+		if err := sessions.CheckText("title", *u.Title); err != nil {
+			return sessions.Session{}, err
+		}
+	}
 	var title, archived any
 	if u.Title != nil {
 		title = *u.Title
@@ -159,6 +173,9 @@ func (s *Store) UpdateSession(ctx context.Context, id string, u sessions.Session
 // DeleteSession implements [sessions.Store]. Messages go with the session
 // (foreign-key cascade), and so does its turn lease.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	if sessions.HasNUL(id) {
+		return fmt.Errorf("session: %w", sessions.ErrNotFound)
+	}
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
 		if err != nil {

@@ -96,6 +96,7 @@ func Run(t *testing.T, open func(t *testing.T, opts *sessions.Options) sessions.
 		{"Lease", leaseTests},
 		{"Memory", memoryTests},
 		{"Audit", auditTests},
+		{"Text", textTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

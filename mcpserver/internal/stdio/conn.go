@@ -18,7 +18,14 @@
 //   - on EOF the connection keeps writing while requests are in flight, for at
 //     most [Options.DrainTimeout], then calls [Options.OnDrainTimeout], stops
 //     writing and reports EOF;
-//   - an error set with [Request.SetError] reaches the wire as set.
+//   - an error set with [Request.SetError] reaches the wire as set;
+//   - a failed write (the peer closed stdout) closes the connection as the
+//     drain timeout does;
+//   - messages are handled in arrival order (nothing behind initialize is
+//     looked at before its answer is written), requests in flight are capped
+//     by stopping reads, and every error frame is bounded ([MaxErrorBytes]).
+//
+// The wire contract is docs/contract.md in the repository.
 package stdio
 
 import (
@@ -35,6 +42,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -43,9 +51,20 @@ import (
 
 // Defaults for [Options].
 const (
-	DefaultMaxLineLength = 16 << 20
-	DefaultDrainTimeout  = 3 * time.Second
+	DefaultMaxLineLength    = 16 << 20
+	DefaultDrainTimeout     = 3 * time.Second
+	DefaultMaxInFlight      = 32
+	DefaultMaxInFlightBytes = 16 << 20
 )
+
+// MaxErrorBytes bounds the "message" and "data" of every error frame the
+// connection writes, together, as encoded JSON. Client input echoed in an
+// error (a method or tool name, say) is clipped to fit.
+const MaxErrorBytes = 1000
+
+// maxErrorMessageBytes is the share of [MaxErrorBytes] a message may take
+// before it is clipped.
+const maxErrorMessageBytes = 512
 
 // JSON-RPC and MCP method names the connection itself looks at.
 const (
@@ -76,14 +95,26 @@ type Options struct {
 	// the connection. Notifications are always passed on.
 	Methods []string
 	// MaxLineLength bounds one inbound line in bytes; 0 means
-	// DefaultMaxLineLength. A longer line is answered -32600 and skipped.
+	// DefaultMaxLineLength. A longer line is answered -32600 and skipped;
+	// its bytes are discarded as they are read, never held whole.
 	MaxLineLength int
+	// MaxInFlight caps the requests in flight (read, not yet answered); 0
+	// means DefaultMaxInFlight. At the cap the connection stops reading its
+	// input until a request is answered: flow control, never an error.
+	MaxInFlight int
+	// MaxInFlightBytes caps the bytes of the lines of the requests in
+	// flight; 0 means DefaultMaxInFlightBytes. A request that would pass it
+	// waits, with reading stopped, until enough others are answered (a
+	// request alone is always admitted).
+	MaxInFlightBytes int
 	// DrainTimeout bounds how long responses still due are awaited after
 	// EOF; 0 means DefaultDrainTimeout.
 	DrainTimeout time.Duration
-	// OnDrainTimeout, if set, is called once when DrainTimeout expires with
-	// requests still in flight, after writing has stopped and before Read
-	// reports EOF (which cancels every remaining handler context).
+	// OnDrainTimeout, if set, is called once when the connection gives up
+	// on the requests in flight: DrainTimeout expired after EOF, a write to
+	// out failed (the peer closed it), or [Conn.Abort] was called. It runs
+	// after writing has stopped and before Read reports EOF (which cancels
+	// every remaining handler context).
 	OnDrainTimeout func()
 	// Logger receives diagnostics (never line contents); nil discards.
 	Logger *slog.Logger
@@ -97,6 +128,8 @@ type Conn struct {
 	out     io.Writer
 	methods map[string]bool
 	maxLine int
+	maxReqs int
+	maxHeld int
 	drain   time.Duration
 	onDrain func()
 	log     *slog.Logger
@@ -111,6 +144,7 @@ type Conn struct {
 
 	mu           sync.Mutex
 	inflight     map[jsonrpc.ID]*Request
+	held         int           // bytes of the lines of the requests in inflight
 	changed      chan struct{} // closed and replaced whenever inflight shrinks
 	initID       *jsonrpc.ID   // id of the initialize request in flight
 	initialized  bool          // an initialize request was answered with a result
@@ -126,6 +160,8 @@ func New(in io.Reader, out io.Writer, opts Options) *Conn {
 		out:      out,
 		methods:  make(map[string]bool, len(opts.Methods)),
 		maxLine:  opts.MaxLineLength,
+		maxReqs:  opts.MaxInFlight,
+		maxHeld:  opts.MaxInFlightBytes,
 		drain:    opts.DrainTimeout,
 		onDrain:  opts.OnDrainTimeout,
 		log:      opts.Logger,
@@ -140,6 +176,12 @@ func New(in io.Reader, out io.Writer, opts Options) *Conn {
 	}
 	if c.maxLine <= 0 {
 		c.maxLine = DefaultMaxLineLength
+	}
+	if c.maxReqs <= 0 {
+		c.maxReqs = DefaultMaxInFlight
+	}
+	if c.maxHeld <= 0 {
+		c.maxHeld = DefaultMaxInFlightBytes
 	}
 	if c.drain <= 0 {
 		c.drain = DefaultDrainTimeout
@@ -231,7 +273,11 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	var answered *Request
 	if resp, ok := msg.(*jsonrpc.Response); ok {
-		msg, answered = c.finish(resp)
+		resp, answered = c.finish(resp)
+		if resp.Error != nil {
+			resp = &jsonrpc.Response{ID: resp.ID, Error: boundError(wireError(resp.Error))}
+		}
+		msg = resp
 	}
 	line, err := encodeLine(msg)
 	if err == nil {
@@ -300,6 +346,7 @@ func (c *Conn) finish(resp *jsonrpc.Response) (*jsonrpc.Response, *Request) {
 		return resp, nil
 	}
 	delete(c.inflight, resp.ID)
+	c.held -= r.size
 	close(c.changed)
 	c.changed = make(chan struct{})
 	if c.initID != nil && *c.initID == resp.ID {
@@ -319,8 +366,19 @@ func (c *Conn) finish(resp *jsonrpc.Response) (*jsonrpc.Response, *Request) {
 	return resp, r
 }
 
-// writeLine writes one frame, which ends in a newline.
+// writeLine writes one frame, which ends in a newline. A failed write (EPIPE
+// when the peer closed its end of stdout) is a closed connection: the
+// connection aborts (see [Conn.Abort]) and the error is returned.
 func (c *Conn) writeLine(line []byte) error {
+	err := c.writeLineLocked(line)
+	if err != nil {
+		c.log.Warn("writing stdout failed: the connection is closed", "error", err)
+		c.Abort()
+	}
+	return err
+}
+
+func (c *Conn) writeLineLocked(line []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.mu.Lock()
@@ -359,6 +417,17 @@ func (c *Conn) readLoop() {
 				case c.incoming <- msg:
 				case <-c.closed:
 					return
+				}
+				// Messages are handled in arrival order: nothing behind
+				// initialize is looked at before its answer is written,
+				// so a request pipelined behind it meets the state that
+				// answer leaves.
+				if r := initializeOf(msg); r != nil {
+					select {
+					case <-r.answered:
+					case <-c.closed:
+						return
+					}
 				}
 			}
 		}
@@ -492,7 +561,17 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 		}
 		return req
 	}
-	return c.admit(req)
+	return c.admit(req, len(trimmed))
+}
+
+// initializeOf returns the connection's record of msg when msg is an
+// admitted initialize request.
+func initializeOf(msg jsonrpc.Message) *Request {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.Method != methodInitialize || !req.ID.IsValid() {
+		return nil
+	}
+	return RequestOf(&mcp.ServerRequest[*mcp.InitializeParams]{Extra: req.Extra.(*mcp.RequestExtra)})
 }
 
 // checkResponse validates a response from the peer. A bad one is answered
@@ -532,9 +611,10 @@ func (c *Conn) checkResponse(line []byte, obj map[string]json.RawMessage, id *js
 	return msg
 }
 
-// admit applies the method and initialization gates to a call and records
-// it as in flight.
-func (c *Conn) admit(req *jsonrpc.Request) jsonrpc.Message {
+// admit applies the method and initialization gates to a call of size
+// bytes and records it as in flight. While the in-flight caps leave no room
+// for it, it waits (and so the read loop reads nothing more).
+func (c *Conn) admit(req *jsonrpc.Request, size int) jsonrpc.Message {
 	id := req.ID
 	if !c.methods[req.Method] {
 		c.log.Warn("rejected a request for an unserved method", "method", req.Method)
@@ -542,6 +622,16 @@ func (c *Conn) admit(req *jsonrpc.Request) jsonrpc.Message {
 		return nil
 	}
 	c.mu.Lock()
+	for len(c.inflight) > 0 && (len(c.inflight) >= c.maxReqs || c.held+size > c.maxHeld) {
+		changed := c.changed
+		c.mu.Unlock()
+		select {
+		case <-changed:
+		case <-c.closed:
+			return nil
+		}
+		c.mu.Lock()
+	}
 	var msg string
 	replyID := &id
 	switch {
@@ -560,8 +650,9 @@ func (c *Conn) admit(req *jsonrpc.Request) jsonrpc.Message {
 		c.reject(replyID, jsonrpc.CodeInvalidRequest, msg)
 		return nil
 	}
-	r := &Request{id: id, method: req.Method, answered: make(chan struct{})}
+	r := &Request{id: id, method: req.Method, size: size, answered: make(chan struct{})}
 	c.inflight[id] = r
+	c.held += size
 	if req.Method == methodInitialize {
 		c.initID = &id
 	}
@@ -595,7 +686,8 @@ func (c *Conn) markCancelled(params json.RawMessage) {
 }
 
 // reject writes an error response the connection produced itself. A nil id
-// is written as JSON null, as JSON-RPC 2.0 requires when the id is unknown.
+// leaves the "id" member out: the MCP schema's RequestId has no null, and
+// it expresses an id that cannot be determined (or echoed) by its absence.
 func (c *Conn) reject(id *jsonrpc.ID, code int64, message string) {
 	var raw any
 	if id != nil {
@@ -603,9 +695,9 @@ func (c *Conn) reject(id *jsonrpc.ID, code int64, message string) {
 	}
 	data, err := json.Marshal(struct {
 		JSONRPC string         `json:"jsonrpc"`
-		ID      any            `json:"id"`
+		ID      any            `json:"id,omitempty"`
 		Error   *jsonrpc.Error `json:"error"`
-	}{"2.0", raw, &jsonrpc.Error{Code: code, Message: message}})
+	}{"2.0", raw, boundError(&jsonrpc.Error{Code: code, Message: message})})
 	if err != nil {
 		c.log.Error("encode error response", "error", err)
 		return
@@ -613,6 +705,67 @@ func (c *Conn) reject(id *jsonrpc.ID, code int64, message string) {
 	if err := c.writeLine(append(data, '\n')); err != nil {
 		c.log.Warn("write error response", "error", err)
 	}
+}
+
+// boundError returns e with its message and data within [MaxErrorBytes] as
+// encoded JSON: a longer message is clipped on a UTF-8 boundary and marked
+// with "...", and data that does not fit beside it is dropped. Every error
+// frame goes through it, so no error echoes more than an excerpt of client
+// input.
+func boundError(e *jsonrpc.Error) *jsonrpc.Error {
+	msgLen := encodedLen(e.Message)
+	if msgLen+len(e.Data) <= MaxErrorBytes {
+		return e
+	}
+	out := &jsonrpc.Error{Code: e.Code, Message: e.Message}
+	if msgLen > maxErrorMessageBytes {
+		keep := maxErrorMessageBytes
+		for {
+			out.Message = clipUTF8(e.Message, keep) + "..."
+			if msgLen = encodedLen(out.Message); msgLen <= maxErrorMessageBytes {
+				break
+			}
+			keep /= 2 // escapes made it longer than its bytes
+		}
+	}
+	if msgLen+len(e.Data) <= MaxErrorBytes {
+		out.Data = e.Data
+	}
+	return out
+}
+
+// wireError is err as the error object go-sdk's encoder writes for it.
+func wireError(err error) *jsonrpc.Error {
+	if we, ok := err.(*jsonrpc.Error); ok {
+		return we
+	}
+	out := &jsonrpc.Error{Message: err.Error()}
+	var wrapped *jsonrpc.Error
+	if errors.As(err, &wrapped) {
+		out.Code = wrapped.Code
+	}
+	return out
+}
+
+// encodedLen is the length of s encoded as a JSON string.
+func encodedLen(s string) int {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return math.MaxInt
+	}
+	return len(b)
+}
+
+// clipUTF8 returns the longest prefix of s of at most n bytes that does not
+// end inside a UTF-8 sequence.
+func clipUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // parseID extracts a request id. It returns a nil id when there is none or
@@ -648,6 +801,7 @@ func parseID(obj map[string]json.RawMessage) (*jsonrpc.ID, string) {
 type Request struct {
 	id     jsonrpc.ID
 	method string
+	size   int // bytes of its line, counted against MaxInFlightBytes
 
 	answered chan struct{} // closed once the response is written or dropped
 

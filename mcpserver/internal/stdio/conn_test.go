@@ -71,7 +71,7 @@ func TestOverlongLinesAreRefusedAndReadingGoesOn(t *testing.T) {
 	if len(msgs) != 2 {
 		t.Fatalf("read %d messages, want 2", len(msgs))
 	}
-	want := []string{`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: line longer than 64 bytes"}}`}
+	want := []string{`{"jsonrpc":"2.0","error":{"code":-32600,"message":"invalid request: line longer than 64 bytes"}}`}
 	if diff := cmp.Diff(want, out.lines()); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
 	}

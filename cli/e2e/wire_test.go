@@ -1,0 +1,289 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openprogram/openprogram/contracts"
+)
+
+// pipelinedRequest is the request written behind initialize and
+// notifications/initialized in the same write.
+const pipelinedRequest = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+	`{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n"
+
+// TestPipelinedInitialize writes initialize, notifications/initialized and
+// a request at once into a fresh process's stdin, as `printf ... |
+// openprogram mcp serve` does, 1,000 times: the request must be answered
+// every time, never refused as "before initialization". (The race itself
+// is reproduced deterministically by internal/stdio's
+// TestRequestBehindInitializeWaitsForItsAnswer.)
+//
+// The runs are bounded in time (pipelinedBound) so that a loaded machine
+// cannot push the package past go test's timeout: when the bound cuts them
+// short the test says how many ran, and fails if fewer than
+// pipelinedMinRuns did.
+func TestPipelinedInitialize(t *testing.T) {
+	t.Parallel()
+	runs := 1000
+	if testing.Short() {
+		runs = 50
+	}
+	const (
+		workers          = 4 // two cores: a few processes at a time
+		pipelinedBound   = 3 * time.Minute
+		pipelinedMinRuns = 200
+	)
+	in := newInstall(t, sqliteBackend)
+	in.mustRun("sessions", "list") // creates the store once, outside the runs
+	ctx, cancel := context.WithTimeout(t.Context(), pipelinedBound)
+	defer cancel()
+	input := initializeLine + pipelinedRequest
+	env := in.env(envToken + "=" + in.token)
+
+	var (
+		mu       sync.Mutex
+		refusals int
+		done     int
+		failures []string
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(failures) < 5 {
+			failures = append(failures, fmt.Sprintf(format, args...))
+		}
+	}
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for run := range jobs {
+				cmd := exec.CommandContext(ctx, binPath, "mcp", "serve")
+				cmd.Env = env
+				cmd.Stdin = strings.NewReader(input)
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				out, err := cmd.Output()
+				if ctx.Err() != nil {
+					return // cut short by the bound: not a result
+				}
+				if err != nil {
+					fail("run %d: %v\nstderr:\n%s", run, err, stderr.String())
+					continue
+				}
+				mu.Lock()
+				done++
+				mu.Unlock()
+				answered := false
+				for line := range bytes.Lines(out) {
+					line = bytes.TrimSuffix(line, []byte("\n"))
+					f, err := parseFrame(line)
+					if err != nil {
+						fail("run %d: stdout line %q is not JSON", run, line)
+						continue
+					}
+					method := ""
+					switch f.id() {
+					case "1":
+						method = "initialize"
+					case "2":
+						method = "tools/list"
+						if _, ok := f.m["result"]; ok {
+							answered = true
+						} else {
+							mu.Lock()
+							refusals++
+							mu.Unlock()
+							fail("run %d: the pipelined request was refused: %s", run, line)
+						}
+					}
+					if err := validator.ServerFrame(line, method); err != nil {
+						fail("run %d: %v", run, err)
+					}
+				}
+				if !answered {
+					fail("run %d: no answer to the pipelined request; stdout:\n%s", run, out)
+				}
+			}
+		})
+	}
+	start := time.Now()
+feed:
+	for run := range runs {
+		select {
+		case jobs <- run:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	t.Logf("%d of %d runs in %s, %d refused", done, runs, time.Since(start).Round(time.Millisecond), refusals)
+	if done < runs && done < pipelinedMinRuns {
+		t.Errorf("only %d runs completed within %s (want %d, at least %d)", done, pipelinedBound, runs, pipelinedMinRuns)
+	}
+	if refusals != 0 {
+		t.Errorf("%d of %d pipelined requests were refused", refusals, done)
+	}
+	for _, f := range failures {
+		t.Error(f)
+	}
+}
+
+// rawLines reads the server's stdout line by line.
+type rawLines struct {
+	t  *testing.T
+	sc *bufio.Scanner
+}
+
+// next returns the next line that is a response to id, skipping others.
+func (r *rawLines) next(id string) frame {
+	r.t.Helper()
+	for r.sc.Scan() {
+		f, err := parseFrame(r.sc.Bytes())
+		if err != nil {
+			r.t.Fatalf("stdout line %q is not JSON", r.sc.Bytes())
+		}
+		if f.isResponse() && f.id() == id {
+			return f
+		}
+	}
+	r.t.Fatalf("stdout ended before the response to %s: %v", id, r.sc.Err())
+	return frame{}
+}
+
+// TestClosedStdout: a client that closes its end of the server's stdout has
+// closed the connection. The server's next write fails (EPIPE, never a
+// SIGPIPE death): it cancels the running turn (connection_closed), releases
+// the session's lease, writes mcp.server.stop after the start record, and
+// exits by itself.
+func TestClosedStdout(t *testing.T) {
+	t.Parallel()
+	in := newInstall(t, sqliteBackend)
+	in.script(slowly(40, 100*time.Millisecond))
+	c := in.start(envToken + "=" + in.token)
+	out := &rawLines{t: t, sc: bufio.NewScanner(c.stdout)}
+	out.sc.Buffer(make([]byte, 64<<10), 1<<20)
+	write := func(line string) {
+		t.Helper()
+		if _, err := c.stdin.Write([]byte(line + "\n")); err != nil {
+			t.Fatalf("write to the server: %v", err)
+		}
+	}
+	write(strings.TrimSuffix(initializeLine, "\n"))
+	out.next("1")
+	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	write(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"run until the client goes"}}}`)
+	// The session exists (and its lease is held) once the turn runs.
+	var sid string
+	deadline := time.Now().Add(testTimeout)
+	for n := 3; sid == "" && time.Now().Before(deadline); n++ {
+		id := fmt.Sprint(n)
+		write(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"sessions_list","arguments":{}}}`)
+		f := out.next(id)
+		var res struct {
+			Content []struct{ Text string } `json:"content"`
+		}
+		var list []contracts.SessionSummary
+		if err := json.Unmarshal(f.m["result"], &res); err != nil || len(res.Content) != 1 ||
+			json.Unmarshal([]byte(res.Content[0].Text), &list) != nil {
+			t.Fatalf("sessions_list answer %s", f.raw)
+		}
+		if len(list) == 1 {
+			sid = list[0].ID
+		} else {
+			time.Sleep(20 * time.Millisecond) // polling the server, bounded by deadline
+		}
+	}
+	if sid == "" {
+		t.Fatal("prompt_send created no session")
+	}
+	if err := c.stdout.Close(); err != nil {
+		t.Fatal(err)
+	}
+	write(`{"jsonrpc":"2.0","id":"after-close","method":"ping"}`)
+	code := c.waitExit(exitTimeout)
+	if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		t.Fatalf("the server died of %v; want it to exit by itself\nstderr:\n%s", ws.Signal(), c.stderr)
+	}
+	c.wantExit = code // any status: how it exits is its own decision
+	c.close()
+
+	recs := in.audit()
+	var start, stop = -1, -1
+	for i, r := range recs {
+		switch r.Type {
+		case "mcp.server.start":
+			start = i
+		case "mcp.server.stop":
+			stop = i
+		}
+	}
+	if start < 0 || stop < start {
+		t.Errorf("audit records %+v: want mcp.server.stop after mcp.server.start", recs)
+	}
+	cancelled := auditOf(recs, "mcp.request.cancelled")
+	if len(cancelled) != 1 || cancelled[0].payload(t)["reason"] != "connection_closed" {
+		t.Errorf("mcp.request.cancelled records = %+v, want one with reason connection_closed", cancelled)
+	}
+
+	// The lease is free at once: another process runs a turn on the session.
+	in.script(say("next"))
+	c2 := in.serve(nil)
+	res, err := c2.c.PromptSend(ctxFor(t), contracts.PromptSendArgs{Prompt: "after the close", SessionID: sid})
+	if err != nil || res.Failed || res.SessionID != sid {
+		t.Errorf("prompt_send on the session after the close = %+v, %v; want a completed turn (lease released)", res, err)
+	}
+}
+
+// TestSIGINT: SIGINT ends a connection as SIGTERM does (TestSIGTERM).
+func TestSIGINT(t *testing.T) {
+	t.Parallel()
+	testSignalEndsTurn(t, syscall.SIGINT)
+}
+
+// testSignalEndsTurn: sig (SIGTERM or SIGINT) during a turn cancels it
+// (connection_closed), writes mcp.server.stop, and the server exits 0.
+func testSignalEndsTurn(t *testing.T, sig syscall.Signal) {
+	in := newInstall(t, sqliteBackend)
+	in.script(slowly(100, 100*time.Millisecond))
+	c := in.serve(nil)
+	started := make(chan struct{}, 1)
+	var rec progressRecorder
+	done := promptAsync(ctxFor(t), c, contracts.PromptSendArgs{Prompt: "run until the signal"}, rec.on("turn started", started))
+	awaitSignal(t, "the turn starting", started, done)
+	req := c.lastCallTo(contracts.PromptSend)
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.waitExit(exitTimeout); code != 0 {
+		t.Errorf("exit status after %v = %d, want 0\nstderr:\n%s", sig, code, c.stderr)
+	}
+	if o := awaitOutcome(t, done); o.err == nil {
+		t.Errorf("prompt_send cut off by %v returned a result %+v", sig, o.res)
+	}
+	if resp, ok := responseTo(c.out.frames(), req.id()); ok {
+		t.Errorf("the turn cut off by %v got a response %s", sig, resp.raw)
+	}
+	c.close()
+	recs := in.audit()
+	cancelled := auditOf(recs, "mcp.request.cancelled")
+	if len(cancelled) != 1 || cancelled[0].payload(t)["reason"] != "connection_closed" ||
+		cancelled[0].payload(t)["request_id"] != json.Number(req.id()) {
+		t.Errorf("mcp.request.cancelled records = %+v, want one for request %s with reason connection_closed", cancelled, req.id())
+	}
+	if stops := auditOf(recs, "mcp.server.stop"); len(stops) != 1 || stops[0].payload(t)["reason"] != "cancelled" {
+		t.Errorf("mcp.server.stop records = %+v, want one with reason cancelled", stops)
+	}
+	in.verifyAudit()
+}
