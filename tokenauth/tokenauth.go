@@ -40,6 +40,9 @@ var (
 	ErrExists = errors.New("mcp server token already exists")
 	// ErrCreate: Create failed for any other reason; nothing was left behind.
 	ErrCreate = errors.New("could not create mcp server token")
+	// ErrRotate: Rotate found no valid token to replace, or failed to
+	// publish the new one.
+	ErrRotate = errors.New("could not rotate mcp server token")
 	// ErrUnavailable: the token file, or a directory on its path, is missing
 	// or breaks a rule (symlink, owner, mode, type, size, changed while read).
 	ErrUnavailable = errors.New("mcp server token file unavailable or invalid")
@@ -115,10 +118,62 @@ func Create(path string) (string, error) {
 	token := base64.RawURLEncoding.EncodeToString(raw)
 	clear(raw)
 
-	if err := publish(dir, name, target, token); err != nil {
+	if err := publish(dir, name, target, token, false); err != nil {
 		return "", err
 	}
 	return token, nil
+}
+
+// Rotate replaces the token at path with a new one and returns it. It is
+// the one way to replace a token, for when the old one may have leaked.
+//
+// The file at path must be a valid token file (the rules of [Authenticate]);
+// otherwise nothing changes and the error wraps [ErrRotate]. The new token
+// is made and written like [Create]'s, to an exclusive temporary file that
+// is then renamed over path: a reader sees the old token or the new one,
+// whole, never a mix or nothing, and the old token stops authenticating the
+// moment the rename is done. Servers already running keep their session.
+func Rotate(path string) (string, error) {
+	dir, name, err := safedir.Open(path, false)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrRotate, err)
+	}
+	defer dir.Close()
+	target := filepath.Join(dir.Path(), name)
+
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir.Fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return "", fmt.Errorf("%w: %q does not exist; %s first", ErrRotate, target, createHint)
+		}
+		return "", fmt.Errorf("%w: %q: inspect: %w", ErrRotate, target, err)
+	}
+	if problem, fix := checkFile(&st); problem != "" {
+		return "", fmt.Errorf("%w: %q: file %s (%s)", ErrRotate, target, problem, fix)
+	}
+
+	raw := make([]byte, tokenBytes)
+	if _, err := rand.Read(raw); err != nil {
+		return "", fmt.Errorf("%w: %q: read random bytes: %w", ErrRotate, target, err)
+	}
+	token := base64.RawURLEncoding.EncodeToString(raw)
+	clear(raw)
+	if err := publish(dir, name, target, token, true); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// Read returns the token stored at path, after the checks [Authenticate]
+// makes (errors wrap [ErrUnavailable]). It is for tools that must write the
+// token into a client's configuration; never log what it returns.
+func Read(path string) (string, error) {
+	stored, _, err := readTokenFile(path)
+	if err != nil {
+		return "", err
+	}
+	defer clear(stored)
+	return string(stored), nil
 }
 
 func existsError(target string) error {
@@ -129,19 +184,25 @@ func createError(target string, cause error) error {
 	return fmt.Errorf("%w: %q: %w", ErrCreate, target, cause)
 }
 
-// publish writes token to a temporary file in dir and links it to name.
-// Whatever fails, it leaves behind no file it made.
-func publish(dir *safedir.Dir, name, target, token string) (err error) {
+// publish writes token to a temporary file in dir and links it to name, or
+// with replace renames it over name. Whatever fails, it leaves behind no
+// file it made; errors wrap ErrCreate, or ErrRotate with replace.
+func publish(dir *safedir.Dir, name, target, token string, replace bool) (err error) {
 	dfd := dir.Fd()
+	sentinel := ErrCreate
+	if replace {
+		sentinel = ErrRotate
+	}
+	fail := func(cause error) error { return fmt.Errorf("%w: %q: %w", sentinel, target, cause) }
 	suffix := make([]byte, 8)
 	if _, err := rand.Read(suffix); err != nil {
-		return createError(target, fmt.Errorf("read random bytes: %w", err))
+		return fail(fmt.Errorf("read random bytes: %w", err))
 	}
 	tmp := ".tokenauth-" + hex.EncodeToString(suffix) + ".tmp"
 
 	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, fileMode)
 	if err != nil {
-		return createError(target, fmt.Errorf("create temporary file: %w", err))
+		return fail(fmt.Errorf("create temporary file: %w", err))
 	}
 	var mine unix.Stat_t // the inode we made; nothing else is ever removed
 	tmpLinked, published := true, false
@@ -160,37 +221,44 @@ func publish(dir *safedir.Dir, name, target, token string) (err error) {
 
 	// The mode passed to open is reduced by the umask; the promise is 0600.
 	if err := unix.Fchmod(fd, fileMode); err != nil {
-		return createError(target, fmt.Errorf("set mode of temporary file: %w", err))
+		return fail(fmt.Errorf("set mode of temporary file: %w", err))
 	}
 	if err := writeAll(fd, []byte(token)); err != nil {
-		return createError(target, fmt.Errorf("write temporary file: %w", err))
+		return fail(fmt.Errorf("write temporary file: %w", err))
 	}
 	if err := unix.Fsync(fd); err != nil {
-		return createError(target, fmt.Errorf("sync temporary file: %w", err))
+		return fail(fmt.Errorf("sync temporary file: %w", err))
 	}
 	if err := unix.Fstat(fd, &mine); err != nil {
-		return createError(target, fmt.Errorf("inspect temporary file: %w", err))
+		return fail(fmt.Errorf("inspect temporary file: %w", err))
 	}
 
 	if testHookBeforeLink != nil {
 		testHookBeforeLink(target)
 	}
-	if err := unix.Linkat(dfd, tmp, dfd, name, 0); err != nil {
-		if errors.Is(err, unix.EEXIST) {
-			return existsError(target)
+	if replace {
+		if err := unix.Renameat(dfd, tmp, dfd, name); err != nil {
+			return fail(fmt.Errorf("rename temporary file: %w", err))
 		}
-		return createError(target, fmt.Errorf("link temporary file: %w", err))
+		published, tmpLinked = true, false
+	} else {
+		if err := unix.Linkat(dfd, tmp, dfd, name, 0); err != nil {
+			if errors.Is(err, unix.EEXIST) {
+				return existsError(target)
+			}
+			return fail(fmt.Errorf("link temporary file: %w", err))
+		}
+		published = true
+		if err := unix.Fsync(dfd); err != nil {
+			return fail(fmt.Errorf("sync directory: %w", err))
+		}
+		if err := unix.Unlinkat(dfd, tmp, 0); err != nil {
+			return fail(fmt.Errorf("remove temporary file: %w", err))
+		}
+		tmpLinked = false
 	}
-	published = true
 	if err := unix.Fsync(dfd); err != nil {
-		return createError(target, fmt.Errorf("sync directory: %w", err))
-	}
-	if err := unix.Unlinkat(dfd, tmp, 0); err != nil {
-		return createError(target, fmt.Errorf("remove temporary file: %w", err))
-	}
-	tmpLinked = false
-	if err := unix.Fsync(dfd); err != nil {
-		return createError(target, fmt.Errorf("sync directory: %w", err))
+		return fail(fmt.Errorf("sync directory: %w", err))
 	}
 
 	if testHookAfterPublish != nil {
@@ -198,16 +266,16 @@ func publish(dir *safedir.Dir, name, target, token string) (err error) {
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return createError(target, fmt.Errorf("inspect published file: %w", err))
+		return fail(fmt.Errorf("inspect published file: %w", err))
 	}
 	if st.Dev != mine.Dev || st.Ino != mine.Ino {
-		return createError(target, errors.New("published file was replaced by another file"))
+		return fail(errors.New("published file was replaced by another file"))
 	}
 	if problem, _ := checkFile(&st); problem != "" {
-		return createError(target, fmt.Errorf("published file %s; removed it again", problem))
+		return fail(fmt.Errorf("published file %s; removed it again", problem))
 	}
 	if st.Size != int64(len(token)) {
-		return createError(target, fmt.Errorf("published file is %d bytes, want %d; removed it again", st.Size, len(token)))
+		return fail(fmt.Errorf("published file is %d bytes, want %d; removed it again", st.Size, len(token)))
 	}
 	return nil
 }
@@ -328,36 +396,21 @@ func readTokenFile(path string) ([]byte, string, error) {
 	defer dir.Close()
 	target := filepath.Join(dir.Path(), name)
 
-	// Look before opening, so a FIFO or device is never opened at all.
-	var pre unix.Stat_t
-	if err := unix.Fstatat(dir.Fd(), name, &pre, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil, "", unavailable(target, fmt.Errorf("file does not exist (%s): %w", createHint, err))
+	// A Rotate between the look and the open swaps the inode; the look and
+	// open are then repeated, a bounded number of times.
+	var fd int
+	var st unix.Stat_t
+	for attempt := 1; ; attempt++ {
+		var err error
+		fd, err = lookAndOpen(dir.Fd(), name, target, &st)
+		if err == nil {
+			break
 		}
-		return nil, "", unavailable(target, fmt.Errorf("inspect file: %w", err))
-	}
-	if problem, fix := checkFile(&pre); problem != "" {
-		return nil, "", fileError(target, problem, fix)
-	}
-
-	// O_NONBLOCK: should a FIFO be swapped in after the look, open and read
-	// return at once instead of waiting for a writer.
-	fd, err := unix.Openat(dir.Fd(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, "", unavailable(target, fmt.Errorf("open file: %w", err))
+		if !errors.Is(err, errReplaced) || attempt == 3 {
+			return nil, "", err
+		}
 	}
 	defer unix.Close(fd)
-
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, "", unavailable(target, fmt.Errorf("inspect open file: %w", err))
-	}
-	if st.Dev != pre.Dev || st.Ino != pre.Ino {
-		return nil, "", unavailable(target, errors.New("file was replaced while being opened"))
-	}
-	if problem, fix := checkFile(&st); problem != "" {
-		return nil, "", fileError(target, problem, fix)
-	}
 	if st.Size == 0 {
 		return nil, "", unavailable(target, fmt.Errorf("file is empty (remove it and %s)", createHint))
 	}
@@ -379,12 +432,54 @@ func readTokenFile(path string) ([]byte, string, error) {
 		clear(buf)
 		return nil, "", unavailable(target, fmt.Errorf("inspect open file: %w", err))
 	}
+	// A rename over the file (Rotate) unlinks this inode, which moves its
+	// ctime but not its bytes: a ctime change counts only when the link
+	// count is what it was.
 	if int64(n) != st.Size || post.Size != st.Size || post.Ino != st.Ino || post.Dev != st.Dev ||
-		post.Mtim != st.Mtim || post.Ctim != st.Ctim {
+		post.Mtim != st.Mtim || (post.Ctim != st.Ctim && post.Nlink == st.Nlink) {
 		clear(buf)
 		return nil, "", unavailable(target, errors.New("file changed while being read; try again"))
 	}
 	return buf[:n], target, nil
+}
+
+var errReplaced = errors.New("file was replaced while being opened")
+
+// lookAndOpen checks the token file name in dfd without opening it, opens
+// it, and checks the open file again into st. If the name was swapped to
+// another inode in between, the error wraps errReplaced.
+func lookAndOpen(dfd int, name, target string, st *unix.Stat_t) (int, error) {
+	// Look before opening, so a FIFO or device is never opened at all.
+	var pre unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &pre, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return -1, unavailable(target, fmt.Errorf("file does not exist (%s): %w", createHint, err))
+		}
+		return -1, unavailable(target, fmt.Errorf("inspect file: %w", err))
+	}
+	if problem, fix := checkFile(&pre); problem != "" {
+		return -1, fileError(target, problem, fix)
+	}
+
+	// O_NONBLOCK: should a FIFO be swapped in after the look, open and read
+	// return at once instead of waiting for a writer.
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, unavailable(target, fmt.Errorf("open file: %w", err))
+	}
+	if err := unix.Fstat(fd, st); err != nil {
+		unix.Close(fd)
+		return -1, unavailable(target, fmt.Errorf("inspect open file: %w", err))
+	}
+	if st.Dev != pre.Dev || st.Ino != pre.Ino {
+		unix.Close(fd)
+		return -1, unavailable(target, errReplaced)
+	}
+	if problem, fix := checkFile(st); problem != "" {
+		unix.Close(fd)
+		return -1, fileError(target, problem, fix)
+	}
+	return fd, nil
 }
 
 // readFull reads until EOF or until buf is full, whichever comes first.
