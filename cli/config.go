@@ -214,12 +214,15 @@ func (c *Config) Save(stateDir string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(stateDir, ConfigFileName), data)
+	return writeFileAtomic(filepath.Join(stateDir, ConfigFileName), data, 0o600)
 }
 
-func writeFileAtomic(path string, data []byte) (err error) {
+// writeFileAtomic replaces path with data, mode perm: a temp file in the
+// same directory, fsync, rename over path, fsync the directory. On any
+// failure the old file is left as it was.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".config-*.tmp")
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*.tmp")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -229,7 +232,7 @@ func writeFileAtomic(path string, data []byte) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if err = tmp.Chmod(0o600); err != nil {
+	if err = tmp.Chmod(perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if _, err = tmp.Write(data); err != nil {
