@@ -77,7 +77,9 @@ func codexFileEntry(t *testing.T, data []byte) (map[string]any, string) {
 var installClients = []installClient{
 	{
 		client: "claude-desktop",
-		path:   func(home string) string { return filepath.Join(userConfigDir(home), "Claude", "claude_desktop_config.json") },
+		path: func(home string) string {
+			return filepath.Join(userConfigDir(home), "Claude", "claude_desktop_config.json")
+		},
 		existing: `{
   "globalShortcut": "Ctrl+Space",
   "mcpServers": {
