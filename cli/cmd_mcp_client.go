@@ -354,7 +354,8 @@ func lookPath(env Env, file string) string {
 	return ""
 }
 
-func sortedKeys(m map[string]string) []string {
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 

@@ -76,6 +76,9 @@ type tokenRotatedPayload struct {
 // Run replaces the token after an explicit confirmation, records it in the
 // audit log, prints the new token once and says which clients to update.
 func (c *mcpTokenRotateCmd) Run(ctx context.Context, app *App) error {
+	if !c.Yes && !isTerminal(app.Stdin) {
+		return usagef("this replaces the token and needs a confirmation: run it in a terminal or pass --yes")
+	}
 	cfg, dir, err := loadAppConfig(app)
 	if err != nil {
 		return err
@@ -163,18 +166,20 @@ func installedClients(env Env) []string {
 	return found
 }
 
-// confirm asks question on stderr and reads a yes from stdin, which must be
-// a terminal: without one there is nobody to ask, and that is a usage error.
-func confirm(app *App, question string) (bool, error) {
-	f, ok := app.Stdin.(*os.File)
+// isTerminal reports whether r is a terminal someone can answer from.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
 	if !ok {
-		return false, usagef("this replaces the token and needs a confirmation: run it in a terminal or pass --yes")
+		return false
 	}
-	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return false, usagef("this replaces the token and needs a confirmation: run it in a terminal or pass --yes")
-	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// confirm asks question on stderr and reads a yes from stdin (a terminal).
+func confirm(app *App, question string) (bool, error) {
 	fmt.Fprint(app.Stderr, question)
-	line, err := bufio.NewReader(io.LimitReader(f, 64)).ReadString('\n')
+	line, err := bufio.NewReader(io.LimitReader(app.Stdin, 64)).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false, fmt.Errorf("read the answer: %w", err)
 	}
