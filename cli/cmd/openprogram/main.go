@@ -1,3 +1,5 @@
+//go:build !windows
+
 // Command openprogram is the OpenProgram agent runtime's command line; its
 // main job is `openprogram mcp serve`, an authenticated stdio MCP server.
 package main
