@@ -93,7 +93,6 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 		add(check{name: "audit log", ok: true, info: fmt.Sprintf("%d records, hash chain intact", rep.Records)})
 	}
 
-
 	reg, err := newRegistry(st, cfg.Strings("agent.work_dirs"))
 	if err != nil {
 		add(check{name: "runtime tools", info: err.Error()})
