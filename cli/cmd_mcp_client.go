@@ -110,10 +110,15 @@ func clientHints(env Env, client string, l launch, stateDir string, installed bo
 	return hints
 }
 
-type mcpInstallCmd struct {
+// clientTarget is what install and uninstall act on.
+type clientTarget struct {
 	Client string `name:"client" required:"" enum:"claude-desktop,claude-code,cursor,vscode,codex" help:"The client: ${enum}."`
 	Scope  string `name:"scope" default:"user" enum:"user,project" help:"user: every project (the client's user configuration); project: the current directory's (.cursor/, .vscode/, .codex/, .mcp.json)."`
 	DryRun bool   `name:"dry-run" help:"Show the change as a diff (or the command) and write nothing."`
+}
+
+type mcpInstallCmd struct {
+	clientTarget `embed:""`
 }
 
 // Run merges our entry into the client's configuration file.
@@ -172,9 +177,7 @@ func (c *mcpInstallCmd) Run(ctx context.Context, app *App) error {
 }
 
 type mcpUninstallCmd struct {
-	Client string `name:"client" required:"" enum:"claude-desktop,claude-code,cursor,vscode,codex" help:"The client: ${enum}."`
-	Scope  string `name:"scope" default:"user" enum:"user,project" help:"Which configuration: user or project (as for install)."`
-	DryRun bool   `name:"dry-run" help:"Show the change as a diff (or the command) and write nothing."`
+	clientTarget `embed:""`
 }
 
 // Run removes our entry (and only it) from the client's configuration.

@@ -178,15 +178,7 @@ func TestConfigRefusalLeavesFileUntouched(t *testing.T) {
 // checkOnlyFiles requires dir to hold exactly names.
 func checkOnlyFiles(t *testing.T, dir string, names ...string) {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range entries {
-		got = append(got, e.Name())
-	}
-	if diff := cmp.Diff(names, got); diff != "" {
+	if diff := cmp.Diff(names, listDir(t, dir)); diff != "" {
 		t.Errorf("files in %s (-want +got):\n%s", dir, diff)
 	}
 }

@@ -111,13 +111,10 @@ func Create(path string) (string, error) {
 		return "", createError(target, fmt.Errorf("inspect: %w", err))
 	}
 
-	raw := make([]byte, tokenBytes)
-	if _, err := rand.Read(raw); err != nil {
-		return "", createError(target, fmt.Errorf("read random bytes: %w", err))
+	token, err := newToken()
+	if err != nil {
+		return "", createError(target, err)
 	}
-	token := base64.RawURLEncoding.EncodeToString(raw)
-	clear(raw)
-
 	if err := publish(dir, name, target, token, false); err != nil {
 		return "", err
 	}
@@ -152,12 +149,10 @@ func Rotate(path string) (string, error) {
 		return "", fmt.Errorf("%w: %q: file %s (%s)", ErrRotate, target, problem, fix)
 	}
 
-	raw := make([]byte, tokenBytes)
-	if _, err := rand.Read(raw); err != nil {
-		return "", fmt.Errorf("%w: %q: read random bytes: %w", ErrRotate, target, err)
+	token, err := newToken()
+	if err != nil {
+		return "", fmt.Errorf("%w: %q: %w", ErrRotate, target, err)
 	}
-	token := base64.RawURLEncoding.EncodeToString(raw)
-	clear(raw)
 	if err := publish(dir, name, target, token, true); err != nil {
 		return "", err
 	}
@@ -174,6 +169,16 @@ func Read(path string) (string, error) {
 	}
 	defer clear(stored)
 	return string(stored), nil
+}
+
+// newToken returns tokenBytes from crypto/rand in unpadded base64url.
+func newToken() (string, error) {
+	raw := make([]byte, tokenBytes)
+	defer clear(raw)
+	if _, err := rand.Read(raw); err != nil {
+		return "", fmt.Errorf("read random bytes: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(raw), nil
 }
 
 func existsError(target string) error {
