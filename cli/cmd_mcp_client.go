@@ -158,17 +158,11 @@ func (c *mcpInstallCmd) Run(ctx context.Context, app *App) error {
 		top, entry, inputs := jsonEntry(c.Client, l, func(name string) string { return values[name] })
 		updated, err = upsertJSON(old, top, entry, inputs)
 	}
-	if err != nil {
-		return fmt.Errorf("update %s: %w; nothing was changed", path, err)
-	}
-	changed, err := applyClientFile(app, path, old, updated, mode, c.DryRun, literals)
-	if err != nil || c.DryRun {
+	done, err := applyClientFile(app, path, old, updated, err, mode, c.DryRun, literals,
+		"openprogram is already installed in "+path+"; nothing changed",
+		"installed openprogram in "+path+"; restart "+clientNames[c.Client]+" to load it")
+	if !done {
 		return err
-	}
-	if !changed {
-		fmt.Fprintf(app.Stderr, "openprogram is already installed in %s; nothing changed\n", path)
-	} else {
-		fmt.Fprintf(app.Stderr, "installed openprogram in %s; restart %s to load it\n", path, clientNames[c.Client])
 	}
 	for _, h := range clientHints(app.Env, c.Client, l, dir, true) {
 		fmt.Fprintln(app.Stderr, h)
@@ -209,19 +203,10 @@ func (c *mcpUninstallCmd) Run(ctx context.Context, app *App) error {
 		}
 		updated, err = removeJSON(old, top, ids)
 	}
-	if err != nil {
-		return fmt.Errorf("update %s: %w; nothing was changed", path, err)
-	}
-	changed, err := applyClientFile(app, path, old, updated, mode, c.DryRun, nil)
-	if err != nil || c.DryRun {
-		return err
-	}
-	if !changed {
-		fmt.Fprintf(app.Stderr, "openprogram is not in %s; nothing changed\n", path)
-	} else {
-		fmt.Fprintf(app.Stderr, "removed openprogram from %s; restart %s\n", path, clientNames[c.Client])
-	}
-	return nil
+	_, err = applyClientFile(app, path, old, updated, err, mode, c.DryRun, nil,
+		"openprogram is not in "+path+"; nothing changed",
+		"removed openprogram from "+path+"; restart "+clientNames[c.Client])
+	return err
 }
 
 // readClientFile reads a client's configuration file (nil when missing) and
@@ -247,10 +232,31 @@ func readClientFile(path string) ([]byte, fs.FileMode, error) {
 	return data, fi.Mode().Perm(), nil
 }
 
-// applyClientFile writes updated over path unless it equals old: a
-// timestamped backup of the old file first, then an atomic replace. With
-// dryRun it prints the diff instead, each of literals shown as <redacted>.
-func applyClientFile(app *App, path string, old, updated []byte, mode fs.FileMode, dryRun bool, literals []string) (changed bool, err error) {
+// applyClientFile finishes install and uninstall: unless merging failed
+// (mergeErr), it writes updated over path when it differs from old (a
+// timestamped backup of the old file first, then an atomic replace) and
+// says same or changed on stderr. With dryRun it prints the diff instead,
+// each of literals shown as <redacted>. done reports a real write or a
+// confirmed no-op, after which the caller may print its hints.
+func applyClientFile(app *App, path string, old, updated []byte, mergeErr error, mode fs.FileMode, dryRun bool, literals []string, same, changed string) (done bool, err error) {
+	if mergeErr != nil {
+		return false, fmt.Errorf("update %s: %w; nothing was changed", path, mergeErr)
+	}
+	wrote, err := writeClientFile(app, path, old, updated, mode, dryRun, literals)
+	if err != nil || dryRun {
+		return false, err
+	}
+	if wrote {
+		fmt.Fprintln(app.Stderr, changed)
+	} else {
+		fmt.Fprintln(app.Stderr, same)
+	}
+	return true, nil
+}
+
+// writeClientFile writes updated over path unless it equals old, or prints
+// the diff on a dry run.
+func writeClientFile(app *App, path string, old, updated []byte, mode fs.FileMode, dryRun bool, literals []string) (changed bool, err error) {
 	if string(old) == string(updated) {
 		if dryRun {
 			fmt.Fprintf(app.Stderr, "dry run: %s would not change\n", path)
