@@ -14,6 +14,12 @@ BENCHSTAT   ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4d
 # Modules in go.work order, as paths relative to the repository root.
 MODULES     := $(shell ./scripts/modules.sh)
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT      ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+# The commit's own date, so two builds of one commit stamp the same date.
+BUILD_DATE  ?= $(shell git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS     := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BUILD_DATE)
+# What make dist builds: GOOS/GOARCH pairs (Windows is not supported yet).
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 BENCHTIME   ?= 1s
 BENCHCOUNT  ?= 6
 # Modules whose dependency graph must stay light: client projects import them.
@@ -74,7 +80,24 @@ tidy/%:
 .PHONY: build
 build: ## build ./bin/openprogram (needs the cli module)
 	@if [ ! -d cli ]; then echo "build: the cli module does not exist yet"; exit 1; fi
-	cd cli && $(GO) build -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o $(CURDIR)/bin/openprogram ./cmd/openprogram
+	cd cli && $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(CURDIR)/bin/openprogram ./cmd/openprogram
+
+.PHONY: dist
+dist: ## release archives dist/openprogram_<os>_<arch>.tar.gz (linux, darwin × amd64, arm64; no cgo) and dist/SHA256SUMS
+	@if [ ! -d cli ]; then echo "dist: the cli module does not exist yet"; exit 1; fi
+	rm -rf $(CURDIR)/dist && mkdir -p $(CURDIR)/dist
+	@for p in $(DIST_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; name=openprogram_$${os}_$${arch}; \
+	  echo "== dist $$name ($(VERSION), $(COMMIT))"; \
+	  mkdir -p $(CURDIR)/dist/$$name; \
+	  (cd cli && CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+	    -o $(CURDIR)/dist/$$name/openprogram ./cmd/openprogram); \
+	  cp README.md $(CURDIR)/dist/$$name/; \
+	  tar -C $(CURDIR)/dist -czf $(CURDIR)/dist/$$name.tar.gz $$name; \
+	  rm -rf $(CURDIR)/dist/$$name; \
+	done
+	cd $(CURDIR)/dist && if command -v sha256sum >/dev/null; then sha256sum *.tar.gz; else shasum -a 256 *.tar.gz; fi > SHA256SUMS
+	@cat $(CURDIR)/dist/SHA256SUMS
 
 .PHONY: run
 run: build ## the main job: a fresh state dir, a token, and a real MCP client driving `openprogram mcp serve`

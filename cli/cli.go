@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	goruntime "runtime"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -32,6 +33,8 @@ type App struct {
 	Stderr  io.Writer
 	Env     Env
 	Version string
+	// Commit and Date identify the build ("" = unknown).
+	Commit, Date string
 	// Executable is the absolute path of the running binary ("" = unknown).
 	Executable string
 	// Logger writes diagnostics to Stderr. Nothing but command output goes to Stdout.
@@ -43,13 +46,19 @@ func (a *App) StateDir() (string, error) { return StateDir(a.Env) }
 
 // root is the command grammar.
 type root struct {
-	MCP      mcpCmd      `cmd:"" name:"mcp" help:"Serve OpenProgram to MCP clients over stdio, and manage its token."`
-	Config   configCmd   `cmd:"" help:"Read and change config.json in the state directory."`
-	Sessions sessionsCmd `cmd:"" help:"List and show stored sessions."`
-	Tools    toolsCmd    `cmd:"" help:"List the runtime tools."`
-	Audit    auditCmd    `cmd:"" help:"Read and verify the audit log."`
-	Doctor   doctorCmd   `cmd:"" help:"Check the installation and say how to fix what is wrong."`
-	Version  versionCmd  `cmd:"" help:"Print the version."`
+	VersionFlag kong.VersionFlag `name:"version" help:"Print the version, commit, build date and Go version, and exit."`
+	Home        string           `name:"home" env:"OPENPROGRAM_HOME" placeholder:"DIR" help:"The state directory (default ~/.openprogram)."`
+	Profile     string           `name:"profile" env:"OPENPROGRAM_PROFILE" placeholder:"NAME" help:"Use ~/.openprogram-NAME as the state directory."`
+
+	Help       helpCmd       `cmd:"" hidden:"" help:"Show help."`
+	Completion completionCmd `cmd:"" help:"Print a shell completion script: bash, zsh or fish."`
+	MCP        mcpCmd        `cmd:"" name:"mcp" help:"Serve OpenProgram to MCP clients over stdio, and manage its token."`
+	Config     configCmd     `cmd:"" help:"Read and change config.json in the state directory."`
+	Sessions   sessionsCmd   `cmd:"" help:"List and show stored sessions."`
+	Tools      toolsCmd      `cmd:"" help:"List the runtime tools."`
+	Audit      auditCmd      `cmd:"" help:"Read and verify the audit log."`
+	Doctor     doctorCmd     `cmd:"" help:"Check the installation and say how to fix what is wrong."`
+	Version    versionCmd    `cmd:"" help:"Print the version."`
 }
 
 type kongExit struct{ code int }
@@ -61,16 +70,7 @@ func Main(ctx context.Context, app *App, args []string) (code int) {
 		app.Logger = slog.New(slog.NewTextHandler(app.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	var cmd root
-	parser, err := kong.New(&cmd,
-		kong.Name("openprogram"),
-		kong.Description("OpenProgram: an agent runtime served to MCP clients over authenticated stdio."),
-		kong.Writers(app.Stdout, app.Stderr),
-		kong.Exit(func(c int) { panic(kongExit{c}) }),
-		kong.UsageOnError(),
-		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
-		kong.Bind(app),
-		kong.BindTo(ctx, (*context.Context)(nil)),
-	)
+	parser, err := newParser(ctx, app, &cmd)
 	if err != nil {
 		fmt.Fprintf(app.Stderr, "Error: build the command line: %v\n", err)
 		return ExitFailure
@@ -86,8 +86,14 @@ func Main(ctx context.Context, app *App, args []string) (code int) {
 	}()
 	kctx, err := parser.Parse(args)
 	if err != nil {
-		fmt.Fprintf(app.Stderr, "Error: %s\n", oneLine(err.Error()))
-		return ExitUsage
+		return parseFailed(app, err)
+	}
+	// The global flags win over the environment they default from.
+	if cmd.Home != "" {
+		app.Env = append(Env{EnvHome + "=" + cmd.Home}, app.Env...)
+	}
+	if cmd.Profile != "" {
+		app.Env = append(Env{EnvProfile + "=" + cmd.Profile}, app.Env...)
 	}
 	if err := kctx.Run(); err != nil {
 		var exit ExitError
@@ -105,6 +111,103 @@ func Main(ctx context.Context, app *App, args []string) (code int) {
 	return ExitOK
 }
 
+// description is the top of --help: what the program is, and the
+// environment variables that have no flag (secrets stay out of argv).
+const description = `OpenProgram: an agent runtime served to MCP clients over authenticated stdio.
+
+Quick start: openprogram mcp token create, then openprogram mcp install --client <client>.
+
+Environment (besides the flags' own):
+  OPENPROGRAM_MCP_TOKEN     the token mcp serve requires (never a flag: argv is visible to others)
+  OPENPROGRAM_DATABASE_URL  a postgres:// store URL, overriding store.url (it may hold a password)
+  OPENAI_API_KEY, ANTHROPIC_API_KEY, or the variable model.api_key_env names: the model key`
+
+// newParser builds the kong parser for cmd. Flags with env tags read app.Env
+// (not the process environment), so tests and callers stay in control.
+func newParser(ctx context.Context, app *App, cmd *root) (*kong.Kong, error) {
+	return kong.New(cmd,
+		kong.Name("openprogram"),
+		kong.Description(description),
+		kong.Writers(app.Stdout, app.Stderr),
+		kong.Exit(func(c int) { panic(kongExit{c}) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Vars{"version": versionText(app)},
+		kong.Resolvers(kong.ResolverFunc(func(_ *kong.Context, _ *kong.Path, f *kong.Flag) (any, error) {
+			if len(f.Envs) == 0 {
+				return nil, nil
+			}
+			for _, e := range f.Envs {
+				if v, ok := app.Env.Lookup(e); ok {
+					return v, nil
+				}
+			}
+			// Not in app.Env: whatever the process environment held does not count.
+			return f.Default, nil
+		})),
+		kong.Bind(app),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+	)
+}
+
+// parseFailed reports a command-line mistake: the usage of the command
+// group it stopped at (a bare call, `mcp token`, an unknown command), then
+// one Error line that says where to look. Exit 2.
+func parseFailed(app *App, err error) int {
+	var perr *kong.ParseError
+	if errors.As(err, &perr) && perr.Context != nil {
+		node := perr.Context.Selected()
+		if node == nil {
+			node = perr.Context.Model.Node
+		}
+		if hasCommands(node) && commandMissing(node, perr.Context.Args) {
+			perr.Context.Stdout = app.Stderr
+			_ = perr.Context.PrintUsage(false)
+			fmt.Fprintln(app.Stderr)
+		}
+		path := "openprogram"
+		if node.Type == kong.CommandNode {
+			path += " " + node.Path()
+		}
+		fmt.Fprintf(app.Stderr, "Error: %s (see: %s --help)\n", oneLine(err.Error()), path)
+		return ExitUsage
+	}
+	fmt.Fprintf(app.Stderr, "Error: %s\n", oneLine(err.Error()))
+	return ExitUsage
+}
+
+// commandMissing reports whether the words of args stop at node (no
+// subcommand given) or go on with a word that is none of its commands.
+func commandMissing(node *kong.Node, args []string) bool {
+	var words []string
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			words = append(words, a)
+		}
+	}
+	depth := 0
+	if node.Type == kong.CommandNode {
+		depth = len(strings.Fields(node.Path()))
+	}
+	if len(words) <= depth {
+		return true
+	}
+	for _, c := range node.Children {
+		if c.Type == kong.CommandNode && c.Name == words[depth] {
+			return false
+		}
+	}
+	return true
+}
+
+func hasCommands(n *kong.Node) bool {
+	for _, c := range n.Children {
+		if c.Type == kong.CommandNode && !c.Hidden {
+			return true
+		}
+	}
+	return false
+}
+
 // usageError marks an error as a usage mistake (exit 2).
 type usageError struct{ msg string }
 
@@ -120,6 +223,36 @@ func oneLine(s string) string {
 type versionCmd struct{}
 
 func (versionCmd) Run(app *App) error {
-	_, err := fmt.Fprintf(app.Stdout, "openprogram %s\n", app.Version)
+	_, err := fmt.Fprintln(app.Stdout, versionText(app))
 	return err
+}
+
+// versionText is what `version` and `--version` print.
+func versionText(app *App) string {
+	orUnknown := func(s string) string {
+		if s == "" {
+			return "unknown"
+		}
+		return s
+	}
+	return fmt.Sprintf("openprogram %s\ncommit %s\nbuilt %s\n%s %s/%s",
+		app.Version, orUnknown(app.Commit), orUnknown(app.Date), goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
+}
+
+type helpCmd struct {
+	Command []string `arg:"" optional:"" help:"The command to show help for."`
+}
+
+// Run prints the help of the named command (or of openprogram) on stdout.
+func (c *helpCmd) Run(ctx context.Context, app *App) error {
+	var cmd root
+	parser, err := newParser(ctx, app, &cmd)
+	if err != nil {
+		return err
+	}
+	_, err = parser.Parse(append(append([]string{}, c.Command...), "--help"))
+	if err != nil {
+		return usagef("no such command: %s", strings.Join(c.Command, " "))
+	}
+	return nil
 }

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 )
 
 type configCmd struct {
@@ -12,17 +14,29 @@ type configCmd struct {
 }
 
 type configGetCmd struct {
-	Key string `arg:"" help:"Dotted key, e.g. mcp_server.exposed_tools."`
+	Key         string `arg:"" help:"Dotted key, e.g. mcp_server.exposed_tools."`
+	Raw         bool   `name:"raw" help:"Print a string value as it is, without JSON quotes (lists and objects stay JSON)."`
+	ShowSecrets bool   `name:"show-secrets" help:"Show secrets (the store URL's password, header values) instead of hiding them."`
 }
 
 func (c *configGetCmd) Run(app *App) error {
+	if _, ok := lookupKey(c.Key); !ok {
+		return unknownKeyError(c.Key)
+	}
 	cfg, _, err := loadAppConfig(app)
 	if err != nil {
 		return err
 	}
 	v, _, err := cfg.Get(c.Key)
 	if err != nil {
-		return usagef("%v", err)
+		return err
+	}
+	if !c.ShowSecrets {
+		v = redactValue(c.Key, v)
+	}
+	if s, ok := v.(string); ok && c.Raw {
+		_, err = fmt.Fprintln(app.Stdout, s)
+		return err
 	}
 	_, err = fmt.Fprintln(app.Stdout, encodeValue(v))
 	return err
@@ -34,15 +48,24 @@ type configSetCmd struct {
 }
 
 func (c *configSetCmd) Run(app *App) error {
+	k, ok := lookupKey(c.Key)
+	if !ok {
+		return unknownKeyError(c.Key)
+	}
 	cfg, dir, err := loadAppConfig(app)
 	if err != nil {
 		return err
 	}
-	if _, ok := lookupKey(c.Key); !ok {
-		return usagef("unknown config key %q (known keys: %s)", c.Key, knownKeys())
+	v, err := parseValue(k, c.Value)
+	if err == nil {
+		err = cfg.set(c.Key, v)
 	}
-	if err := cfg.set(c.Key, parseValue(c.Value)); err != nil {
-		return fmt.Errorf("%w; config.json was not changed", err)
+	if err != nil {
+		var usage usageError
+		if errors.As(err, &usage) {
+			return err
+		}
+		return usagef("invalid value for %s: %v; config.json was not changed", c.Key, strings.TrimPrefix(err.Error(), "invalid value for "+c.Key+": "))
 	}
 	if err := checkModelSettings(cfg); err != nil {
 		return fmt.Errorf("%s cannot be set: %w; config.json was not changed", c.Key, err)
@@ -58,12 +81,12 @@ type configUnsetCmd struct {
 }
 
 func (c *configUnsetCmd) Run(app *App) error {
+	if _, ok := lookupKey(c.Key); !ok {
+		return unknownKeyError(c.Key)
+	}
 	cfg, dir, err := loadAppConfig(app)
 	if err != nil {
 		return err
-	}
-	if _, ok := lookupKey(c.Key); !ok {
-		return usagef("unknown config key %q (known keys: %s)", c.Key, knownKeys())
 	}
 	if _, ok := cfg.values[c.Key]; !ok {
 		return nil
@@ -72,15 +95,20 @@ func (c *configUnsetCmd) Run(app *App) error {
 	return cfg.Save(dir)
 }
 
-type configListCmd struct{}
+type configListCmd struct {
+	ShowSecrets bool `name:"show-secrets" help:"Show secrets (the store URL's password, header values) instead of hiding them."`
+}
 
-func (configListCmd) Run(app *App) error {
+func (c configListCmd) Run(app *App) error {
 	cfg, _, err := loadAppConfig(app)
 	if err != nil {
 		return err
 	}
 	for _, k := range configKeys {
 		v, set, _ := cfg.Get(k.name)
+		if !c.ShowSecrets {
+			v = redactValue(k.name, v)
+		}
 		origin := "default"
 		if set {
 			origin = "set"

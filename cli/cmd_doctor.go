@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/mcpserver"
-	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/builtin"
+	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -41,25 +44,34 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 	add(tokenCheck(app, dir))
 	add(ownerCheck(dir))
 
+	cfgPath := filepath.Join(dir, ConfigFileName)
 	cfg, err := LoadConfig(dir)
 	if err != nil {
-		add(check{name: "config", info: err.Error(), fix: "fix or remove " + filepath.Join(dir, ConfigFileName)})
+		add(check{name: "config", info: err.Error(), fix: "fix or remove " + cfgPath})
 		return report(app, checks)
 	}
-	add(check{name: "config", ok: true, info: filepath.Join(dir, ConfigFileName)})
-
-	if _, err := runtime.NewProvider(providerConfig(cfg), app.Env.Get); err != nil {
-		add(check{name: "model provider", warn: true, info: err.Error(), fix: "prompts will complete with failed:true until the keys above are set"})
+	if _, err := os.Lstat(cfgPath); errors.Is(err, os.ErrNotExist) {
+		add(check{name: "config", warn: true, info: cfgPath + " does not exist: every setting is its default",
+			fix: "openprogram config set model.provider <openai|anthropic> (and model.name)"})
 	} else {
-		add(check{name: "model provider", ok: true, info: cfg.String("model.provider") + " " + cfg.String("model.name")})
+		add(check{name: "config", ok: true, info: cfgPath})
+	}
+
+	add(modelCheck(ctx, app, cfg))
+	if rules, err := cfg.Rules(); err != nil {
+		add(check{name: "permission rules", info: err.Error(), fix: "openprogram config set tools.permission_rules '[...]'"})
+	} else {
+		add(check{name: "permission rules", ok: true, info: fmt.Sprintf("%d rules", len(rules))})
 	}
 
 	u := storeURL(app.Env, cfg, dir)
-	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) && strings.HasPrefix(u, "sqlite:") {
-		// Opening the embedded store would create the state directory and
-		// the database: doctor reports, it does not install.
-		add(check{name: "store", warn: true, info: "not checked: the SQLite store lives in the state directory, which does not exist yet"})
-		return report(app, checks)
+	if path, ok := strings.CutPrefix(u, "sqlite:"); ok {
+		// Opening the embedded store would create the database (and the
+		// state directory): doctor reports, it does not install.
+		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+			add(check{name: "store", warn: true, info: "not checked: " + path + " does not exist yet (mcp serve creates it)"})
+			return report(app, checks)
+		}
 	}
 	st, err := openStore(ctx, app, cfg, dir)
 	if err != nil {
@@ -72,18 +84,13 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 	} else {
 		add(check{name: "store", ok: true, info: storeKind(u) + ", reachable and migrated"})
 	}
+	// Backend-specific checks go here, one line each (PostgreSQL: stats).
 	if rep, err := st.VerifyAudit(ctx, nil); err != nil {
 		add(check{name: "audit log", info: err.Error(), fix: "check the database"})
 	} else if !rep.OK {
 		add(check{name: "audit log", info: fmt.Sprintf("broken at record %d: %s", rep.FirstBadID, rep.Problem), fix: "the audit log was edited outside openprogram; keep a copy of the database for investigation"})
 	} else {
 		add(check{name: "audit log", ok: true, info: fmt.Sprintf("%d records, keyed chain intact", rep.Records)})
-	}
-
-	if rules, err := cfg.Rules(); err != nil {
-		add(check{name: "permission rules", info: err.Error(), fix: "openprogram config set tools.permission_rules '[...]'"})
-	} else {
-		add(check{name: "permission rules", ok: true, info: fmt.Sprintf("%d rules", len(rules))})
 	}
 
 	reg, err := newRegistry(st, builtin.Deps{WorkDirs: cfg.Strings("agent.work_dirs"), StateDir: dir})
@@ -130,15 +137,76 @@ func tokenCheck(app *App, dir string) check {
 		// so only a file problem can be reported.
 		_, err := tokenauth.Authenticate([]string{tokenauth.EnvVar + "=\x00doctor"}, path)
 		if err != nil && !errors.Is(err, tokenauth.ErrAuthFailed) {
-			return check{name: "token", info: err.Error(), fix: "remove the file and run openprogram mcp token create"}
+			return check{name: "token", info: err.Error(), fix: tokenFileFix(path)}
 		}
 		return check{name: "token", ok: true, info: path + " (0600); " + tokenauth.EnvVar + " is not set in this shell, so it was not compared"}
 	}
 	id, err := tokenauth.Authenticate(app.Env, path)
+	if errors.Is(err, tokenauth.ErrUnavailable) {
+		return check{name: "token", info: err.Error(), fix: tokenFileFix(path)}
+	}
 	if err != nil {
-		return check{name: "token", info: err.Error(), fix: "set " + tokenauth.EnvVar + " to the token printed by `openprogram mcp token create`"}
+		return check{name: "token", info: err.Error(), fix: "export " + tokenauth.EnvVar + `="$(cat ` + shellQuote(path) + `)"`}
 	}
 	return check{name: "token", ok: true, info: "matches " + tokenauth.EnvVar + "; client id " + id}
+}
+
+// tokenFileFix is the exact, non-destructive command that repairs the token
+// file at path (replacing the token would break every configured client).
+func tokenFileFix(path string) string {
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return "check " + path
+	case fi.Mode()&os.ModeSymlink != 0:
+		return "replace the symlink with the file itself: cp --remove-destination \"$(readlink -f " + shellQuote(path) + ")\" " + shellQuote(path)
+	case !fi.Mode().IsRegular():
+		return path + " must be a regular file; move it away and run openprogram mcp token create"
+	case fi.Mode().Perm() != 0o600:
+		return "chmod 600 " + shellQuote(path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return "chown " + strconv.Itoa(os.Getuid()) + " " + shellQuote(path)
+	}
+	dir := filepath.Dir(path)
+	if di, err := os.Lstat(dir); err == nil && di.Mode().Perm()&0o077 != 0 {
+		return "chmod 700 " + shellQuote(dir)
+	}
+	return "check " + path + " against the rules in the error above"
+}
+
+// modelProbeTimeout bounds doctor's request to the model endpoint.
+const modelProbeTimeout = 8 * time.Second
+
+// modelCheck builds the provider the way mcp serve does and sends it one
+// tiny request, so doctor reports what a prompt would meet: the latency, or
+// the exact failure.
+func modelCheck(ctx context.Context, app *App, cfg *Config) check {
+	prov, err := modelProvider(app, cfg)
+	if err != nil {
+		return check{name: "model provider", warn: true, info: err.Error(), fix: "prompts will complete with failed:true until the settings above are fixed"}
+	}
+	what := cfg.String("model.provider") + " " + cfg.String("model.name")
+	if base := cfg.String("model.base_url"); base != "" {
+		what += " at " + base
+	}
+	pctx, cancel := context.WithTimeout(ctx, modelProbeTimeout)
+	defer cancel()
+	start := time.Now()
+	_, err = prov.Stream(pctx, provider.Request{
+		Model:     cfg.String("model.name"),
+		Messages:  []provider.Message{{Role: provider.RoleUser, Content: "Reply with the single word: ok"}},
+		MaxTokens: 16,
+	}, nil)
+	elapsed := time.Since(start).Round(time.Millisecond)
+	if err != nil {
+		if pctx.Err() != nil {
+			err = fmt.Errorf("no answer within %s: %w", modelProbeTimeout, err)
+		}
+		return check{name: "model provider", info: what + ": " + err.Error(),
+			fix: "check model.base_url, model.name and the API key; prompts fail until this request succeeds"}
+	}
+	return check{name: "model provider", ok: true, info: fmt.Sprintf("%s answered a test request in %s", what, elapsed)}
 }
 
 func ownerCheck(dir string) check {

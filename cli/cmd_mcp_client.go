@@ -1,12 +1,17 @@
 package cli
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/openprogram/openprogram/tokenauth"
 )
@@ -14,142 +19,352 @@ import (
 type mcpCmd struct {
 	Serve        mcpServeCmd        `cmd:"" help:"Serve the six OpenProgram tools over stdio (authenticates with OPENPROGRAM_MCP_TOKEN before reading stdin)."`
 	Token        mcpTokenCmd        `cmd:"" help:"Manage the MCP server token."`
-	ClientConfig mcpClientConfigCmd `cmd:"" name:"client-config" help:"Print the snippet that adds this server to an MCP client."`
+	ClientConfig mcpClientConfigCmd `cmd:"" name:"client-config" help:"Print the configuration that adds this server to an MCP client (stdout: exactly what to paste; hints on stderr)."`
+	Install      mcpInstallCmd      `cmd:"" help:"Add this server to an MCP client's configuration file (or run claude mcp add)."`
+	Uninstall    mcpUninstallCmd    `cmd:"" help:"Remove this server from an MCP client's configuration file (or run claude mcp remove)."`
 }
 
-type mcpTokenCmd struct {
-	Create mcpTokenCreateCmd `cmd:"" help:"Create the MCP server token (once; it is never replaced) and print it."`
+// clientNames names the clients for messages.
+var clientNames = map[string]string{
+	"claude-desktop": "Claude Desktop", "claude-code": "Claude Code", "cursor": "Cursor", "vscode": "VS Code", "codex": "Codex",
 }
-
-type mcpTokenCreateCmd struct{}
-
-// Run creates <state>/mcp_server_token. Local only: no network, no server.
-func (mcpTokenCreateCmd) Run(app *App) error {
-	dir, err := app.StateDir()
-	if err != nil {
-		fmt.Fprintln(app.Stderr, "Error: could not create MCP server token")
-		fmt.Fprintf(app.Stderr, "cause: %s\n", oneLine(err.Error()))
-		return ExitError(ExitFailure)
-	}
-	token, err := tokenauth.Create(tokenauth.Path(dir))
-	switch {
-	case errors.Is(err, tokenauth.ErrExists):
-		fmt.Fprintln(app.Stderr, "Error: MCP server token already exists")
-		return ExitError(ExitFailure)
-	case err != nil:
-		fmt.Fprintln(app.Stderr, "Error: could not create MCP server token")
-		fmt.Fprintf(app.Stderr, "cause: %s\n", oneLine(err.Error()))
-		return ExitError(ExitFailure)
-	}
-	if _, err := fmt.Fprintln(app.Stdout, token); err != nil {
-		return ExitError(ExitFailure)
-	}
-	return nil
-}
-
-// Clients client-config knows.
-var mcpClients = []string{"claude-desktop", "claude-code", "cursor", "vscode", "codex"}
 
 type mcpClientConfigCmd struct {
 	Client string `name:"client" default:"claude-desktop" enum:"claude-desktop,claude-code,cursor,vscode,codex" help:"The client: ${enum}."`
 }
 
-// tokenPlaceholder stands where the user pastes the token; the real token is
-// never printed by client-config.
-const tokenPlaceholder = "<paste the token printed by: openprogram mcp token create>"
-
+// Run prints exactly what the user pastes on stdout, and where it goes and
+// how its secrets reach the server on stderr.
 func (c *mcpClientConfigCmd) Run(app *App) error {
-	exe := app.Executable
-	if exe == "" {
-		return errors.New("cannot find the path of the openprogram binary; run it by its absolute path")
-	}
-	dir, err := app.StateDir()
+	l, dir, err := newLaunch(app)
 	if err != nil {
 		return err
 	}
-	env := map[string]string{tokenauth.EnvVar: tokenPlaceholder}
-	if !defaultStateDir(app.Env, dir) {
-		env[EnvHome] = dir
+	var out string
+	switch c.Client {
+	case "claude-code":
+		out = shellCommand(append([]string{"claude"}, claudeAddArgs(l, "user")...)) + "\n"
+	case "codex":
+		out = codexTable(l)
+	default:
+		top, entry, inputs := jsonEntry(c.Client, l, secretPlaceholder)
+		data, err := encodeJSON(jsonDoc(top, entry, inputs), "", "  ")
+		if err != nil {
+			return err
+		}
+		out = string(data) + "\n"
 	}
-	snippet, err := clientSnippet(c.Client, exe, env)
+	if _, err := fmt.Fprint(app.Stdout, out); err != nil {
+		return err
+	}
+	for _, h := range clientHints(app.Env, c.Client, l, dir, false) {
+		fmt.Fprintln(app.Stderr, h)
+	}
+	return nil
+}
+
+// secretPlaceholder is what a snippet holds where a literal secret goes.
+func secretPlaceholder(name string) string {
+	if name == tokenauth.EnvVar {
+		return tokenPlaceholder
+	}
+	return "<paste the value of " + name + ">"
+}
+
+// clientHints are the stderr lines that say where the configuration goes
+// and how its secrets reach the server.
+func clientHints(env Env, client string, l launch, stateDir string, installed bool) []string {
+	name := clientNames[client]
+	var hints []string
+	if !installed {
+		where := ""
+		switch client {
+		case "claude-code":
+			where = "Run this command in a shell (it adds the server for every project; use --scope project for one)."
+		case "vscode":
+			where = "Paste into .vscode/mcp.json in a workspace, or the user mcp.json (command: MCP: Open User Configuration)."
+		default:
+			path, _ := clientConfigPath(env, client, "user")
+			where = "Paste into " + path + ", next to any servers already there."
+		}
+		hints = append(hints, where+" Or let `openprogram mcp install --client "+client+"` do it.")
+	}
+	vars := strings.Join(l.secrets, " and ")
+	exports := "export " + tokenauth.EnvVar + `="$(cat ` + shellQuote(tokenauth.Path(stateDir)) + `)"`
+	for _, s := range l.secrets[1:] {
+		exports += "; export " + s + "=<key>"
+	}
+	switch client {
+	case "claude-desktop":
+		if installed {
+			hints = append(hints, "note: Claude Desktop passes no environment to the servers it starts, so the values of "+vars+
+				" were written into the file (mode 0600); run this again after `openprogram mcp token rotate`.")
+		} else {
+			hints = append(hints, "Claude Desktop passes no environment to the servers it starts: replace each <...> value with the real one.")
+		}
+	case "vscode":
+		hints = append(hints, "VS Code asks for "+vars+" the first time it starts the server and keeps them in its secret storage (the token is in "+tokenauth.Path(stateDir)+").")
+	default:
+		hints = append(hints, name+" passes "+vars+" from its own environment: in the shell profile it starts from, "+exports)
+	}
+	return hints
+}
+
+// clientTarget is what install and uninstall act on.
+type clientTarget struct {
+	Client string `name:"client" required:"" enum:"claude-desktop,claude-code,cursor,vscode,codex" help:"The client: ${enum}."`
+	Scope  string `name:"scope" default:"user" enum:"user,project" help:"user: every project (the client's user configuration); project: the current directory's (.cursor/, .vscode/, .codex/, .mcp.json)."`
+	DryRun bool   `name:"dry-run" help:"Show the change as a diff (or the command) and write nothing."`
+}
+
+type mcpInstallCmd struct {
+	clientTarget `embed:""`
+}
+
+// Run merges our entry into the client's configuration file.
+func (c *mcpInstallCmd) Run(ctx context.Context, app *App) error {
+	l, dir, err := newLaunch(app)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprint(app.Stdout, snippet)
+	if c.Client == "claude-code" {
+		return runClaude(ctx, app, c.DryRun, [][]string{claudeRemoveArgs(c.Scope), claudeAddArgs(l, c.Scope)}, func() {
+			for _, h := range clientHints(app.Env, c.Client, l, dir, true) {
+				fmt.Fprintln(app.Stderr, h)
+			}
+		})
+	}
+	path, err := clientConfigPath(app.Env, c.Client, c.Scope)
+	if err != nil {
+		return err
+	}
+	old, mode, err := readClientFile(path)
+	if err != nil {
+		return err
+	}
+	var updated []byte
+	var literals []string // secret values written into the file
+	if c.Client == "codex" {
+		updated, err = upsertTOML(old, codexTable(l))
+	} else {
+		values := map[string]string{}
+		if c.Client == "claude-desktop" {
+			if values, err = literalSecrets(app, dir, l); err != nil {
+				return err
+			}
+			literals = slices.Collect(maps.Values(values))
+			mode = 0o600
+		}
+		top, entry, inputs := jsonEntry(c.Client, l, func(name string) string { return values[name] })
+		updated, err = upsertJSON(old, top, entry, inputs)
+	}
+	done, err := applyClientFile(app, path, old, updated, err, mode, c.DryRun, literals,
+		"openprogram is already installed in "+path+"; nothing changed",
+		"installed openprogram in "+path+"; restart "+clientNames[c.Client]+" to load it")
+	if !done {
+		return err
+	}
+	for _, h := range clientHints(app.Env, c.Client, l, dir, true) {
+		fmt.Fprintln(app.Stderr, h)
+	}
+	return nil
+}
+
+type mcpUninstallCmd struct {
+	clientTarget `embed:""`
+}
+
+// Run removes our entry (and only it) from the client's configuration.
+func (c *mcpUninstallCmd) Run(ctx context.Context, app *App) error {
+	if c.Client == "claude-code" {
+		return runClaude(ctx, app, c.DryRun, [][]string{claudeRemoveArgs(c.Scope)}, nil)
+	}
+	path, err := clientConfigPath(app.Env, c.Client, c.Scope)
+	if err != nil {
+		return err
+	}
+	old, mode, err := readClientFile(path)
+	if err != nil {
+		return err
+	}
+	var updated []byte
+	if c.Client == "codex" {
+		updated, err = removeTOML(old)
+	} else {
+		top, _, _ := jsonEntry(c.Client, launch{}, secretPlaceholder)
+		var ids []string
+		if c.Client == "vscode" {
+			ids = []string{vscodeInputID(tokenauth.EnvVar), vscodeInputID("OPENAI_API_KEY"), vscodeInputID("ANTHROPIC_API_KEY")}
+			if cfg, _, err := loadAppConfig(app); err == nil {
+				if k := modelKeyEnv(cfg); k != "" {
+					ids = append(ids, vscodeInputID(k))
+				}
+			}
+		}
+		updated, err = removeJSON(old, top, ids)
+	}
+	_, err = applyClientFile(app, path, old, updated, err, mode, c.DryRun, nil,
+		"openprogram is not in "+path+"; nothing changed",
+		"removed openprogram from "+path+"; restart "+clientNames[c.Client])
 	return err
 }
 
-// clientSnippet renders the configuration that makes client start
-// `<exe> mcp serve` with env.
-func clientSnippet(client, exe string, env map[string]string) (string, error) {
-	args := []string{"mcp", "serve"}
-	switch client {
-	case "claude-desktop", "cursor":
-		where := "claude_desktop_config.json (Settings > Developer > Edit Config)"
-		if client == "cursor" {
-			where = "~/.cursor/mcp.json (or .cursor/mcp.json in a project)"
-		}
-		doc := map[string]any{"mcpServers": map[string]any{"openprogram": map[string]any{
-			"command": exe, "args": args, "env": env,
-		}}}
-		return withHeader("Add to "+where+":", doc)
-	case "vscode":
-		vsEnv := map[string]string{}
-		for k, v := range env {
-			vsEnv[k] = v
-		}
-		vsEnv[tokenauth.EnvVar] = "${input:openprogram-mcp-token}"
-		doc := map[string]any{
-			"inputs": []any{map[string]any{
-				"type": "promptString", "id": "openprogram-mcp-token",
-				"description": "OpenProgram MCP server token", "password": true,
-			}},
-			"servers": map[string]any{"openprogram": map[string]any{
-				"type": "stdio", "command": exe, "args": args, "env": vsEnv,
-			}},
-		}
-		return withHeader("Add to .vscode/mcp.json (VS Code asks for the token once and stores it securely):", doc)
-	case "claude-code":
-		var b strings.Builder
-		b.WriteString("# Run in a shell (replace the placeholder with your token):\n")
-		b.WriteString("claude mcp add openprogram")
-		for _, k := range sortedKeys(env) {
-			b.WriteString(" --env " + shellQuote(k+"="+env[k]))
-		}
-		b.WriteString(" -- " + shellQuote(exe))
-		for _, a := range args {
-			b.WriteString(" " + a)
-		}
-		b.WriteString("\n")
-		return b.String(), nil
-	case "codex":
-		var b strings.Builder
-		b.WriteString("# Add to ~/.codex/config.toml:\n")
-		b.WriteString("[mcp_servers.openprogram]\n")
-		b.WriteString("command = " + tomlQuote(exe) + "\n")
-		b.WriteString(`args = ["mcp", "serve"]` + "\n")
-		b.WriteString("env = { ")
-		for i, k := range sortedKeys(env) {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(k + " = " + tomlQuote(env[k]))
-		}
-		b.WriteString(" }\n")
-		return b.String(), nil
+// readClientFile reads a client's configuration file (nil when missing) and
+// its permission bits (0600 for a new file).
+func readClientFile(path string) ([]byte, fs.FileMode, error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0o600, nil
 	}
-	return "", usagef("unknown client %q: use one of %s", client, strings.Join(mcpClients, ", "))
-}
-
-func withHeader(header string, doc any) (string, error) {
-	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
-		return "", fmt.Errorf("encode client config: %w", err)
+		return nil, 0, fmt.Errorf("inspect %s: %w", path, err)
 	}
-	return "// " + header + "\n" + string(data) + "\n", nil
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s is not a regular file (a symlink?); edit it by hand", path)
+	}
+	if fi.Size() > maxClientFileBytes {
+		return nil, 0, fmt.Errorf("%s is larger than %d bytes; edit it by hand", path, maxClientFileBytes)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, fi.Mode().Perm(), nil
 }
 
-func sortedKeys(m map[string]string) []string {
+// applyClientFile finishes install and uninstall: unless merging failed
+// (mergeErr), it writes updated over path when it differs from old (a
+// timestamped backup of the old file first, then an atomic replace) and
+// says same or changed on stderr. With dryRun it prints the diff instead,
+// each of literals shown as <redacted>. done reports a real write or a
+// confirmed no-op, after which the caller may print its hints.
+func applyClientFile(app *App, path string, old, updated []byte, mergeErr error, mode fs.FileMode, dryRun bool, literals []string, same, changed string) (done bool, err error) {
+	if mergeErr != nil {
+		return false, fmt.Errorf("update %s: %w; nothing was changed", path, mergeErr)
+	}
+	wrote, err := writeClientFile(app, path, old, updated, mode, dryRun, literals)
+	if err != nil || dryRun {
+		return false, err
+	}
+	if wrote {
+		fmt.Fprintln(app.Stderr, changed)
+	} else {
+		fmt.Fprintln(app.Stderr, same)
+	}
+	return true, nil
+}
+
+// writeClientFile writes updated over path unless it equals old, or prints
+// the diff on a dry run.
+func writeClientFile(app *App, path string, old, updated []byte, mode fs.FileMode, dryRun bool, literals []string) (changed bool, err error) {
+	if string(old) == string(updated) {
+		if dryRun {
+			fmt.Fprintf(app.Stderr, "dry run: %s would not change\n", path)
+		}
+		return false, nil
+	}
+	if dryRun {
+		diff := unifiedDiff(path, old, updated)
+		for _, s := range literals {
+			if s != "" {
+				diff = strings.ReplaceAll(diff, s, "<redacted>")
+			}
+		}
+		_, err := fmt.Fprint(app.Stdout, diff)
+		fmt.Fprintf(app.Stderr, "dry run: nothing was written to %s\n", path)
+		return true, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return false, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	if old != nil {
+		backup := path + ".bak-" + time.Now().UTC().Format("20060102T150405.000Z")
+		f, err := os.OpenFile(backup, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if err == nil {
+			_, err = f.Write(old)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return false, fmt.Errorf("back up %s: %w; nothing was changed", path, err)
+		}
+		fmt.Fprintf(app.Stderr, "backup of the old file: %s\n", backup)
+	}
+	if err := writeFileAtomic(path, updated, mode); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// literalSecrets reads the values Claude Desktop must hold literally: the
+// stored token and the model key from this environment.
+func literalSecrets(app *App, stateDir string, l launch) (map[string]string, error) {
+	values := map[string]string{}
+	token, err := tokenauth.Read(tokenauth.Path(stateDir))
+	if err != nil {
+		return nil, fmt.Errorf("read the MCP server token (%w); run `openprogram mcp token create` first", err)
+	}
+	values[tokenauth.EnvVar] = token
+	for _, s := range l.secrets[1:] {
+		v := app.Env.Get(s)
+		if v == "" {
+			return nil, fmt.Errorf("claude-desktop needs the model key itself: export %s=<key> in this shell and run again", s)
+		}
+		values[s] = v
+	}
+	return values, nil
+}
+
+// runClaude runs each argv with the `claude` found on PATH, or prints the
+// commands when there is none (or on a dry run). The first of several
+// commands may fail (removing an entry that is not there).
+func runClaude(ctx context.Context, app *App, dryRun bool, argvs [][]string, after func()) error {
+	claude := lookPath(app.Env, "claude")
+	if claude == "" || dryRun {
+		for _, argv := range argvs {
+			fmt.Fprintln(app.Stdout, shellCommand(append([]string{"claude"}, argv...)))
+		}
+		if dryRun {
+			fmt.Fprintln(app.Stderr, "dry run: these commands would run")
+		} else {
+			fmt.Fprintln(app.Stderr, "claude is not on PATH: run the command(s) above where Claude Code is installed")
+		}
+		if after != nil {
+			after()
+		}
+		return nil
+	}
+	for i, argv := range argvs {
+		cmd := exec.CommandContext(ctx, claude, argv...)
+		cmd.Env = app.Env
+		cmd.Stdout, cmd.Stderr = app.Stderr, app.Stderr
+		if err := cmd.Run(); err != nil && i == len(argvs)-1 {
+			return fmt.Errorf("run %s: %w; the command was: %s", claude, err, shellCommand(append([]string{"claude"}, argv...)))
+		}
+	}
+	if after != nil {
+		after()
+	}
+	return nil
+}
+
+// lookPath finds an executable named file in env's PATH, or "".
+func lookPath(env Env, file string) string {
+	for _, d := range filepath.SplitList(env.Get("PATH")) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, file)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 

@@ -20,7 +20,11 @@ import (
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
-type mcpServeCmd struct{}
+type mcpServeCmd struct {
+	LogLevel  string `name:"log-level" env:"OPENPROGRAM_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Least severe log records written: ${enum}."`
+	LogFormat string `name:"log-format" env:"OPENPROGRAM_LOG_FORMAT" default:"text" enum:"text,json" help:"Log record format: ${enum}."`
+	LogFile   bool   `name:"log-file" help:"Also append the log to mcp-serve.log in the state directory (mode 0600), for clients that hide stderr."`
+}
 
 // serveMemoryLimit is the soft limit (runtime/debug.SetMemoryLimit) of the
 // Go heap while `mcp serve` runs: the garbage collector works harder near
@@ -31,7 +35,7 @@ const serveMemoryLimit = 96 << 20
 // Run authenticates, then wires the store, runtime and MCP service and serves
 // stdin/stdout until stdin ends. Nothing is read from stdin, and nothing is
 // written to stdout, before authentication succeeds.
-func (mcpServeCmd) Run(ctx context.Context, app *App) error {
+func (c mcpServeCmd) Run(ctx context.Context, app *App) error {
 	dir, err := app.StateDir()
 	if err != nil {
 		return authFailed(app, err)
@@ -40,6 +44,12 @@ func (mcpServeCmd) Run(ctx context.Context, app *App) error {
 	if err != nil {
 		return authFailed(app, err)
 	}
+	logger, closeLog, err := serveLogger(app, dir, c.LogLevel, c.LogFormat, c.LogFile)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	app.Logger = logger
 	log := app.Logger.With("client_id", clientID)
 
 	cfg, err := LoadConfig(dir)

@@ -63,6 +63,83 @@ var configKeys = []configKey{
 	{"agent.max_steps", "the most model calls one prompt may make", json.Number("20"), validateInt(1, 1000)},
 }
 
+// secretKeys are keys whose values hold secrets: list and get redact them
+// unless asked not to.
+var secretKeys = map[string]bool{"store.url": true, "model.headers": true}
+
+// redactValue hides the secret parts of key's value: a URL's password, every
+// value of an object (HTTP headers).
+func redactValue(key string, v any) any {
+	if !secretKeys[key] {
+		return v
+	}
+	switch v := v.(type) {
+	case string:
+		return redactURL(v)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k := range v {
+			out[k] = "xxxxx"
+		}
+		return out
+	}
+	return v
+}
+
+// unknownKeyError says that name is no config key, and which one was
+// probably meant: a usage error for a key typed on the command line.
+func unknownKeyError(name string) error {
+	return usageError{unknownKeyMessage(name)}
+}
+
+func unknownKeyMessage(name string) string {
+	if guess := closestKey(name); guess != "" {
+		return fmt.Sprintf("unknown config key %q: did you mean %q? (openprogram config list shows every key)", name, guess)
+	}
+	return fmt.Sprintf("unknown config key %q (known keys: %s)", name, knownKeys())
+}
+
+// closestKey returns the known key nearest to name: the one it is the last
+// part of, or one within a small edit distance; "" when none is close.
+func closestKey(name string) string {
+	lower := strings.ToLower(name)
+	best, bestDist := "", 0
+	for _, k := range configKeys {
+		if strings.HasSuffix(k.name, "."+lower) || k.name == lower {
+			return k.name
+		}
+		d := editDistance(lower, k.name)
+		if best == "" || d < bestDist {
+			best, bestDist = k.name, d
+		}
+	}
+	if bestDist <= max(2, len(name)/5) {
+		return best
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
 func lookupKey(name string) (configKey, bool) {
 	for _, k := range configKeys {
 		if k.name == name {
@@ -146,7 +223,7 @@ func parseConfig(data []byte) (*Config, error) {
 func (c *Config) set(key string, v any) error {
 	k, ok := lookupKey(key)
 	if !ok {
-		return fmt.Errorf("unknown config key %q (known keys: %s)", key, knownKeys())
+		return errors.New(unknownKeyMessage(key))
 	}
 	if err := k.validate(v); err != nil {
 		return fmt.Errorf("invalid value for %s: %w", key, err)
@@ -159,7 +236,7 @@ func (c *Config) set(key string, v any) error {
 func (c *Config) Get(key string) (any, bool, error) {
 	k, ok := lookupKey(key)
 	if !ok {
-		return nil, false, fmt.Errorf("unknown config key %q (known keys: %s)", key, knownKeys())
+		return nil, false, unknownKeyError(key)
 	}
 	if v, ok := c.values[key]; ok {
 		return v, true, nil
@@ -222,12 +299,15 @@ func (c *Config) Save(stateDir string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(stateDir, ConfigFileName), data)
+	return writeFileAtomic(filepath.Join(stateDir, ConfigFileName), data, 0o600)
 }
 
-func writeFileAtomic(path string, data []byte) (err error) {
+// writeFileAtomic replaces path with data, mode perm: a temp file in the
+// same directory, fsync, rename over path, fsync the directory. On any
+// failure the old file is left as it was.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".config-*.tmp")
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*.tmp")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -237,7 +317,7 @@ func writeFileAtomic(path string, data []byte) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if err = tmp.Chmod(0o600); err != nil {
+	if err = tmp.Chmod(perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if _, err = tmp.Write(data); err != nil {
@@ -259,16 +339,31 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	return nil
 }
 
-// parseValue reads a command-line VALUE: JSON when it is valid JSON, else the
-// literal string.
-func parseValue(s string) any {
+// parseValue reads a command-line VALUE for k. A list or object key, or a
+// value that looks like a JSON list or object, must be valid JSON (else an
+// error); anything else is JSON when it is valid JSON, else the literal
+// string.
+func parseValue(k configKey, s string) (any, error) {
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
-		return s
+	err := dec.Decode(&v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
 	}
-	return v
+	if err == nil {
+		return v, nil
+	}
+	switch k.def.(type) {
+	case []any:
+		return nil, fmt.Errorf(`not valid JSON (%v): want a JSON list, in single quotes, e.g. '["memory_search"]'`, err)
+	case map[string]any:
+		return nil, fmt.Errorf(`not valid JSON (%v): want a JSON object, in single quotes, e.g. '{"X-Name":"value"}'`, err)
+	}
+	if trimmed := strings.TrimSpace(s); strings.HasPrefix(trimmed, "[") || strings.HasPrefix(trimmed, "{") {
+		return nil, fmt.Errorf("not valid JSON (%v); give the whole value in single quotes", err)
+	}
+	return s, nil
 }
 
 // encodeValue renders a value compactly, keys sorted, for `config get`.

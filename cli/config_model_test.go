@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,11 +20,24 @@ import (
 	"github.com/openprogram/openprogram/sessions"
 )
 
+// setText sets key k from its command-line text v, as `config set` does.
+func setText(c *Config, k, v string) error {
+	key, ok := lookupKey(k)
+	if !ok {
+		return fmt.Errorf("unknown key %s", k)
+	}
+	val, err := parseValue(key, v)
+	if err != nil {
+		return err
+	}
+	return c.set(k, val)
+}
+
 func configOf(t *testing.T, kv map[string]string) *Config {
 	t.Helper()
 	c := &Config{values: map[string]any{}}
 	for k, v := range kv {
-		if err := c.set(k, parseValue(v)); err != nil {
+		if err := setText(c, k, v); err != nil {
 			t.Fatalf("set %s %s: %v", k, v, err)
 		}
 	}
@@ -45,7 +59,7 @@ func TestModelKeysValidated(t *testing.T) {
 	for k, vs := range good {
 		for _, v := range vs {
 			c := &Config{values: map[string]any{}}
-			if err := c.set(k, parseValue(v)); err != nil {
+			if err := setText(c, k, v); err != nil {
 				t.Errorf("set %s %s: %v", k, v, err)
 			}
 		}
@@ -64,7 +78,7 @@ func TestModelKeysValidated(t *testing.T) {
 	for k, vs := range bad {
 		for _, v := range vs {
 			c := &Config{values: map[string]any{}}
-			if err := c.set(k, parseValue(v)); err == nil {
+			if err := setText(c, k, v); err == nil {
 				t.Errorf("set %s %s accepted", k, v)
 			}
 		}

@@ -100,6 +100,10 @@ func TestConfigValueParsing(t *testing.T) {
 		{"mcp_server.exposed_tools", `["has space"]`, ""},
 		{"mcp_server.exposed_tools", `["memory_search"] trailing`, ""},
 		{"mcp_server.exposed_tools", `null`, ""},
+		{"mcp_server.exposed_tools", `["memory_search",`, ""},
+		{"mcp_server.exposed_tools", `[memory_search]`, ""},
+		{"tools.permission_rules", `[{"tool":"bash",}]`, ""},
+		{"agent.work_dirs", `{"a":`, ""},
 		{"tools.permission_rules", `[{"tool":"bash","action":"deny"}]`, `[{"action":"deny","tool":"bash"}]`},
 		{"tools.permission_rules", `[{"tool":"bash","action":"maybe"}]`, ""},
 		{"tools.permission_rules", `{"tool":"bash","action":"deny"}`, ""},
@@ -119,8 +123,8 @@ func TestConfigValueParsing(t *testing.T) {
 			env, state := fresh(t)
 			r := runCLI(t, env, "config", "set", tc.key, tc.value)
 			if tc.want == "" {
-				if r.code != cli.ExitFailure {
-					t.Errorf("set refused value: exit %d, want %d", r.code, cli.ExitFailure)
+				if r.code != cli.ExitUsage {
+					t.Errorf("set refused value: exit %d, want %d", r.code, cli.ExitUsage)
 				}
 				if !strings.HasPrefix(r.stderr, "Error: invalid value for "+tc.key+": ") || !strings.HasSuffix(r.stderr, "; config.json was not changed\n") {
 					t.Errorf("stderr = %q, want it to name the key and say nothing changed", r.stderr)
@@ -154,8 +158,8 @@ func TestConfigRefusalLeavesFileUntouched(t *testing.T) {
 	fiBefore, _ := os.Stat(path)
 	for _, v := range []string{"memory_search", `"memory_search"`, `{"x":true}`, "42"} {
 		r := runCLI(t, env, "config", "set", "mcp_server.exposed_tools", v)
-		if r.code != cli.ExitFailure || !strings.Contains(r.stderr, "want a JSON list") || r.stdout != "" {
-			t.Errorf("set exposed_tools %s = exit %d stdout %q stderr %q, want 1 and a list hint", v, r.code, r.stdout, r.stderr)
+		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "want a JSON list") || r.stdout != "" {
+			t.Errorf("set exposed_tools %s = exit %d stdout %q stderr %q, want 2 and a list hint", v, r.code, r.stdout, r.stderr)
 		}
 	}
 	after, err := os.ReadFile(path)
@@ -174,15 +178,7 @@ func TestConfigRefusalLeavesFileUntouched(t *testing.T) {
 // checkOnlyFiles requires dir to hold exactly names.
 func checkOnlyFiles(t *testing.T, dir string, names ...string) {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range entries {
-		got = append(got, e.Name())
-	}
-	if diff := cmp.Diff(names, got); diff != "" {
+	if diff := cmp.Diff(names, listDir(t, dir)); diff != "" {
 		t.Errorf("files in %s (-want +got):\n%s", dir, diff)
 	}
 }
@@ -210,6 +206,58 @@ func TestConfigAtomicWrite(t *testing.T) {
 	checkOnlyFiles(t, state, cli.ConfigFileName)
 }
 
+// TestConfigMalformedJSON: a list key given malformed JSON is refused as
+// not JSON (it is never stored as a string), saying how to quote it.
+func TestConfigMalformedJSON(t *testing.T) {
+	env, _ := fresh(t)
+	r := runCLI(t, env, "config", "set", "mcp_server.exposed_tools", `["a",`)
+	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "not valid JSON") || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("set malformed JSON = exit %d stderr %q, want 2 and one line saying it is not valid JSON", r.code, r.stderr)
+	}
+}
+
+// TestConfigDidYouMean: an unknown key close to a known one names it.
+func TestConfigDidYouMean(t *testing.T) {
+	env, _ := fresh(t)
+	for key, want := range map[string]string{
+		"mcp_server.exposed_tool": "mcp_server.exposed_tools",
+		"exposed_tools":           "mcp_server.exposed_tools",
+		"model.nmae":              "model.name",
+		"store.URL":               "store.url",
+	} {
+		r := runCLI(t, env, "config", "get", key)
+		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, `did you mean "`+want+`"`) {
+			t.Errorf("get %s = exit %d stderr %q, want 2 and did you mean %q", key, r.code, r.stderr, want)
+		}
+	}
+}
+
+// TestConfigSecrets: list and get hide the store URL's password unless
+// --show-secrets; get --raw prints strings unquoted.
+func TestConfigSecrets(t *testing.T) {
+	env, _ := fresh(t)
+	url := "postgres://op:s3cret-pw@db.example/op?sslmode=disable"
+	mustCLI(t, env, "config", "set", "store.url", url)
+	for _, args := range [][]string{{"config", "list"}, {"config", "get", "store.url"}, {"config", "get", "--raw", "store.url"}} {
+		if out := mustCLI(t, env, args...); strings.Contains(out, "s3cret-pw") || !strings.Contains(out, "db.example") {
+			t.Errorf("%v = %q, want the URL with its password hidden", args, out)
+		}
+	}
+	if out := mustCLI(t, env, "config", "get", "--raw", "--show-secrets", "store.url"); out != url+"\n" {
+		t.Errorf("get --raw --show-secrets = %q, want %q", out, url+"\n")
+	}
+	if out := mustCLI(t, env, "config", "list", "--show-secrets"); !strings.Contains(out, "s3cret-pw") {
+		t.Errorf("list --show-secrets hides the password:\n%s", out)
+	}
+	mustCLI(t, env, "config", "set", "model.name", "gpt x")
+	if out := mustCLI(t, env, "config", "get", "--raw", "model.name"); out != "gpt x\n" {
+		t.Errorf("get --raw model.name = %q, want the plain string", out)
+	}
+	if out := mustCLI(t, env, "config", "get", "--raw", "mcp_server.exposed_tools"); out != "[]\n" {
+		t.Errorf("get --raw of a list = %q, want JSON", out)
+	}
+}
+
 // TestConfigUnknownKey: an unknown key is a usage error (exit 2) naming
 // the known keys, and nothing is written.
 func TestConfigUnknownKey(t *testing.T) {
@@ -217,7 +265,7 @@ func TestConfigUnknownKey(t *testing.T) {
 	for _, args := range [][]string{
 		{"config", "get", "mcp_server.exposed"},
 		{"config", "set", "mcp_server.exposed", "[]"},
-		{"config", "unset", "model.nme"},
+		{"config", "unset", "mcp_server.exposed_toolz"},
 	} {
 		r := runCLI(t, env, args...)
 		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "unknown config key") || !strings.Contains(r.stderr, "mcp_server.exposed_tools") {

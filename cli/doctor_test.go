@@ -1,11 +1,16 @@
 package cli_test
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/openprogram/openprogram/authz"
@@ -63,7 +68,9 @@ func healthy(t *testing.T) (cli.Env, string, string) {
 	mustCLI(t, env, "config", "set", "model.provider", "scripted")
 	mustCLI(t, env, "config", "set", "model.script", script)
 	mustCLI(t, env, "config", "set", "mcp_server.exposed_tools", `["memory_search"]`)
-	return append(env, "OPENPROGRAM_MCP_TOKEN="+token), state, token
+	env = append(env, "OPENPROGRAM_MCP_TOKEN="+token)
+	mustCLI(t, env, "mcp", "serve") // stdin ends at once; the store now exists
+	return env, state, token
 }
 
 // TestDoctorFreshInstall: on a machine where nothing was set up, doctor
@@ -86,6 +93,9 @@ func TestDoctorFreshInstall(t *testing.T) {
 	}
 	if mp := findCheck(t, checks, "model provider"); mp.status != "warn" || mp.fix == "" {
 		t.Errorf("model provider check = %+v, want a warning with a fix", mp)
+	}
+	if c := findCheck(t, checks, "config"); c.status == "ok" {
+		t.Errorf("config check = %+v for a state directory that does not exist, want no ok", c)
 	}
 	failed := 0
 	for _, c := range checks {
@@ -144,14 +154,20 @@ func TestDoctorBrokenInstall(t *testing.T) {
 		{"token file mode 0644", func(t *testing.T, env cli.Env, state string) cli.Env {
 			mustChmod(t, filepath.Join(state, "mcp_server_token"), 0o644)
 			return env
-		}, "token", "FAIL", "openprogram mcp token create", 1},
+		}, "token", "FAIL", "chmod 600 ", 1},
 		{"token mismatch", func(t *testing.T, env cli.Env, state string) cli.Env {
 			return append(withoutToken(env), "OPENPROGRAM_MCP_TOKEN=not-the-token")
 		}, "token", "FAIL", "OPENPROGRAM_MCP_TOKEN", 1},
-		{"token mismatch without the file check", func(t *testing.T, env cli.Env, state string) cli.Env {
+		{"token mode 0644 without the env var", func(t *testing.T, env cli.Env, state string) cli.Env {
 			mustChmod(t, filepath.Join(state, "mcp_server_token"), 0o644)
 			return withoutToken(env)
-		}, "token", "FAIL", "openprogram mcp token create", 1},
+		}, "token", "FAIL", "chmod 600 ", 1},
+		{"model endpoint unreachable", func(t *testing.T, env cli.Env, state string) cli.Env {
+			mustCLI(t, env, "config", "set", "model.provider", "openai")
+			mustCLI(t, env, "config", "set", "model.name", "m")
+			mustCLI(t, env, "config", "set", "model.base_url", "http://127.0.0.1:1/v1")
+			return env
+		}, "model provider", "FAIL", "model.base_url", 1},
 		{"state directory open to others", func(t *testing.T, env cli.Env, state string) cli.Env {
 			mustChmod(t, state, 0o755)
 			return env
@@ -210,6 +226,73 @@ func TestDoctorBrokenInstall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDoctorCreatesNothing: on an install with a token but no database yet,
+// doctor reports the store as not created and leaves the state directory
+// exactly as it was.
+func TestDoctorCreatesNothing(t *testing.T) {
+	env, state := fresh(t)
+	token := strings.TrimSpace(mustCLI(t, env, "mcp", "token", "create"))
+	before := listDir(t, state)
+	r := runCLI(t, append(env, "OPENPROGRAM_MCP_TOKEN="+token), "doctor")
+	st := findCheck(t, parseDoctor(t, r.stdout), "store")
+	if st.status != "warn" || !strings.Contains(st.info, "does not exist yet") {
+		t.Errorf("store check = %+v, want a warning that the database does not exist yet", st)
+	}
+	if after := listDir(t, state); !slices.Equal(before, after) {
+		t.Errorf("doctor changed the state directory: %v -> %v", before, after)
+	}
+}
+
+// TestDoctorModelProbe: doctor sends one real request through the
+// configured provider and reports its latency, or the server's refusal.
+func TestDoctorModelProbe(t *testing.T) {
+	var requests atomic.Int32
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},"finish_reason":null}]}`+"\n\n")
+		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\n")
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	defer ok.Close()
+	denied := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"error":{"message":"bad key","type":"invalid_request_error","code":"invalid_api_key"}}`)
+	}))
+	defer denied.Close()
+
+	for _, tc := range []struct {
+		url, status, infoHas string
+	}{{ok.URL + "/v1", "ok", "answered a test request in "}, {denied.URL + "/v1", "FAIL", "authentication"}} {
+		env, _, _ := healthy(t)
+		mustCLI(t, env, "config", "set", "model.provider", "openai")
+		mustCLI(t, env, "config", "set", "model.name", "m")
+		mustCLI(t, env, "config", "set", "model.base_url", tc.url)
+		r := runCLI(t, env, "doctor")
+		mp := findCheck(t, parseDoctor(t, r.stdout), "model provider")
+		if mp.status != tc.status || !strings.Contains(mp.info, tc.infoHas) {
+			t.Errorf("model provider check against %s = %+v, want %s and %q", tc.url, mp, tc.status, tc.infoHas)
+		}
+	}
+	if requests.Load() == 0 {
+		t.Errorf("doctor sent no request to the model endpoint")
+	}
+}
+
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
 
 // withoutToken returns env without OPENPROGRAM_MCP_TOKEN.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -88,24 +89,71 @@ func firstLine(s string) string {
 	return line
 }
 
+// TestVersion: `version` and `--version` print the same four lines:
+// version, commit, build date, Go version and platform.
 func TestVersion(t *testing.T) {
 	env, _ := fresh(t)
-	r := runCLI(t, env, "version")
-	if r.code != 0 || r.stdout != "openprogram "+testVersion+"\n" || r.stderr != "" {
-		t.Errorf("version = exit %d stdout %q stderr %q, want 0 %q \"\"", r.code, r.stdout, r.stderr, "openprogram "+testVersion+"\n")
+	want := "openprogram " + testVersion + "\ncommit unknown\nbuilt unknown\n" + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"
+	for _, args := range [][]string{{"version"}, {"--version"}, {"--version", "mcp", "serve"}} {
+		r := runCLI(t, env, args...)
+		if r.code != 0 || r.stdout != want || r.stderr != "" {
+			t.Errorf("%v = exit %d stdout %q stderr %q, want 0 %q \"\"", args, r.code, r.stdout, r.stderr, want)
+		}
 	}
 }
 
+// TestHelp: --help and `help` print the usage on stdout with the
+// environment variables the program reads; `help CMD` that command's.
 func TestHelp(t *testing.T) {
 	env, _ := fresh(t)
-	r := runCLI(t, env, "--help")
-	if r.code != 0 || !strings.HasPrefix(r.stdout, "Usage: openprogram <command>") {
-		t.Errorf("--help = exit %d stdout %q, want 0 and the usage", r.code, r.stdout)
-	}
-	for _, cmd := range []string{"mcp", "config", "sessions", "tools", "audit", "doctor", "version"} {
-		if !strings.Contains(r.stdout, cmd) {
-			t.Errorf("--help does not mention %q", cmd)
+	for _, args := range [][]string{{"--help"}, {"help"}} {
+		r := runCLI(t, env, args...)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "Usage: openprogram <command>") {
+			t.Errorf("%v = exit %d stdout %q, want 0 and the usage", args, r.code, r.stdout)
 		}
+		for _, word := range []string{"mcp install", "config", "sessions", "tools", "audit", "doctor", "version", "completion",
+			"$OPENPROGRAM_HOME", "$OPENPROGRAM_PROFILE", "OPENPROGRAM_MCP_TOKEN", "OPENPROGRAM_DATABASE_URL", "--version"} {
+			if !strings.Contains(r.stdout, word) {
+				t.Errorf("%v does not mention %q", args, word)
+			}
+		}
+	}
+	r := runCLI(t, env, "help", "mcp", "serve")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "Usage: openprogram mcp serve") ||
+		!strings.Contains(r.stdout, "$OPENPROGRAM_LOG_LEVEL") || !strings.Contains(r.stdout, "--log-file") {
+		t.Errorf("help mcp serve = exit %d stdout %q", r.code, r.stdout)
+	}
+}
+
+// TestMissingCommand: a bare call, and a command group without its
+// subcommand, print that group's usage and one Error line on stderr, exit 2.
+func TestMissingCommand(t *testing.T) {
+	for _, args := range [][]string{{}, {"mcp", "token"}, {"config"}, {"frobnicate"}} {
+		env, _ := fresh(t)
+		r := runCLI(t, env, args...)
+		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		last := lines[len(lines)-1]
+		if r.code != cli.ExitUsage || r.stdout != "" || !strings.HasPrefix(r.stderr, "Usage: openprogram") ||
+			!strings.HasPrefix(last, "Error: ") || !strings.Contains(last, "--help") || strings.Count(r.stderr, "Error: ") != 1 {
+			t.Errorf("%v = exit %d stdout %q stderr %q, want 2, the usage and one Error line", args, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// TestGlobalFlagsAndEnv: --home and --profile pick the state directory,
+// over OPENPROGRAM_HOME / OPENPROGRAM_PROFILE in the environment given.
+func TestGlobalFlagsAndEnv(t *testing.T) {
+	env, state := fresh(t)
+	other := filepath.Join(t.TempDir(), "other")
+	if got := mustCLI(t, env, "mcp", "token", "path"); got != filepath.Join(state, "mcp_server_token")+"\n" {
+		t.Errorf("token path from OPENPROGRAM_HOME = %q", got)
+	}
+	if got := mustCLI(t, env, "--home", other, "mcp", "token", "path"); got != filepath.Join(other, "mcp_server_token")+"\n" {
+		t.Errorf("token path with --home = %q, want the flag to win", got)
+	}
+	home := strings.TrimPrefix(env[0], "HOME=")
+	if got := mustCLI(t, cli.Env{env[0]}, "--profile", "work", "mcp", "token", "path"); got != filepath.Join(home, ".openprogram-work", "mcp_server_token")+"\n" {
+		t.Errorf("token path with --profile = %q", got)
 	}
 }
 
@@ -113,10 +161,7 @@ func TestHelp(t *testing.T) {
 // "Error: ..." line on stderr and nothing on stdout.
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
-		{},
-		{"frobnicate"},
 		{"--no-such-flag", "version"},
-		{"config"},
 		{"config", "get"},
 		{"config", "set", "model.name"},
 		{"config", "get", "no.such_key"},
@@ -128,8 +173,12 @@ func TestUsageErrors(t *testing.T) {
 		{"sessions", "list", "-n", "0"},
 		{"sessions", "show"},
 		{"mcp", "client-config", "--client", "notepad"},
-		{"mcp", "token"},
+		{"mcp", "install"},
+		{"mcp", "install", "--client", "claude-desktop", "--scope", "project"},
 		{"mcp", "serve", "--token", "x"},
+		{"mcp", "serve", "--log-level", "loud"},
+		{"mcp", "token", "rotate"},
+		{"completion", "powershell"},
 		{"version", "extra"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

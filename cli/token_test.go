@@ -49,7 +49,8 @@ func TestTokenCreate(t *testing.T) {
 	checkOnlyFiles(t, state, "mcp_server_token")
 
 	again := runCLI(t, env, "mcp", "token", "create")
-	if again.code != cli.ExitFailure || again.stdout != "" || again.stderr != "Error: MCP server token already exists\n" {
+	wantExists := "Error: MCP server token already exists: " + path + " (to replace it: openprogram mcp token rotate)\n"
+	if again.code != cli.ExitFailure || again.stdout != "" || again.stderr != wantExists {
 		t.Errorf("second create = exit %d stdout %q stderr %q, want 1, nothing, the fixed line", again.code, again.stdout, again.stderr)
 	}
 	if data2, _ := os.ReadFile(path); string(data2) != token {

@@ -22,6 +22,7 @@ var sentinels = []struct {
 }{
 	{"ErrExists", tokenauth.ErrExists},
 	{"ErrCreate", tokenauth.ErrCreate},
+	{"ErrRotate", tokenauth.ErrRotate},
 	{"ErrUnavailable", tokenauth.ErrUnavailable},
 	{"ErrEnvRequired", tokenauth.ErrEnvRequired},
 	{"ErrAuthFailed", tokenauth.ErrAuthFailed},

@@ -51,6 +51,9 @@ var (
 	ErrExists = errors.New("mcp server token already exists")
 	// ErrCreate: Create failed for any other reason; nothing was left behind.
 	ErrCreate = errors.New("could not create mcp server token")
+	// ErrRotate: Rotate found no valid token to replace, or failed to
+	// publish the new one.
+	ErrRotate = errors.New("could not rotate mcp server token")
 	// ErrUnavailable: the token file, or a directory on its path, is missing
 	// or breaks a rule (symlink, owner, mode, type, size, changed while read).
 	ErrUnavailable = errors.New("mcp server token file unavailable or invalid")
@@ -136,7 +139,7 @@ func createSecret(k *secretKind, path string) ([]byte, error) {
 		return nil, k.createError(target, fmt.Errorf("read random bytes: %w", err))
 	}
 	text := base64.RawURLEncoding.EncodeToString(raw)
-	if err := publish(k, dir, name, target, text); err != nil {
+	if err := publish(k, dir, name, target, text, false); err != nil {
 		clear(raw)
 		return nil, err
 	}
@@ -151,19 +154,77 @@ func (k *secretKind) createError(target string, cause error) error {
 	return fmt.Errorf("%w: %q: %w", k.create, target, cause)
 }
 
-// publish writes token to a temporary file in dir and links it to name.
-// Whatever fails, it leaves behind no file it made.
-func publish(k *secretKind, dir *safedir.Dir, name, target, token string) (err error) {
+// Rotate replaces the token at path with a new one and returns it. It is
+// the one way to replace a token, for when the old one may have leaked.
+//
+// The file at path must be a valid token file (the rules of [Authenticate]);
+// otherwise nothing changes and the error wraps [ErrRotate]. The new token
+// is made and written like [Create]'s, to an exclusive temporary file that
+// is then renamed over path: a reader sees the old token or the new one,
+// whole, never a mix or nothing, and the old token stops authenticating the
+// moment the rename is done. Servers already running keep their session.
+func Rotate(path string) (string, error) {
+	dir, name, err := safedir.Open(path, false)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrRotate, err)
+	}
+	defer dir.Close()
+	target := filepath.Join(dir.Path(), name)
+
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir.Fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return "", fmt.Errorf("%w: %q does not exist; %s first", ErrRotate, target, tokenKind.hint)
+		}
+		return "", fmt.Errorf("%w: %q: inspect: %w", ErrRotate, target, err)
+	}
+	if problem, fix := tokenKind.checkFile(&st); problem != "" {
+		return "", fmt.Errorf("%w: %q: file %s (%s)", ErrRotate, target, problem, fix)
+	}
+
+	raw := make([]byte, tokenBytes)
+	defer clear(raw)
+	if _, err := rand.Read(raw); err != nil {
+		return "", fmt.Errorf("%w: %q: read random bytes: %w", ErrRotate, target, err)
+	}
+	token := base64.RawURLEncoding.EncodeToString(raw)
+	if err := publish(tokenKind, dir, name, target, token, true); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// Read returns the token stored at path, after the checks [Authenticate]
+// makes (errors wrap [ErrUnavailable]). It is for tools that must write the
+// token into a client's configuration; never log what it returns.
+func Read(path string) (string, error) {
+	stored, _, err := readSecretFile(tokenKind, path)
+	if err != nil {
+		return "", err
+	}
+	defer clear(stored)
+	return string(stored), nil
+}
+
+// publish writes token to a temporary file in dir and links it to name, or
+// with replace renames it over name. Whatever fails, it leaves behind no
+// file it made; errors wrap k.create, or ErrRotate with replace.
+func publish(k *secretKind, dir *safedir.Dir, name, target, token string, replace bool) (err error) {
 	dfd := dir.Fd()
+	sentinel := k.create
+	if replace {
+		sentinel = ErrRotate
+	}
+	fail := func(cause error) error { return fmt.Errorf("%w: %q: %w", sentinel, target, cause) }
 	suffix := make([]byte, 8)
 	if _, err := rand.Read(suffix); err != nil {
-		return k.createError(target, fmt.Errorf("read random bytes: %w", err))
+		return fail(fmt.Errorf("read random bytes: %w", err))
 	}
 	tmp := ".tokenauth-" + hex.EncodeToString(suffix) + ".tmp"
 
 	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, fileMode)
 	if err != nil {
-		return k.createError(target, fmt.Errorf("create temporary file: %w", err))
+		return fail(fmt.Errorf("create temporary file: %w", err))
 	}
 	var mine unix.Stat_t // the inode we made; nothing else is ever removed
 	tmpLinked, published := true, false
@@ -182,37 +243,44 @@ func publish(k *secretKind, dir *safedir.Dir, name, target, token string) (err e
 
 	// The mode passed to open is reduced by the umask; the promise is 0600.
 	if err := unix.Fchmod(fd, fileMode); err != nil {
-		return k.createError(target, fmt.Errorf("set mode of temporary file: %w", err))
+		return fail(fmt.Errorf("set mode of temporary file: %w", err))
 	}
 	if err := writeAll(fd, []byte(token)); err != nil {
-		return k.createError(target, fmt.Errorf("write temporary file: %w", err))
+		return fail(fmt.Errorf("write temporary file: %w", err))
 	}
 	if err := unix.Fsync(fd); err != nil {
-		return k.createError(target, fmt.Errorf("sync temporary file: %w", err))
+		return fail(fmt.Errorf("sync temporary file: %w", err))
 	}
 	if err := unix.Fstat(fd, &mine); err != nil {
-		return k.createError(target, fmt.Errorf("inspect temporary file: %w", err))
+		return fail(fmt.Errorf("inspect temporary file: %w", err))
 	}
 
 	if testHookBeforeLink != nil {
 		testHookBeforeLink(target)
 	}
-	if err := unix.Linkat(dfd, tmp, dfd, name, 0); err != nil {
-		if errors.Is(err, unix.EEXIST) {
-			return k.existsError(target)
+	if replace {
+		if err := unix.Renameat(dfd, tmp, dfd, name); err != nil {
+			return fail(fmt.Errorf("rename temporary file: %w", err))
 		}
-		return k.createError(target, fmt.Errorf("link temporary file: %w", err))
+		published, tmpLinked = true, false
+	} else {
+		if err := unix.Linkat(dfd, tmp, dfd, name, 0); err != nil {
+			if errors.Is(err, unix.EEXIST) {
+				return k.existsError(target)
+			}
+			return fail(fmt.Errorf("link temporary file: %w", err))
+		}
+		published = true
+		if err := unix.Fsync(dfd); err != nil {
+			return fail(fmt.Errorf("sync directory: %w", err))
+		}
+		if err := unix.Unlinkat(dfd, tmp, 0); err != nil {
+			return fail(fmt.Errorf("remove temporary file: %w", err))
+		}
+		tmpLinked = false
 	}
-	published = true
 	if err := unix.Fsync(dfd); err != nil {
-		return k.createError(target, fmt.Errorf("sync directory: %w", err))
-	}
-	if err := unix.Unlinkat(dfd, tmp, 0); err != nil {
-		return k.createError(target, fmt.Errorf("remove temporary file: %w", err))
-	}
-	tmpLinked = false
-	if err := unix.Fsync(dfd); err != nil {
-		return k.createError(target, fmt.Errorf("sync directory: %w", err))
+		return fail(fmt.Errorf("sync directory: %w", err))
 	}
 
 	if testHookAfterPublish != nil {
@@ -220,16 +288,16 @@ func publish(k *secretKind, dir *safedir.Dir, name, target, token string) (err e
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return k.createError(target, fmt.Errorf("inspect published file: %w", err))
+		return fail(fmt.Errorf("inspect published file: %w", err))
 	}
 	if st.Dev != mine.Dev || st.Ino != mine.Ino {
-		return k.createError(target, errors.New("published file was replaced by another file"))
+		return fail(errors.New("published file was replaced by another file"))
 	}
 	if problem, _ := k.checkFile(&st); problem != "" {
-		return k.createError(target, fmt.Errorf("published file %s; removed it again", problem))
+		return fail(fmt.Errorf("published file %s; removed it again", problem))
 	}
 	if st.Size != int64(len(token)) {
-		return k.createError(target, fmt.Errorf("published file is %d bytes, want %d; removed it again", st.Size, len(token)))
+		return fail(fmt.Errorf("published file is %d bytes, want %d; removed it again", st.Size, len(token)))
 	}
 	return nil
 }
@@ -356,36 +424,21 @@ func readSecretFile(k *secretKind, path string) ([]byte, string, error) {
 	defer dir.Close()
 	target := filepath.Join(dir.Path(), name)
 
-	// Look before opening, so a FIFO or device is never opened at all.
-	var pre unix.Stat_t
-	if err := unix.Fstatat(dir.Fd(), name, &pre, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil, "", k.unavailableError(target, fmt.Errorf("file does not exist (%s): %w", k.hint, err))
+	// A Rotate between the look and the open swaps the inode; the look and
+	// open are then repeated, a bounded number of times.
+	var fd int
+	var st unix.Stat_t
+	for attempt := 1; ; attempt++ {
+		var err error
+		fd, err = k.lookAndOpen(dir.Fd(), name, target, &st)
+		if err == nil {
+			break
 		}
-		return nil, "", k.unavailableError(target, fmt.Errorf("inspect file: %w", err))
-	}
-	if problem, fix := k.checkFile(&pre); problem != "" {
-		return nil, "", k.fileError(target, problem, fix)
-	}
-
-	// O_NONBLOCK: should a FIFO be swapped in after the look, open and read
-	// return at once instead of waiting for a writer.
-	fd, err := unix.Openat(dir.Fd(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, "", k.unavailableError(target, fmt.Errorf("open file: %w", err))
+		if !errors.Is(err, errReplaced) || attempt == 3 {
+			return nil, "", err
+		}
 	}
 	defer unix.Close(fd)
-
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, "", k.unavailableError(target, fmt.Errorf("inspect open file: %w", err))
-	}
-	if st.Dev != pre.Dev || st.Ino != pre.Ino {
-		return nil, "", k.unavailableError(target, errors.New("file was replaced while being opened"))
-	}
-	if problem, fix := k.checkFile(&st); problem != "" {
-		return nil, "", k.fileError(target, problem, fix)
-	}
 	if st.Size == 0 {
 		return nil, "", k.unavailableError(target, fmt.Errorf("file is empty (remove it and %s)", k.hint))
 	}
@@ -407,12 +460,55 @@ func readSecretFile(k *secretKind, path string) ([]byte, string, error) {
 		clear(buf)
 		return nil, "", k.unavailableError(target, fmt.Errorf("inspect open file: %w", err))
 	}
+	// A rename over the file (Rotate) unlinks this inode, which moves its
+	// ctime but not its bytes: a ctime change counts only when the link
+	// count is what it was.
 	if int64(n) != st.Size || post.Size != st.Size || post.Ino != st.Ino || post.Dev != st.Dev ||
-		post.Mtim != st.Mtim || post.Ctim != st.Ctim {
+		post.Mtim != st.Mtim || (post.Ctim != st.Ctim && post.Nlink == st.Nlink) {
 		clear(buf)
 		return nil, "", k.unavailableError(target, errors.New("file changed while being read; try again"))
 	}
 	return buf[:n], target, nil
+}
+
+var errReplaced = errors.New("file was replaced while being opened")
+
+// lookAndOpen checks the file name in dfd, opens it without following a
+// link or blocking, and checks that the open file is the one it looked at,
+// filling st. An error wraps k.unavailable (and errReplaced when the file
+// was swapped between the look and the open).
+func (k *secretKind) lookAndOpen(dfd int, name, target string, st *unix.Stat_t) (int, error) {
+	// Look before opening, so a FIFO or device is never opened at all.
+	var pre unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &pre, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return -1, k.unavailableError(target, fmt.Errorf("file does not exist (%s): %w", k.hint, err))
+		}
+		return -1, k.unavailableError(target, fmt.Errorf("inspect file: %w", err))
+	}
+	if problem, fix := k.checkFile(&pre); problem != "" {
+		return -1, k.fileError(target, problem, fix)
+	}
+
+	// O_NONBLOCK: should a FIFO be swapped in after the look, open and read
+	// return at once instead of waiting for a writer.
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, k.unavailableError(target, fmt.Errorf("open file: %w", err))
+	}
+	if err := unix.Fstat(fd, st); err != nil {
+		unix.Close(fd)
+		return -1, k.unavailableError(target, fmt.Errorf("inspect open file: %w", err))
+	}
+	if st.Dev != pre.Dev || st.Ino != pre.Ino {
+		unix.Close(fd)
+		return -1, k.unavailableError(target, errReplaced)
+	}
+	if problem, fix := k.checkFile(st); problem != "" {
+		unix.Close(fd)
+		return -1, k.fileError(target, problem, fix)
+	}
+	return fd, nil
 }
 
 // readFull reads until EOF or until buf is full, whichever comes first.

@@ -248,7 +248,7 @@ func TestClientConfigNamesTheBinary(t *testing.T) {
 			t.Fatalf("%s mcp client-config: exit %d: %s", exe, r.code, r.stderr)
 		}
 		out := r.stdout
-		_, body, _ := strings.Cut(out, "\n")
+		body := out // stdout is the JSON document itself, nothing else
 		var doc struct {
 			MCPServers map[string]struct {
 				Command string            `json:"command"`

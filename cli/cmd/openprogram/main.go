@@ -1,3 +1,5 @@
+//go:build !windows
+
 // Command openprogram is the OpenProgram agent runtime's command line; its
 // main job is `openprogram mcp serve`, an authenticated stdio MCP server.
 package main
@@ -13,8 +15,9 @@ import (
 	"github.com/openprogram/openprogram/cli"
 )
 
-// version is set with -ldflags "-X main.version=..." by make build.
-var version = ""
+// Set with -ldflags "-X main.version=... -X main.commit=... -X main.date=..."
+// by make build and make dist; debug.ReadBuildInfo fills in what is unset.
+var version, commit, date = "", "", ""
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -24,6 +27,8 @@ func main() {
 		Stderr:     os.Stderr,
 		Env:        os.Environ(),
 		Version:    buildVersion(),
+		Commit:     buildSetting(commit, "vcs.revision"),
+		Date:       buildSetting(date, "vcs.time"),
 		Executable: executable(),
 	}, os.Args[1:])
 	stop()
@@ -38,6 +43,21 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// buildSetting returns v, else the named setting the Go toolchain recorded.
+func buildSetting(v, key string) string {
+	if v != "" {
+		return v
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == key {
+				return s.Value
+			}
+		}
+	}
+	return ""
 }
 
 func executable() string {

@@ -1,0 +1,285 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+
+	"github.com/openprogram/openprogram/runtime/provider/anthropic"
+	"github.com/openprogram/openprogram/runtime/provider/openai"
+	"github.com/openprogram/openprogram/tokenauth"
+)
+
+// This file knows the five MCP clients: where each keeps its configuration,
+// how it passes secrets to a server it starts, and how our entry looks in
+// its format. client-config prints the entry; install and uninstall merge it
+// into (or take it out of) the client's file.
+
+// Clients client-config, install and uninstall know, in help order.
+var mcpClients = []string{"claude-desktop", "claude-code", "cursor", "vscode", "codex"}
+
+// mcpServerName is the name of our entry in every client's configuration.
+const mcpServerName = "openprogram"
+
+// codexToolTimeoutSec is the tool timeout the Codex entry asks for: a
+// prompt_send turn can take minutes, and Codex's default cuts it at 60 s.
+const codexToolTimeoutSec = 600
+
+// tokenPlaceholder stands where the user pastes the token in a snippet for a
+// client that can only hold literal values; the real token is never printed
+// by client-config.
+const tokenPlaceholder = "<paste the token printed by: openprogram mcp token create>"
+
+// launch is what a client needs to start `openprogram mcp serve`.
+type launch struct {
+	exe  string
+	home string // OPENPROGRAM_HOME for the server; "" when the state dir is the default
+	// secrets are the environment variables the server needs from the
+	// client: the MCP token's, then the model key's when the configured
+	// provider needs one.
+	secrets []string
+}
+
+var serveArgs = []string{"mcp", "serve"}
+
+// newLaunch resolves the binary, the state directory and the model key
+// variable from the app's environment and config.json.
+func newLaunch(app *App) (launch, string, error) {
+	if app.Executable == "" {
+		return launch{}, "", errors.New("cannot find the path of the openprogram binary; run it by its absolute path")
+	}
+	cfg, dir, err := loadAppConfig(app)
+	if err != nil {
+		return launch{}, "", err
+	}
+	l := launch{exe: app.Executable, secrets: []string{tokenauth.EnvVar}}
+	if !defaultStateDir(app.Env, dir) {
+		l.home = dir
+	}
+	if key := modelKeyEnv(cfg); key != "" {
+		l.secrets = append(l.secrets, key)
+	}
+	return l, dir, nil
+}
+
+// modelKeyEnv returns the environment variable that holds the configured
+// provider's API key, or "" when the provider needs none.
+func modelKeyEnv(cfg *Config) string {
+	env := cfg.String("model.api_key_env")
+	if env == "none" {
+		return ""
+	}
+	switch cfg.String("model.provider") {
+	case "openai":
+		if env == "" && !openai.KeyRequired(cfg.String("model.base_url")) {
+			return ""
+		}
+		if env == "" {
+			env = openai.DefaultKeyEnv
+		}
+	case "anthropic":
+		if env == "" {
+			env = anthropic.DefaultKeyEnv
+		}
+	default:
+		return ""
+	}
+	return env
+}
+
+// plainEnv is the environment entry every client gets literally.
+func (l launch) plainEnv() map[string]string {
+	env := map[string]string{}
+	if l.home != "" {
+		env[EnvHome] = l.home
+	}
+	return env
+}
+
+// vscodeInputID names the VS Code input that asks for secret name.
+func vscodeInputID(name string) string {
+	if name == tokenauth.EnvVar {
+		return "openprogram-mcp-token"
+	}
+	return "openprogram-" + strings.ToLower(strings.ReplaceAll(name, "_", "-"))
+}
+
+// jsonServer is our entry in a JSON client configuration, fields in the
+// order a reader expects.
+type jsonServer struct {
+	Type    string            `json:"type,omitempty"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+}
+
+// vscodeInput is a VS Code input variable that asks for a secret.
+type vscodeInput struct {
+	Type        string `json:"type"`
+	ID          string `json:"id"`
+	Description string `json:"description"`
+	Password    bool   `json:"password"`
+}
+
+// jsonEntry is our entry for a client with a JSON configuration: the key of
+// the object that holds servers, the entry, and (VS Code) the inputs it uses.
+// secretValue gives the literal value of a secret for clients that can only
+// hold literals (Claude Desktop).
+func jsonEntry(client string, l launch, secretValue func(name string) string) (top string, entry jsonServer, inputs []vscodeInput) {
+	entry = jsonServer{Command: l.exe, Args: serveArgs, Env: l.plainEnv()}
+	switch client {
+	case "claude-desktop":
+		for _, s := range l.secrets {
+			entry.Env[s] = secretValue(s)
+		}
+		return "mcpServers", entry, nil
+	case "cursor":
+		entry.Type = "stdio"
+		for _, s := range l.secrets {
+			entry.Env[s] = "${env:" + s + "}"
+		}
+		return "mcpServers", entry, nil
+	case "vscode":
+		entry.Type = "stdio"
+		for _, s := range l.secrets {
+			id := vscodeInputID(s)
+			entry.Env[s] = "${input:" + id + "}"
+			desc := "OpenProgram MCP server token"
+			if s != tokenauth.EnvVar {
+				desc = "API key for OpenProgram's model (" + s + ")"
+			}
+			inputs = append(inputs, vscodeInput{Type: "promptString", ID: id, Description: desc, Password: true})
+		}
+		return "servers", entry, inputs
+	}
+	panic("jsonEntry: not a JSON client: " + client)
+}
+
+// codexTable is our [mcp_servers.openprogram] table for Codex: secrets are
+// forwarded from Codex's environment by name (env_vars), never written.
+func codexTable(l launch) string {
+	var b strings.Builder
+	b.WriteString("[mcp_servers." + mcpServerName + "]\n")
+	b.WriteString("command = " + tomlQuote(l.exe) + "\n")
+	b.WriteString("args = " + tomlList(serveArgs) + "\n")
+	b.WriteString("env_vars = " + tomlList(l.secrets) + "\n")
+	fmt.Fprintf(&b, "tool_timeout_sec = %d\n", codexToolTimeoutSec)
+	if l.home != "" {
+		b.WriteString("env = { " + EnvHome + " = " + tomlQuote(l.home) + " }\n")
+	}
+	return b.String()
+}
+
+func tomlList(items []string) string {
+	quoted := make([]string, len(items))
+	for i, s := range items {
+		quoted[i] = tomlQuote(s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// claudeAddArgs are the arguments of `claude` that add our server in scope.
+// Secrets are passed as ${NAME}, which Claude Code expands from its own
+// environment when it starts the server, so no secret reaches the shell's
+// history or the file.
+func claudeAddArgs(l launch, scope string) []string {
+	args := []string{"mcp", "add", "--scope", scope}
+	plain := l.plainEnv()
+	for _, k := range sortedKeys(plain) {
+		args = append(args, "--env", k+"="+plain[k])
+	}
+	for _, s := range l.secrets {
+		args = append(args, "--env", s+"=${"+s+"}")
+	}
+	args = append(args, mcpServerName, "--", l.exe)
+	return append(args, serveArgs...)
+}
+
+func claudeRemoveArgs(scope string) []string {
+	return []string{"mcp", "remove", "--scope", scope, mcpServerName}
+}
+
+// shellCommand renders argv as one POSIX shell command line.
+func shellCommand(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = shellQuote(a)
+	}
+	return strings.Join(quoted, " ")
+}
+
+// clientConfigPath is the file install and uninstall change for client in
+// scope ("user" or "project"); project files are under the current directory.
+func clientConfigPath(env Env, client, scope string) (string, error) {
+	home := env.Get("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find the home directory: %w; set HOME", err)
+		}
+		home = h
+	}
+	project := func(rel ...string) (string, error) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("find the current directory: %w", err)
+		}
+		return filepath.Join(append([]string{wd}, rel...)...), nil
+	}
+	switch client {
+	case "claude-desktop":
+		if scope == "project" {
+			return "", usagef("claude-desktop has no project configuration: use --scope user")
+		}
+		return filepath.Join(userConfigDir(env, home), "Claude", "claude_desktop_config.json"), nil
+	case "cursor":
+		if scope == "project" {
+			return project(".cursor", "mcp.json")
+		}
+		return filepath.Join(home, ".cursor", "mcp.json"), nil
+	case "vscode":
+		if scope == "project" {
+			return project(".vscode", "mcp.json")
+		}
+		return filepath.Join(userConfigDir(env, home), "Code", "User", "mcp.json"), nil
+	case "codex":
+		if scope == "project" {
+			return project(".codex", "config.toml")
+		}
+		if ch := env.Get("CODEX_HOME"); ch != "" {
+			return filepath.Join(ch, "config.toml"), nil
+		}
+		return filepath.Join(home, ".codex", "config.toml"), nil
+	}
+	return "", usagef("unknown client %q: use one of %s", client, strings.Join(mcpClients, ", "))
+}
+
+// userConfigDir follows os.UserConfigDir, with HOME and XDG_CONFIG_HOME
+// taken from env so tests (and --help readers) can point it elsewhere.
+func userConfigDir(env Env, home string) string {
+	if goruntime.GOOS == "darwin" {
+		return filepath.Join(home, "Library", "Application Support")
+	}
+	if x := env.Get("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		return x
+	}
+	return filepath.Join(home, ".config")
+}
+
+// encodeJSON renders v indented (each line after the first prefixed), with
+// <, > and & kept as they are.
+func encodeJSON(v any, prefix, indent string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent(prefix, indent)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode client config: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,188 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/tokenauth"
+)
+
+type mcpTokenCmd struct {
+	Create mcpTokenCreateCmd `cmd:"" help:"Create the MCP server token (once; it is never replaced) and print it."`
+	Path   mcpTokenPathCmd   `cmd:"" help:"Print the path of the MCP server token file."`
+	Rotate mcpTokenRotateCmd `cmd:"" help:"Replace the MCP server token with a new one and print it (every configured client must then be updated)."`
+}
+
+type mcpTokenCreateCmd struct{}
+
+// Run creates <state>/mcp_server_token. Local only: no network, no server.
+func (mcpTokenCreateCmd) Run(app *App) error {
+	dir, err := app.StateDir()
+	if err != nil {
+		fmt.Fprintln(app.Stderr, "Error: could not create MCP server token")
+		fmt.Fprintf(app.Stderr, "cause: %s\n", oneLine(err.Error()))
+		return ExitError(ExitFailure)
+	}
+	path := tokenauth.Path(dir)
+	token, err := tokenauth.Create(path)
+	switch {
+	case errors.Is(err, tokenauth.ErrExists):
+		fmt.Fprintf(app.Stderr, "Error: MCP server token already exists: %s (to replace it: openprogram mcp token rotate)\n", path)
+		return ExitError(ExitFailure)
+	case err != nil:
+		fmt.Fprintln(app.Stderr, "Error: could not create MCP server token")
+		fmt.Fprintf(app.Stderr, "cause: %s\n", oneLine(err.Error()))
+		return ExitError(ExitFailure)
+	}
+	if _, err := fmt.Fprintln(app.Stdout, token); err != nil {
+		return ExitError(ExitFailure)
+	}
+	return nil
+}
+
+type mcpTokenPathCmd struct{}
+
+// Run prints the token file's path; it does not look at the file.
+func (mcpTokenPathCmd) Run(app *App) error {
+	dir, err := app.StateDir()
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(app.Stdout, tokenauth.Path(dir))
+	return err
+}
+
+type mcpTokenRotateCmd struct {
+	Yes bool `name:"yes" short:"y" help:"Replace the token without asking."`
+}
+
+// auditTokenRotated is the audit record of a token rotation.
+const auditTokenRotated = "mcp.token.rotated"
+
+// tokenRotatedPayload is its payload: client identities, never the token.
+type tokenRotatedPayload struct {
+	OldClientID string `json:"old_client_id"`
+	NewClientID string `json:"new_client_id"`
+}
+
+// Run replaces the token after an explicit confirmation, records it in the
+// audit log, prints the new token once and says which clients to update.
+func (c *mcpTokenRotateCmd) Run(ctx context.Context, app *App) error {
+	if !c.Yes && !isTerminal(app.Stdin) {
+		return usagef("this replaces the token and needs a confirmation: run it in a terminal or pass --yes")
+	}
+	cfg, dir, err := loadAppConfig(app)
+	if err != nil {
+		return err
+	}
+	path := tokenauth.Path(dir)
+	old, err := tokenauth.Read(path)
+	if err != nil {
+		return fmt.Errorf("no valid token to rotate (%w); run `openprogram mcp token create` for a first one", err)
+	}
+	oldID := tokenauth.Fingerprint(old)
+	if !c.Yes {
+		ok, err := confirm(app, "Replace the MCP server token at "+path+"? Every client configured with it stops working until updated. [y/N] ")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintln(app.Stderr, "the token was not changed")
+			return ExitError(ExitFailure)
+		}
+	}
+	// The store opens first: a rotation is never left unaudited because the
+	// store was unreachable.
+	st, err := openStore(ctx, app, cfg, dir)
+	if err != nil {
+		return fmt.Errorf("open the store for the audit record: %w; the token was not changed", err)
+	}
+	defer st.Close()
+	token, err := tokenauth.Rotate(path)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(app.Stdout, token); err != nil {
+		return err
+	}
+	payload, err := json.Marshal(tokenRotatedPayload{OldClientID: oldID, NewClientID: tokenauth.Fingerprint(token)})
+	if err != nil {
+		return fmt.Errorf("encode the audit record: %w", err)
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := st.AppendAudit(actx, sessions.NewAuditRecord{Type: auditTokenRotated, Origin: "cli", Payload: payload}); err != nil {
+		return fmt.Errorf("the token was rotated but its audit record failed: %w", err)
+	}
+	fmt.Fprintln(app.Stderr, "the old token no longer works; update every client that uses it:")
+	for _, client := range installedClients(app.Env) {
+		switch client {
+		case "claude-desktop":
+			fmt.Fprintln(app.Stderr, "  claude-desktop: openprogram mcp install --client claude-desktop (its file holds the token)")
+		case "vscode":
+			fmt.Fprintln(app.Stderr, "  vscode: clear the saved value of the openprogram-mcp-token input so VS Code asks again")
+		default:
+			fmt.Fprintf(app.Stderr, "  %s: export %s=\"$(cat %s)\" where it starts\n", client, tokenauth.EnvVar, shellQuote(path))
+		}
+	}
+	fmt.Fprintf(app.Stderr, "  any other client (Claude Code, project configurations): set %s to the new token\n", tokenauth.EnvVar)
+	return nil
+}
+
+// installedClients lists the clients whose user configuration holds our entry.
+func installedClients(env Env) []string {
+	var found []string
+	for _, client := range mcpClients {
+		if client == "claude-code" {
+			continue
+		}
+		path, err := clientConfigPath(env, client, "user")
+		if err != nil {
+			continue
+		}
+		data, _, err := readClientFile(path)
+		if err != nil || data == nil {
+			continue
+		}
+		var without []byte
+		if client == "codex" {
+			without, err = removeTOML(data)
+		} else {
+			top, _, _ := jsonEntry(client, launch{}, secretPlaceholder)
+			without, err = removeJSON(data, top, nil)
+		}
+		if err == nil && string(without) != string(data) {
+			found = append(found, client)
+		}
+	}
+	return found
+}
+
+// isTerminal reports whether r is a terminal someone can answer from.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// confirm asks question on stderr and reads a yes from stdin (a terminal).
+func confirm(app *App, question string) (bool, error) {
+	fmt.Fprint(app.Stderr, question)
+	line, err := bufio.NewReader(io.LimitReader(app.Stdin, 64)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("read the answer: %w", err)
+	}
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes", nil
+}
