@@ -38,6 +38,9 @@ type BouncerOptions struct {
 type Bouncer struct {
 	// URL is base pointed at the bouncer (same user and database).
 	URL string
+	// AdminURL is the bouncer's admin console (database pgbouncer, base's
+	// user), which speaks the simple query protocol only.
+	AdminURL string
 	// Log is what PgBouncer printed so far.
 	Log func() string
 }
@@ -99,9 +102,10 @@ max_client_conn = %d
 max_db_connections = 0
 ignore_startup_parameters = extra_float_digits
 server_login_retry = 1
+admin_users = %s
 log_connections = 0
 log_disconnections = 0
-`, cfg.Host, cfg.Port, port, filepath.Join(dir, "users.txt"), poolSize, maxClients)
+`, cfg.Host, cfg.Port, port, filepath.Join(dir, "users.txt"), poolSize, maxClients, cfg.User)
 	iniPath := filepath.Join(dir, "pgbouncer.ini")
 	writeFile(tb, iniPath, ini)
 
@@ -157,7 +161,52 @@ log_disconnections = 0
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &Bouncer{URL: u, Log: logf}
+	admin := u
+	if strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
+		p, err := url.Parse(u)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p.Path, p.RawQuery = "/pgbouncer", "sslmode=disable&default_query_exec_mode=simple_protocol"
+		admin = p.String()
+	} else {
+		admin += " dbname=pgbouncer sslmode=disable default_query_exec_mode=simple_protocol"
+	}
+	return &Bouncer{URL: u, AdminURL: admin, Log: logf}
+}
+
+// Clients returns how many client connections the bouncer holds for user
+// (active and waiting, from SHOW POOLS).
+func (b *Bouncer) Clients(ctx context.Context, user string) (int, error) {
+	c, err := pgx.Connect(ctx, b.AdminURL)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close(context.Background())
+	rows, err := c.Query(ctx, "SHOW POOLS")
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return 0, err
+		}
+		row := map[string]any{}
+		for i, f := range rows.FieldDescriptions() {
+			row[f.Name] = vals[i]
+		}
+		if fmt.Sprint(row["user"]) != user {
+			continue
+		}
+		for _, col := range []string{"cl_active", "cl_waiting"} {
+			v, _ := strconv.Atoi(fmt.Sprint(row[col]))
+			n += v
+		}
+	}
+	return n, rows.Err()
 }
 
 // withHostPort returns dsn with its host and port replaced.
