@@ -190,12 +190,12 @@ func runScale(t *testing.T, bin, base string, bounced bool, n int) scaleResult {
 	for i := range n {
 		st := newState(t, filepath.Join(root, strconv.Itoa(i)), script)
 		wg.Go(func() {
-			defer func() { answered <- struct{}{} }()
 			p, err := startServer(bin, st, serverURL)
 			if err != nil {
 				for range scalePrompts {
 					fail(err.Error())
 				}
+				answered <- struct{}{}
 				return
 			}
 			defer p.stop()
@@ -210,6 +210,7 @@ func runScale(t *testing.T, bin, base string, bounced bool, n int) scaleResult {
 			for _, e := range errs {
 				fail(e + " | stderr: " + st.logTail())
 			}
+			answered <- struct{}{}
 			// Stay connected and idle until the idle count is taken.
 			select {
 			case <-idle:
@@ -254,7 +255,7 @@ func runScale(t *testing.T, bin, base string, bounced bool, n int) scaleResult {
 // migrateOnce runs `openprogram sessions list` once against url, which
 // opens (and so migrates) the store.
 func migrateOnce(ctx context.Context, t *testing.T, bin, url string) error {
-	st := newState(t, t.TempDir(), tinyScript)
+	st := newState(t, filepath.Join(t.TempDir(), "migrate"), tinyScript)
 	cmd := exec.CommandContext(ctx, bin, "sessions", "list")
 	cmd.Env = append(st.env(), "OPENPROGRAM_DATABASE_URL="+url)
 	out, err := cmd.CombinedOutput()

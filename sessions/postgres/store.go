@@ -47,7 +47,9 @@ type Store struct {
 
 // Pool defaults, for many processes sharing one server: every `mcp serve`
 // process has its own pool, so a pool opens few connections, keeps none
-// open for nothing (no minimum) and closes idle ones soon. The health check
+// open for nothing (no minimum) and closes idle ones soon: a connection
+// idling in one process is a slot another process may be waiting for
+// (within DefaultAcquireWait). The health check
 // is what closes idle connections, so it runs often enough for an idle pool
 // to reach zero within DefaultMaxConnIdleTime + DefaultHealthCheckPeriod.
 // The URL's own pgxpool parameters (pool_max_conns, pool_max_conn_idle_time,
@@ -59,11 +61,11 @@ const (
 	DefaultMaxConns = 4
 	// DefaultMaxConnIdleTime is how long a connection may sit idle unless
 	// the URL sets pool_max_conn_idle_time.
-	DefaultMaxConnIdleTime = 20 * time.Second
+	DefaultMaxConnIdleTime = 5 * time.Second
 	// DefaultHealthCheckPeriod is how often idle connections are checked
 	// (and closed when idle too long) unless the URL sets
 	// pool_health_check_period.
-	DefaultHealthCheckPeriod = 10 * time.Second
+	DefaultHealthCheckPeriod = time.Second
 	// DefaultQueryExecMode is the pgx query execution mode unless the URL
 	// sets default_query_exec_mode. cache_describe uses unnamed prepared
 	// statements only, so it is correct both on a direct connection and
