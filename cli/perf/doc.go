@@ -59,7 +59,6 @@
 //     zombie), polled in /proc every 100 µs (ns/op is the mean,
 //     cancel-to-gone-ms the median, cancel-to-gone-p99-ms), and to Execute
 //     returning (cancel-to-return-ms).
-//
 //   - TestScale (scale_test.go): N servers on one PostgreSQL at once, each
 //     sending 5 prompt_send, direct (a role with a CONNECTION LIMIT standing
 //     in for max_connections) and through a PgBouncer in transaction pooling
