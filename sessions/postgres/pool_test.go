@@ -53,15 +53,7 @@ func TestIdlePoolHoldsNoConnection(t *testing.T) {
 	db.URL = pgtest.WithParams(db.URL, map[string]string{"pool_max_conn_idle_time": "100ms", "pool_health_check_period": "100ms"})
 	st := openStore(t, db)
 	ctx := t.Context()
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			if _, err := st.ListSessions(ctx, 10); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
+	fillPool(t, st)
 	held := -1
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		n, err := pgtest.Connections(ctx, db.base, "application_name = $1", db.AppName)
@@ -279,4 +271,18 @@ func TestRefusedConnectionIsWaitedOut(t *testing.T) {
 	if _, err := st.ListSessions(t.Context(), 1); err != nil {
 		t.Errorf("ListSessions through the restarted server: %v", err)
 	}
+}
+
+// fillPool makes st open several connections at once, left idle in its pool.
+func fillPool(t *testing.T, st *postgres.Store) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if _, err := st.ListSessions(t.Context(), 10); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
 }
