@@ -71,6 +71,20 @@ bench/%:
 	cd $* && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./... | tee $(CURDIR)/bench/$(subst /,_,$*).txt
 	$(GO) run $(BENCHSTAT) $(CURDIR)/bench/$(subst /,_,$*).txt
 
+# The scale harness (cli/perf/scale_test.go): N real `mcp serve` processes on
+# one PostgreSQL, direct and through a PgBouncer it starts. Point it at a
+# server of your own: OPENPROGRAM_SCALE_DATABASE_URL=postgres://... make bench-scale
+SCALE_DIRECT  ?= 40,60,100
+SCALE_BOUNCER ?= 200,300
+SCALE_LIMIT   ?= -1
+SCALE_IDLE    ?= 60s
+
+.PHONY: bench-scale
+bench-scale: ## scale harness: N mcp serve processes on one PostgreSQL, direct and through PgBouncer (OPENPROGRAM_SCALE_DATABASE_URL)
+	@[ -n "$$OPENPROGRAM_SCALE_DATABASE_URL" ] || { echo "bench-scale: set OPENPROGRAM_SCALE_DATABASE_URL to a PostgreSQL server of your own (the load is real)"; exit 2; }
+	cd cli && $(GO) test -count=1 -run '^TestScale$$' -v -timeout 60m ./perf/ -args \
+	  -scale.direct $(SCALE_DIRECT) -scale.bouncer $(SCALE_BOUNCER) -scale.limit $(SCALE_LIMIT) -scale.idle $(SCALE_IDLE) -scale.strict=false
+
 .PHONY: tidy
 tidy: $(addprefix tidy/,$(MODULES)) ## go mod tidy in every module
 

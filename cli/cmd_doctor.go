@@ -84,7 +84,7 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 	} else {
 		add(check{name: "store", ok: true, info: storeKind(u) + ", reachable and migrated"})
 	}
-	// Backend-specific checks go here, one line each (PostgreSQL: stats).
+	checks = append(checks, postgresChecks(ctx, st)...)
 	if rep, err := st.VerifyAudit(ctx, nil); err != nil {
 		add(check{name: "audit log", info: err.Error(), fix: "check the database"})
 	} else if !rep.OK {

@@ -59,6 +59,13 @@
 //     zombie), polled in /proc every 100 µs (ns/op is the mean,
 //     cancel-to-gone-ms the median, cancel-to-gone-p99-ms), and to Execute
 //     returning (cancel-to-return-ms).
+//   - TestScale (scale_test.go): N servers on one PostgreSQL at once, each
+//     sending 5 prompt_send, direct (a role with a CONNECTION LIMIT standing
+//     in for max_connections) and through a PgBouncer in transaction pooling
+//     it starts; it reports processes started, prompts ok and failed, p50/p99
+//     prompt latency, peak server connections and connections held after an
+//     idle wait. It is a test: small under `go test` (30 + 30, failing on any
+//     failed prompt or held connection), full sizes with `make bench-scale`.
 //
 // Latencies are measured, never asserted: the targets are compared in the
 // benchstat summary, not in tests.

@@ -60,6 +60,22 @@
 // as query syntax, and hits are ranked by ts_rank. Grep narrows documents
 // with strpos in the database and picks lines in Go.
 //
+// # Many processes
+//
+// Every process has its own pool, so the defaults are small: at most
+// [DefaultMaxConns] connections, no minimum, idle ones closed after
+// [DefaultMaxConnIdleTime] (checked every [DefaultHealthCheckPeriod]), so an
+// idle process holds no connection and a finished burst frees its slots for
+// other processes. pgx's own URL parameters (pool_max_conns,
+// pool_max_conn_idle_time, pool_health_check_period, default_query_exec_mode)
+// override them. A server that refuses a new connection because it is full
+// (SQLSTATE 53300), starting or stopping (57P03) or not listening is waited
+// out with jittered backoff for at most [DefaultAcquireWait]. Statements run
+// in [DefaultQueryExecMode] (unnamed prepared statements) and no session
+// state is kept on a connection, so PgBouncer in transaction pooling works
+// with a plain URL. [Store.Connections] reports the server's limit, its use
+// and whether a pooler sits in between.
+//
 // # Lost connections
 //
 // pgxpool replaces connections that die, for example when the server

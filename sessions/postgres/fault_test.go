@@ -30,15 +30,7 @@ func TestReconnectAfterTerminate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Fill the pool with several idle connections, all about to die.
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			if _, err := st.ListSessions(ctx, 10); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
+	fillPool(t, st)
 
 	head := ""
 	calls := []struct {

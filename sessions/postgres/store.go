@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -41,7 +43,46 @@ const DefaultApplicationName = "openprogram"
 type Store struct {
 	pool     *pgxpool.Pool
 	auditKey []byte // nil: audit appends and verification fail closed
+	// acquireWait bounds how long acquire keeps retrying a saturated or
+	// restarting server.
+	acquireWait time.Duration
 }
+
+// Pool defaults, for many processes sharing one server: every `mcp serve`
+// process has its own pool, so a pool opens few connections, keeps none
+// open for nothing (no minimum) and closes idle ones soon: a connection
+// idling in one process is a slot another process may be waiting for
+// (within DefaultAcquireWait). The health check
+// is what closes idle connections, so it runs often enough for an idle pool
+// to reach zero within DefaultMaxConnIdleTime + DefaultHealthCheckPeriod.
+// The URL's own pgxpool parameters (pool_max_conns, pool_max_conn_idle_time,
+// pool_health_check_period, ...) override them.
+const (
+	// DefaultMaxConns is a pool's connection bound unless the URL sets
+	// pool_max_conns: one turn at a time per session, a handful of sessions
+	// per client.
+	DefaultMaxConns = 4
+	// DefaultMaxConnIdleTime is how long a connection may sit idle unless
+	// the URL sets pool_max_conn_idle_time.
+	DefaultMaxConnIdleTime = 5 * time.Second
+	// DefaultHealthCheckPeriod is how often idle connections are checked
+	// (and closed when idle too long) unless the URL sets
+	// pool_health_check_period.
+	DefaultHealthCheckPeriod = time.Second
+	// DefaultQueryExecMode is the pgx query execution mode unless the URL
+	// sets default_query_exec_mode. cache_describe uses unnamed prepared
+	// statements only, so it is correct both on a direct connection and
+	// behind a transaction-pooling PgBouncer (where the default
+	// cache_statement fails with "prepared statement already exists"),
+	// and it keeps one round trip per statement once a statement's
+	// description is cached.
+	DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	// DefaultAcquireWait bounds how long a call keeps retrying to get a
+	// connection from a server that refuses more clients (SQLSTATE 53300),
+	// is starting up or shutting down (57P03) or refuses the TCP
+	// connection (a restart), before it fails.
+	DefaultAcquireWait = 20 * time.Second
+)
 
 var _ sessions.Store = (*Store)(nil)
 
@@ -85,6 +126,9 @@ func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, 
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = DefaultApplicationName
 	}
+	if err := applyPoolDefaults(dsn, cfg); err != nil {
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		// Hand timestamps back in UTC whatever the server's or process's zone.
 		c.TypeMap().RegisterType(&pgtype.Type{
@@ -97,7 +141,7 @@ func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, 
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
 	}
-	st := &Store{pool: pool, auditKey: bytes.Clone(opts.AuditKey)}
+	st := &Store{pool: pool, auditKey: bytes.Clone(opts.AuditKey), acquireWait: DefaultAcquireWait}
 	fresh, err := st.migrate(ctx)
 	if err != nil {
 		pool.Close()
@@ -116,6 +160,35 @@ func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, 
 // returned.
 func (s *Store) Close() error {
 	s.pool.Close()
+	return nil
+}
+
+// applyPoolDefaults sets the pool defaults for many processes on the
+// parameters dsn does not set itself.
+func applyPoolDefaults(dsn string, cfg *pgxpool.Config) error {
+	// pgconn keeps every parameter it does not know, pgx's and pgxpool's
+	// included, in RuntimeParams: that tells which ones the dsn set, in URL
+	// and key=value form alike.
+	raw, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return err
+	}
+	set := func(key string) bool { _, ok := raw.RuntimeParams[key]; return ok }
+	if !set("pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if !set("pool_min_conns") {
+		cfg.MinConns = 0
+	}
+	if !set("pool_max_conn_idle_time") {
+		cfg.MaxConnIdleTime = DefaultMaxConnIdleTime
+	}
+	if !set("pool_health_check_period") {
+		cfg.HealthCheckPeriod = DefaultHealthCheckPeriod
+	}
+	if !set("default_query_exec_mode") {
+		cfg.ConnConfig.DefaultQueryExecMode = DefaultQueryExecMode
+	}
 	return nil
 }
 
@@ -150,7 +223,7 @@ type querier interface {
 // more on a fresh connection.
 func (s *Store) run(ctx context.Context, fn func(q querier) error) error {
 	for attempt := 0; ; attempt++ {
-		c, err := s.pool.Acquire(ctx)
+		c, err := s.acquire(ctx)
 		if err != nil {
 			return err
 		}
@@ -172,7 +245,7 @@ func (s *Store) run(ctx context.Context, fn func(q querier) error) error {
 // back); a failed COMMIT on a dead connection is ambiguous and is returned.
 func (s *Store) tx(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
 	for attempt := 0; ; attempt++ {
-		c, err := s.pool.Acquire(ctx)
+		c, err := s.acquire(ctx)
 		if err != nil {
 			return err
 		}
@@ -201,6 +274,69 @@ func (s *Store) tx(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) e
 			s.pool.Reset()
 		}
 	}
+}
+
+// Backoff between connection attempts to a saturated server: exponential
+// from acquireBackoffMin to acquireBackoffMax, each sleep drawn at random
+// from [d/2, d) so that processes refused together do not return together.
+const (
+	acquireBackoffMin = 25 * time.Millisecond
+	acquireBackoffMax = time.Second
+)
+
+// acquire gets a pooled connection. When the server refuses a new
+// connection because it is saturated, starting up or shutting down, or is
+// not listening (restarting), acquire retries with jittered exponential
+// backoff for at most s.acquireWait, then fails with an error that says
+// what happened and what to change. Nothing was sent on a connection that
+// was never made, so retrying is always safe.
+func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	start := time.Now()
+	backoff := acquireBackoffMin
+	for attempt := 1; ; attempt++ {
+		c, err := s.pool.Acquire(ctx)
+		if err == nil {
+			return c, nil
+		}
+		why := refusal(err)
+		if why == "" || ctx.Err() != nil {
+			return nil, err
+		}
+		sleep := backoff/2 + rand.N(backoff/2)
+		if waited := time.Since(start); waited+sleep > s.acquireWait {
+			return nil, fmt.Errorf("get a database connection: %s, still after %d attempts in %v; "+
+				"raise the server's max_connections, lower pool_max_conns in the url, or put PgBouncer "+
+				"(transaction pooling) in front of the server: %w", why, attempt, waited.Round(time.Millisecond), err)
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, acquireBackoffMax)
+	}
+}
+
+// Server errors that refuse a new connection for a while.
+const (
+	codeTooManyConnections = "53300" // too_many_connections: max_connections or a role's CONNECTION LIMIT
+	codeCannotConnectNow   = "57P03" // cannot_connect_now: starting up, shutting down, recovering
+)
+
+// refusal says why err, from connecting, is worth waiting out, or "" when
+// it is not.
+func refusal(err error) string {
+	switch code, _ := pgCode(err); {
+	case code == codeTooManyConnections:
+		return "the server has no connection slot left (SQLSTATE 53300)"
+	case code == codeCannotConnectNow:
+		return "the server is starting up or shutting down (SQLSTATE 57P03)"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the server refuses connections (restarting?)"
+	}
+	return ""
 }
 
 var (

@@ -29,7 +29,12 @@ const EnvURL = "OPENPROGRAM_TEST_DATABASE_URL"
 // Required fails tb under CI=true with why, and skips it elsewhere.
 func Required(tb testing.TB, why string) {
 	tb.Helper()
-	msg := why + "; set " + EnvURL + "=postgres://user@host:5432/db?sslmode=disable"
+	skipOrFail(tb, why+"; set "+EnvURL+"=postgres://user@host:5432/db?sslmode=disable")
+}
+
+// skipOrFail fails tb under CI=true with msg, and skips it elsewhere.
+func skipOrFail(tb testing.TB, msg string) {
+	tb.Helper()
 	if os.Getenv("CI") == "true" {
 		tb.Fatal(msg + " (CI=true: the PostgreSQL runs are required)")
 	}
@@ -64,6 +69,44 @@ func URL(tb testing.TB, prefix string) string {
 	tb.Helper()
 	base := BaseURL(tb)
 	return WithParams(base, map[string]string{"search_path": Schema(tb, base, prefix)})
+}
+
+// Role creates a login role <prefix>_<16 hex> with the given CONNECTION
+// LIMIT (-1: none) and a schema of the same name that it owns and has as
+// its search_path. The search_path is set on the role, so its connections
+// need no search_path parameter (which PgBouncer refuses). When the test
+// ends it terminates the role's backends and drops the schema, with
+// everything in it, and the role. It returns base with the role as user
+// and no password: the server must trust the connection, as a test
+// server does. base's user needs CREATEROLE.
+func Role(tb testing.TB, base, prefix string, limit int) string {
+	tb.Helper()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	name := prefix + "_" + hex.EncodeToString(b[:])
+	Exec(tb, base, fmt.Sprintf("CREATE ROLE %s LOGIN CONNECTION LIMIT %d", name, limit))
+	tb.Cleanup(func() {
+		Exec(tb, base, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", name)
+		Exec(tb, base, "DROP SCHEMA IF EXISTS "+name+" CASCADE")
+		Exec(tb, base, "DROP ROLE "+name)
+	})
+	Exec(tb, base, fmt.Sprintf("CREATE SCHEMA %s AUTHORIZATION %s", name, name))
+	Exec(tb, base, fmt.Sprintf("ALTER ROLE %s SET search_path = %s", name, name))
+	return WithUser(base, name)
+}
+
+// WithUser returns dsn with user as its user and no password, for both URL
+// and key=value connection strings.
+func WithUser(dsn, user string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			panic(fmt.Sprintf("pgtest: parse %s: %v", EnvURL, err))
+		}
+		u.User = url.User(user)
+		return u.String()
+	}
+	return dsn + fmt.Sprintf(" user='%s' password=''", user)
 }
 
 // WithParams returns dsn with the runtime parameters set, for both URL and

@@ -1,0 +1,21 @@
+package postgres
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// PoolConfig returns the configuration of st's pool.
+func PoolConfig(st *Store) *pgxpool.Config { return st.pool.Config() }
+
+// ResetPool closes st's idle connections.
+func ResetPool(st *Store) { st.pool.Reset() }
+
+// SetAcquireWait bounds st's connection retries to d until tb ends.
+func SetAcquireWait(tb testing.TB, st *Store, d time.Duration) {
+	old := st.acquireWait
+	st.acquireWait = d
+	tb.Cleanup(func() { st.acquireWait = old })
+}
