@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -88,18 +89,7 @@ func (in *install) chat(ttyStdout bool, extraEnv []string, args ...string) *chat
 // expect waits (bounded) for want in the output after the last match.
 func (cs *chatSession) expect(want string) {
 	cs.t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
-		out := cs.out.String()
-		if i := strings.Index(out[cs.mark:], want); i >= 0 {
-			cs.mark += i + len(want)
-			return
-		}
-		if time.Now().After(deadline) {
-			cs.t.Fatalf("waiting for %q in the chat output; after the last match it is:\n%q", want, out[cs.mark:])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	cs.expectMatch(regexp.MustCompile("()" + regexp.QuoteMeta(want)))
 }
 
 // expectMatch waits for re and returns its first submatch.
@@ -279,13 +269,7 @@ func TestChatCtrlCKillsTheProcessGroup(t *testing.T) {
 	pgid := waitPID(t, pidFile)
 	cs.send("\x03")
 	cs.expect("Cancelled.")
-	deadline := time.Now().Add(testTimeout)
-	for syscall.Kill(-pgid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("process group %d still alive after Ctrl-C", pgid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually(t, fmt.Sprintf("process group %d to die after Ctrl-C", pgid), func() bool { return syscall.Kill(-pgid, 0) != nil })
 	// The session is still usable: the next turn runs and answers.
 	cs.send("are you there?\r")
 	cs.expect("still here")
@@ -306,14 +290,22 @@ func TestChatCtrlCKillsTheProcessGroup(t *testing.T) {
 // waitPID waits (bounded) for a command to write its PID to path.
 func waitPID(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
+	pid := 0
+	eventually(t, "a PID in "+path, func() bool {
 		data, err := os.ReadFile(path)
-		if pid, perr := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && perr == nil && pid > 0 {
-			return pid
-		}
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		return err == nil && pid > 0
+	})
+	return pid
+}
+
+// eventually polls cond until it holds, for at most testTimeout.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("no PID in %s: %v", path, err)
+			t.Fatalf("waiting for %s: still not after %s", what, testTimeout)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -21,20 +18,7 @@ import (
 // runStdin runs the binary with args and stdin.
 func (in *install) runStdin(stdin string, args ...string) result {
 	in.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, args...)
-	cmd.Env = in.env()
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exitErr *exec.ExitError
-	if err != nil && !errors.As(err, &exitErr) {
-		in.t.Fatalf("run openprogram %s: %v", strings.Join(args, " "), err)
-	}
-	checkStderr(in.t, "openprogram "+strings.Join(args, " "), stderr.String())
-	return result{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+	return in.runWith(binPath, in.env(), strings.NewReader(stdin), args...)
 }
 
 func TestPromptExitCodesAndStdin(t *testing.T) {
