@@ -254,9 +254,10 @@ func TestChatApprovalDenyLeavesNoFile(t *testing.T) {
 func TestChatCtrlCKillsTheProcessGroup(t *testing.T) {
 	in := newBareInstall(t, sqliteBackend)
 	work := in.workDir()
-	pidFile := filepath.Join(work, "pid")
+	pidFile, againFile := filepath.Join(work, "pid"), filepath.Join(work, "again")
 	in.script(
 		calls("sleeping", toolCall("bash", map[string]any{"command": "echo $$ > " + pidFile + "; sleep 60; echo late"})),
+		calls("again", toolCall("bash", map[string]any{"command": "echo again > " + againFile})),
 		say("still here"))
 
 	cs := in.chat(true, nil)
@@ -270,8 +271,11 @@ func TestChatCtrlCKillsTheProcessGroup(t *testing.T) {
 	cs.send("\x03")
 	cs.expect("Cancelled.")
 	eventually(t, fmt.Sprintf("process group %d to die after Ctrl-C", pgid), func() bool { return syscall.Kill(-pgid, 0) != nil })
-	// The session is still usable: the next turn runs and answers.
+	// The session is still usable: the next turn runs, bash is allowed
+	// without a question (allowed for this session), and the model answers.
 	cs.send("are you there?\r")
+	cs.expect("(allowed for this session: bash)")
+	cs.expect("<- bash ok")
 	cs.expect("still here")
 	cs.expect("you> ")
 	cs.send("\x03") // Ctrl-C at an empty prompt leaves
@@ -282,8 +286,13 @@ func TestChatCtrlCKillsTheProcessGroup(t *testing.T) {
 	if last := branch[len(branch)-1]; last["role"] != "assistant" || !strings.Contains(last["content"].(string), "still here") {
 		t.Errorf("last message = %+v, want the second turn's reply", last)
 	}
-	if recs := auditOf(in.audit(), "owner.approval"); len(recs) != 1 || recs[0].payload(t)["decision"] != "allow_session" {
-		t.Errorf("owner.approval = %+v, want one allow_session", recs)
+	if data, err := os.ReadFile(againFile); err != nil || string(data) != "again\n" {
+		t.Errorf("the second bash call wrote %q, %v", data, err)
+	}
+	recs := auditOf(in.audit(), "owner.approval")
+	if len(recs) != 2 || recs[0].payload(t)["decision"] != "allow_session" || recs[0].payload(t)["standing"] != nil ||
+		recs[1].payload(t)["decision"] != "allow_session" || recs[1].payload(t)["standing"] != true {
+		t.Errorf("owner.approval = %+v, want allow_session asked, then allow_session standing", recs)
 	}
 }
 
