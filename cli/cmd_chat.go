@@ -33,7 +33,8 @@ const chatHelp = `Type a message and press Enter to send it.
   /switch ID    continue session ID
   /help         this help
   /exit         leave (so do Ctrl-D, and Ctrl-C at an empty prompt)
-Ctrl-C while the agent works cancels the turn (its running commands too).
+Ctrl-C while the agent works cancels the turn (its running commands too);
+pressed again before the turn has stopped, it also leaves.
 When a tool needs your approval, answer o (allow once), s (allow this tool
 for the rest of the session) or d (deny).`
 
@@ -83,7 +84,7 @@ type chat struct {
 	cur *sessions.Session
 	// standing holds, per session, the tools allowed for the session.
 	standing map[string]map[string]bool
-	// quit is set when input ended during a turn.
+	// quit is set when input ended, or Ctrl-C came twice, during a turn.
 	quit bool
 }
 
@@ -188,6 +189,13 @@ func (c *chat) send(ctx context.Context, text string) {
 		c.say("%s", c.style.Dim("New session "+s.ID))
 	}
 	s := *c.cur
+	for stale := true; stale; { // a Ctrl-C from before this turn is not for it
+		select {
+		case <-c.sigs:
+		default:
+			stale = false
+		}
+	}
 	reqID := "cli_turn_" + rand.Text()
 	sub := c.oc.bus.Subscribe(events.TurnEnd, events.TextProgress, events.ToolStart, events.ToolEnd, events.QuestionAsked)
 	defer sub.Close()
@@ -210,6 +218,13 @@ wait:
 			v.show(e)
 		case <-c.sigs:
 			v.interrupt()
+		}
+	}
+	if v.cancelled {
+		select {
+		case <-c.sigs: // Ctrl-C again as the cancelled turn ended
+			v.quit = true
+		default:
 		}
 	}
 	// turn.end was published before ProcessUserTurn returned: whatever the
@@ -242,10 +257,15 @@ func (v *turnView) newline() {
 	}
 }
 
+// interrupt cancels the turn; a second Ctrl-C in the same turn also
+// leaves the chat once the turn has stopped.
 func (v *turnView) interrupt() {
-	if !v.cancelled {
+	v.newline()
+	if v.cancelled {
+		v.quit = true
+		v.say("%s", v.style.Warn("^C again: leaving once the turn has stopped…"))
+	} else {
 		v.cancelled = true
-		v.newline()
 		v.say("%s", v.style.Warn("^C: cancelling the turn…"))
 	}
 	v.cancel()

@@ -296,6 +296,28 @@ func TestChatCtrlCKillsTheProcessGroup(t *testing.T) {
 	}
 }
 
+// A second Ctrl-C while the first one's cancellation is still under way
+// (the command ignores SIGTERM, so its group dies only by SIGKILL after
+// the grace period) leaves the chat once the turn has stopped.
+func TestChatSecondCtrlCLeaves(t *testing.T) {
+	in := newBareInstall(t, sqliteBackend)
+	work := in.workDir()
+	pidFile := filepath.Join(work, "pid")
+	in.setJSON("tools.permission_rules", []map[string]string{{"tool": "bash", "action": "allow"}})
+	in.script(calls("stubborn", toolCall("bash", map[string]any{"command": "trap '' TERM; echo $$ > " + pidFile + "; sleep 60"})))
+
+	cs := in.chat(true, nil)
+	cs.send("sleep\r")
+	pgid := waitPID(t, pidFile)
+	cs.send("\x03")
+	cs.expect("cancelling the turn")
+	cs.send("\x03")
+	if code := cs.wait(); code != 0 {
+		t.Errorf("chat exit = %d, want 0", code)
+	}
+	eventually(t, fmt.Sprintf("process group %d to die", pgid), func() bool { return syscall.Kill(-pgid, 0) != nil })
+}
+
 // waitPID waits (bounded) for a command to write its PID to path.
 func waitPID(t *testing.T, path string) int {
 	t.Helper()
