@@ -129,6 +129,14 @@ func (cs *chatSession) wait() int {
 	return cs.cmd.ProcessState.ExitCode()
 }
 
+// exitsOK waits for the chat to exit and requires status 0.
+func (cs *chatSession) exitsOK() {
+	cs.t.Helper()
+	if code := cs.wait(); code != 0 {
+		cs.t.Errorf("chat exit = %d, want 0", code)
+	}
+}
+
 var newSessionLine = regexp.MustCompile(`New session (cli_[0-9a-f]{32})`)
 
 // sgr matches a colour or text-style escape sequence.
@@ -195,9 +203,7 @@ func TestChatApprovalAllowOnceWrites(t *testing.T) {
 		t.Errorf("a terminal without NO_COLOR got no colour at all")
 	}
 	cs.send("/exit\r")
-	if code := cs.wait(); code != 0 {
-		t.Errorf("chat exit = %d, want 0", code)
-	}
+	cs.exitsOK()
 	if data, err := os.ReadFile(note); err != nil || string(data) != "secret-hello" {
 		t.Errorf("note.txt = %q, %v; want the approved write", data, err)
 	}
@@ -232,9 +238,7 @@ func TestChatApprovalDenyLeavesNoFile(t *testing.T) {
 	cs.expect("<- write denied (APPROVAL_DENIED)")
 	cs.expect("could not write")
 	cs.send("\x04")
-	if code := cs.wait(); code != 0 {
-		t.Errorf("chat exit = %d, want 0", code)
-	}
+	cs.exitsOK()
 	if s := sgr.FindString(cs.out.String()); s != "" {
 		t.Errorf("NO_COLOR=1 output holds the colour sequence %q", s)
 	}
@@ -279,9 +283,7 @@ func TestChatCtrlCKillsTheProcessGroup(t *testing.T) {
 	cs.expect("still here")
 	cs.expect("you> ")
 	cs.send("\x03") // Ctrl-C at an empty prompt leaves
-	if code := cs.wait(); code != 0 {
-		t.Errorf("chat exit = %d, want 0", code)
-	}
+	cs.exitsOK()
 	branch := in.branchOf(sid)
 	if last := branch[len(branch)-1]; last["role"] != "assistant" || !strings.Contains(last["content"].(string), "still here") {
 		t.Errorf("last message = %+v, want the second turn's reply", last)
@@ -312,10 +314,26 @@ func TestChatSecondCtrlCLeaves(t *testing.T) {
 	cs.send("\x03")
 	cs.expect("cancelling the turn")
 	cs.send("\x03")
-	if code := cs.wait(); code != 0 {
-		t.Errorf("chat exit = %d, want 0", code)
-	}
+	cs.exitsOK()
 	eventually(t, fmt.Sprintf("process group %d to die", pgid), func() bool { return syscall.Kill(-pgid, 0) != nil })
+}
+
+// Ctrl-D typed while the agent works (the terminal is not in raw mode
+// then, so the terminal turns it into an end of input) leaves at the next
+// prompt instead of leaving the line editor without input.
+func TestChatCtrlDDuringATurnLeaves(t *testing.T) {
+	in := newBareInstall(t, sqliteBackend)
+	work := in.workDir()
+	pidFile := filepath.Join(work, "pid")
+	in.setJSON("tools.permission_rules", []map[string]string{{"tool": "bash", "action": "allow"}})
+	in.script(calls("napping", toolCall("bash", map[string]any{"command": "echo $$ > " + pidFile + "; sleep 1"})), say("rested"))
+
+	cs := in.chat(true, nil)
+	cs.send("nap\r")
+	waitPID(t, pidFile)
+	cs.send("\x04")
+	cs.expect("rested")
+	cs.exitsOK()
 }
 
 // waitPID waits (bounded) for a command to write its PID to path.
@@ -352,9 +370,7 @@ func TestChatPlainOutputWhenStdoutIsNotATerminal(t *testing.T) {
 	cs.send("/sessions\r")
 	cs.expect("cli_")
 	cs.send("/exit\r")
-	if code := cs.wait(); code != 0 {
-		t.Errorf("chat exit = %d, want 0", code)
-	}
+	cs.exitsOK()
 	if out := cs.out.String(); strings.Contains(out, "\x1b") {
 		t.Errorf("redirected chat output holds escape codes:\n%q", out)
 	}

@@ -46,7 +46,7 @@ func IsTerminal(f any) bool {
 func NewReader(stdin io.Reader, stdout io.Writer, interrupts <-chan os.Signal) (Reader, error) {
 	if IsTerminal(stdin) && IsTerminal(stdout) {
 		rl, err := readline.NewEx(&readline.Config{
-			Stdin:           readline.NewCancelableStdin(stdin),
+			Stdin:           readline.NewCancelableStdin(eofAsCtrlD{stdin}),
 			Stdout:          stdout,
 			InterruptPrompt: "^C",
 			EOFPrompt:       "\n",
@@ -62,6 +62,35 @@ func NewReader(stdin io.Reader, stdout io.Writer, interrupts <-chan os.Signal) (
 	go p.read(stdin)
 	return p, nil
 }
+
+// eofAsCtrlD turns an end of input typed on the terminal back into the
+// Ctrl-D key it came from. A Ctrl-D typed while no line is being read (a
+// turn runs, the terminal is not in raw mode) is kept by the terminal as an
+// end-of-file mark, which a read in raw mode later returns as a NUL byte,
+// or, if a read is under way, as a read of zero bytes that the line editor
+// would take for a closed input. As the key it ends the chat at the next
+// prompt, as Ctrl-D does there. (A NUL typed in raw mode, Ctrl-@, is
+// taken for Ctrl-D too; a hung-up terminal reads as end of input and ends
+// the chat the same way.)
+type eofAsCtrlD struct{ r io.Reader }
+
+func (e eofAsCtrlD) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	switch {
+	case n == 0 && errors.Is(err, io.EOF) && len(p) > 0:
+		p[0] = ctrlD
+		return 1, nil
+	case n > 0:
+		for i := range p[:n] {
+			if p[i] == 0 {
+				p[i] = ctrlD
+			}
+		}
+	}
+	return n, err
+}
+
+const ctrlD = 0x04
 
 type lineEditor struct{ rl *readline.Instance }
 

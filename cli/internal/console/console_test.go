@@ -48,3 +48,22 @@ func TestStyleIsPlainWithoutColor(t *testing.T) {
 		t.Errorf("colour style = %q", got)
 	}
 }
+
+func TestEOFAsCtrlD(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want string
+	}{
+		{"abc", "abc"},
+		{"\x00", "\x04"},
+		{"a\x00b", "a\x04b"},
+		{"", "\x04"}, // a read of zero bytes at the end of input
+	} {
+		r := eofAsCtrlD{strings.NewReader(c.in)}
+		buf := make([]byte, 16)
+		n, err := r.Read(buf)
+		if err != nil || string(buf[:n]) != c.want {
+			t.Errorf("Read(%q) = %q, %v; want %q", c.in, buf[:n], err, c.want)
+		}
+	}
+}
