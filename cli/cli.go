@@ -53,6 +53,8 @@ type root struct {
 	Help       helpCmd       `cmd:"" hidden:"" help:"Show help."`
 	Completion completionCmd `cmd:"" help:"Print a shell completion script: bash, zsh or fish."`
 	MCP        mcpCmd        `cmd:"" name:"mcp" help:"Serve OpenProgram to MCP clients over stdio, and manage its token."`
+	Chat       chatCmd       `cmd:"" help:"Talk to your agent in the terminal, as its owner, approving tools as it asks."`
+	Prompt     promptCmd     `cmd:"" help:"Send one prompt as the owner and print the reply (approvals are denied)."`
 	Config     configCmd     `cmd:"" help:"Read and change config.json in the state directory."`
 	Sessions   sessionsCmd   `cmd:"" help:"List and show stored sessions."`
 	Tools      toolsCmd      `cmd:"" help:"List the runtime tools."`

@@ -12,11 +12,9 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/mcpserver"
-	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/builtin"
 	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/questions"
-	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -82,23 +80,10 @@ func (c mcpServeCmd) Run(ctx context.Context, app *App) error {
 	bus := events.NewBus(&events.BusOptions{Logger: log})
 	defer bus.Close()
 	qs := questions.New(&questions.Options{Bus: bus})
-	executor := tool.NewExecutor(&tool.ExecutorOptions{Logger: log})
-	prov, provErr := modelProvider(app, cfg)
+	rt, provErr := newRuntime(app, cfg, st, reg, bus, qs, log)
 	if provErr != nil {
 		log.Warn("no model provider: prompts will complete with failed:true", "why", provErr.Error())
 	}
-	rtOpts := runtime.Options{
-		Store:       st,
-		Registry:    reg,
-		Executor:    executor,
-		Bus:         bus,
-		Questions:   qs,
-		Provider:    prov,
-		ProviderErr: provErr,
-		Logger:      log,
-	}
-	modelOptions(cfg, &rtOpts)
-	rt := runtime.New(rtOpts)
 	srv, err := mcpserver.New(mcpserver.Options{
 		Store:        st,
 		Runtime:      rt, // mcpserver audits every denial, in turns too

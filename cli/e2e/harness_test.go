@@ -168,10 +168,17 @@ func (in *install) runEnv(env []string, args ...string) result {
 // runExe runs exe (the binary, or a link to it) with env and args.
 func (in *install) runExe(exe string, env []string, args ...string) result {
 	in.t.Helper()
+	return in.runWith(exe, env, nil, args...)
+}
+
+// runWith runs exe with env, args and stdin (nil: /dev/null).
+func (in *install) runWith(exe string, env []string, stdin io.Reader, args ...string) result {
+	in.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = env
+	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

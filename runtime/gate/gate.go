@@ -17,6 +17,16 @@ import (
 // declined, timed out, cancelled or answered with anything but allow.
 const ReasonApprovalDenied = "APPROVAL_DENIED"
 
+// Keys of an approval question's [questions.Question.Data], for whoever
+// answers it (the owner's console shows them). Data is never published
+// on the event bus, so the arguments stay out of events.
+const (
+	DataTool       = "tool"       // the tool's name
+	DataCapability = "capability" // the capability it needs
+	DataCallID     = "call_id"    // the call's id
+	DataArguments  = "arguments"  // the call's arguments as sent: JSON text
+)
+
 // Options configure [Guard]. The zero value of each field means "none".
 type Options struct {
 	// Questions asks the owner when a decision needs approval. Without it
@@ -65,7 +75,7 @@ func (g *gated) check(ctx context.Context, callID string, args json.RawMessage) 
 	name := g.inner.Name()
 	d := authz.DecideTool(g.req, name, g.inner.Capability(), args)
 	if d.NeedsApproval {
-		d = g.approve(ctx, callID, d)
+		d = g.approve(ctx, callID, args, d)
 	}
 	if !d.Allowed {
 		return nil, g.deny(ctx, callID, d), false
@@ -74,7 +84,7 @@ func (g *gated) check(ctx context.Context, callID string, args json.RawMessage) 
 }
 
 // approve turns a NeedsApproval decision into an allowed or denied one.
-func (g *gated) approve(ctx context.Context, callID string, d authz.Decision) authz.Decision {
+func (g *gated) approve(ctx context.Context, callID string, args json.RawMessage, d authz.Decision) authz.Decision {
 	name := g.inner.Name()
 	if g.opts.Questions == nil || g.sessionID(ctx) == "" {
 		return authz.Decision{
@@ -89,7 +99,8 @@ func (g *gated) approve(ctx context.Context, callID string, d authz.Decision) au
 		Prompt:    fmt.Sprintf("Allow tool %s (%s)? %s", name, d.Capability, d.Message),
 		Options:   []string{"allow", "deny"},
 		Timeout:   g.opts.ApprovalTimeout,
-		Data:      map[string]any{"tool": name, "capability": string(d.Capability), "call_id": callID},
+		Data: map[string]any{DataTool: name, DataCapability: string(d.Capability), DataCallID: callID,
+			DataArguments: string(args)},
 	})
 	if err != nil {
 		return authz.Decision{ReasonCode: ReasonApprovalDenied, Capability: d.Capability, Message: fmt.Sprintf("approval for %s could not be asked: %v", name, err)}

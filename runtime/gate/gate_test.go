@@ -393,3 +393,31 @@ func wrap(t tool.Tool, req authz.Request, opts *gate.Options) *gated {
 func (g *gated) Execute(ctx context.Context, callID string, args json.RawMessage, update func(string)) (tool.Result, error) {
 	return tool.NewExecutor(nil).Run(ctx, g.t, tool.Call{ID: callID, Args: args, Update: update, Guard: g.guard}), nil
 }
+
+// The person asked to approve a call sees what it would do: the question's
+// Data holds the call's arguments as sent (never published on the bus).
+func TestApprovalQuestionCarriesArguments(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		work := t.TempDir()
+		bus := events.NewBus(nil)
+		defer bus.Close()
+		asked := bus.Subscribe(events.QuestionAsked)
+		defer asked.Close()
+		reg := questions.New(&questions.Options{Bus: bus})
+		g := wrap(forbidden(t, "write"), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"})
+		done := make(chan struct{})
+		args := `{"path":"a.txt","content":"hi"}`
+		go func() {
+			defer close(done)
+			_, _ = g.Execute(context.Background(), "c", json.RawMessage(args), nil)
+		}()
+		e := <-asked.C()
+		id := e.Data.(events.QuestionData).QuestionID
+		q, ok := reg.Get(id)
+		if !ok || q.Data[gate.DataArguments] != args || q.Data[gate.DataTool] != "write" {
+			t.Errorf("Get(%s).Data = %v, want tool write and arguments %s", id, q.Data, args)
+		}
+		reg.Resolve(id, questions.Answer{Value: "deny"})
+		<-done
+	})
+}

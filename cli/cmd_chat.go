@@ -1,0 +1,409 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/cli/internal/console"
+	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/events"
+	"github.com/openprogram/openprogram/runtime/gate"
+	"github.com/openprogram/openprogram/runtime/questions"
+	"github.com/openprogram/openprogram/sessions"
+)
+
+// argWidth is how much of one tool argument an approval question shows.
+const argWidth = 200
+
+type chatCmd struct {
+	Session string `name:"session" help:"Continue this session (default: a new one, made by your first message)."`
+}
+
+const chatHelp = `Type a message and press Enter to send it.
+  /sessions     list the most recent sessions (* marks the current one)
+  /new          start a new session with your next message
+  /switch ID    continue session ID
+  /help         this help
+  /exit         leave (so do Ctrl-D, and Ctrl-C at an empty prompt)
+Ctrl-C while the agent works cancels the turn (its running commands too);
+pressed again before the turn has stopped, it also leaves.
+When a tool needs your approval, answer o (allow once), s (allow this tool
+for the rest of the session) or d (deny).`
+
+// Run talks with the owner until /exit, Ctrl-D or Ctrl-C at an empty
+// prompt. Ctrl-C while a turn runs cancels that turn only.
+func (c *chatCmd) Run(ctx context.Context, app *App) error {
+	// Ctrl-C belongs to the conversation from here on: it cancels a turn
+	// rather than the process (SIGTERM still ends it through ctx).
+	signal.Reset(os.Interrupt)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	defer signal.Stop(sigs)
+
+	oc, err := openOwnerConsole(ctx, app, true)
+	if err != nil {
+		return err
+	}
+	defer oc.Close()
+	ch := &chat{oc: oc, out: app.Stdout, sigs: sigs, style: console.NewStyle(app.Stdout, app.Env.Get("NO_COLOR")),
+		standing: map[string]map[string]bool{}}
+	if c.Session != "" {
+		s, err := oc.session(ctx, c.Session)
+		if err != nil {
+			return err
+		}
+		ch.cur = &s
+	}
+	in, err := console.NewReader(app.Stdin, app.Stdout, sigs)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	stop := context.AfterFunc(ctx, func() { in.Close() })
+	defer stop()
+	ch.in = in
+	return ch.loop(ctx)
+}
+
+// chat is one conversation at the terminal.
+type chat struct {
+	oc    *ownerConsole
+	in    console.Reader
+	out   io.Writer
+	style console.Style
+	sigs  <-chan os.Signal
+	// cur is the session messages go to; nil: the next one makes a session.
+	cur *sessions.Session
+	// standing holds, per session, the tools allowed for the session.
+	standing map[string]map[string]bool
+	// quit is set when input ended, or Ctrl-C came twice, during a turn.
+	quit bool
+}
+
+func (c *chat) say(format string, args ...any) { fmt.Fprintf(c.out, format+"\n", args...) }
+
+func (c *chat) loop(ctx context.Context) error {
+	where := "a new session"
+	if c.cur != nil {
+		where = "session " + c.cur.ID
+	}
+	c.say("%s", c.style.Dim(fmt.Sprintf("OpenProgram chat as the owner, in %s; working in %s. /help for help.",
+		where, strings.Join(c.oc.req.WorkDirs, ", "))))
+	for !c.quit && ctx.Err() == nil {
+		line, err := c.in.ReadLine(c.style.Bold("you> "))
+		switch {
+		case errors.Is(err, console.ErrInterrupt):
+			if strings.TrimSpace(line) == "" {
+				return nil
+			}
+			continue
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return fmt.Errorf("read your input: %w", err)
+		}
+		text := strings.TrimSpace(line)
+		switch {
+		case text == "":
+		case strings.HasPrefix(text, "/"):
+			if c.command(ctx, text) {
+				return nil
+			}
+		default:
+			c.send(ctx, line)
+		}
+	}
+	return nil
+}
+
+// command runs a slash command and reports whether to exit.
+func (c *chat) command(ctx context.Context, text string) (exit bool) {
+	name, arg, _ := strings.Cut(text, " ")
+	arg = strings.TrimSpace(arg)
+	switch name {
+	case "/exit", "/quit":
+		return true
+	case "/help":
+		c.say("%s", chatHelp)
+	case "/new":
+		c.cur = nil
+		c.say("%s", c.style.Dim("Your next message starts a new session."))
+	case "/sessions":
+		list, err := c.oc.store.ListSessions(ctx, 20)
+		if err != nil {
+			c.say("%s", c.style.Err(fmt.Sprintf("list sessions: %v", err)))
+			return false
+		}
+		if len(list) == 0 {
+			c.say("No sessions yet.")
+		}
+		for _, s := range list {
+			mark := " "
+			if c.cur != nil && c.cur.ID == s.ID {
+				mark = "*"
+			}
+			c.say("%s %s  %s  %-4s %s", mark, s.ID, s.UpdatedAt.Local().Format(time.DateTime), s.Source, console.Printable(oneLine(s.Title)))
+		}
+	case "/switch":
+		if arg == "" {
+			c.say("Usage: /switch ID (see /sessions)")
+			return false
+		}
+		s, err := c.oc.session(ctx, arg)
+		if err != nil {
+			c.say("%s", c.style.Err(err.Error()))
+			return false
+		}
+		c.cur = &s
+		c.say("%s", c.style.Dim("Now in session "+s.ID+": "+console.Printable(oneLine(s.Title))))
+	default:
+		c.say("Unknown command %s; /help lists them.", console.Printable(authz.Clip(name, 64)))
+	}
+	return false
+}
+
+// turnOutcome is how ProcessUserTurn returned.
+type turnOutcome struct {
+	res runtime.TurnResult
+	err error
+}
+
+// send runs one turn with text, showing its progress, asking its
+// approvals and cancelling it on Ctrl-C.
+func (c *chat) send(ctx context.Context, text string) {
+	if c.cur == nil {
+		s, err := c.oc.newSession(ctx, text, "chat")
+		if err != nil {
+			c.say("%s", c.style.Err(err.Error()))
+			return
+		}
+		c.cur = &s
+		c.say("%s", c.style.Dim("New session "+s.ID))
+	}
+	s := *c.cur
+	for stale := true; stale; { // a Ctrl-C from before this turn is not for it
+		select {
+		case <-c.sigs:
+		default:
+			stale = false
+		}
+	}
+	reqID := "cli_turn_" + rand.Text()
+	sub := c.oc.bus.Subscribe(events.TurnEnd, events.TextProgress, events.ToolStart, events.ToolEnd, events.QuestionAsked)
+	defer sub.Close()
+	turnCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan turnOutcome, 1)
+	go func() {
+		res, err := c.oc.turn(turnCtx, s, text, reqID)
+		done <- turnOutcome{res, err}
+	}()
+
+	v := &turnView{chat: c, sid: s.ID, reqID: reqID, cancel: cancel}
+	var out turnOutcome
+wait:
+	for {
+		select {
+		case out = <-done:
+			break wait
+		case e := <-sub.C():
+			v.show(e)
+		case <-c.sigs:
+			v.interrupt()
+		}
+	}
+	if v.cancelled {
+		select {
+		case <-c.sigs: // Ctrl-C again as the cancelled turn ended
+			v.quit = true
+		default:
+		}
+	}
+	// turn.end was published before ProcessUserTurn returned: whatever the
+	// turn said is already in the subscription.
+	for drained := false; !drained; {
+		select {
+		case e := <-sub.C():
+			v.show(e)
+		default:
+			drained = true
+		}
+	}
+	v.end(out)
+}
+
+// turnView shows one turn as it happens.
+type turnView struct {
+	*chat
+	sid, reqID string
+	cancel     context.CancelFunc
+	streamed   bool // reply text was shown
+	midLine    bool // the cursor is not at the start of a line
+	cancelled  bool // the owner pressed Ctrl-C
+}
+
+func (v *turnView) newline() {
+	if v.midLine {
+		fmt.Fprintln(v.out)
+		v.midLine = false
+	}
+}
+
+// interrupt cancels the turn; a second Ctrl-C in the same turn also
+// leaves the chat once the turn has stopped.
+func (v *turnView) interrupt() {
+	v.newline()
+	if v.cancelled {
+		v.quit = true
+		v.say("%s", v.style.Warn("^C again: leaving once the turn has stopped…"))
+	} else {
+		v.cancelled = true
+		v.say("%s", v.style.Warn("^C: cancelling the turn…"))
+	}
+	v.cancel()
+}
+
+func (v *turnView) show(e events.Event) {
+	if e.SessionID != v.sid {
+		return
+	}
+	switch d := e.Data.(type) {
+	case events.TextData:
+		if d.RequestID != v.reqID || d.Text == "" {
+			return
+		}
+		text := console.Printable(d.Text)
+		fmt.Fprint(v.out, text)
+		v.streamed = true
+		v.midLine = !strings.HasSuffix(text, "\n")
+	case events.ToolStartData:
+		if d.RequestID != v.reqID {
+			return
+		}
+		v.newline()
+		v.say("%s", v.style.Dim("-> "+console.Printable(d.Tool)))
+	case events.ToolEndData:
+		if d.RequestID != v.reqID {
+			return
+		}
+		outcome := "ok"
+		switch {
+		case d.Denied:
+			outcome = "denied (" + d.ReasonCode + ")"
+		case d.IsError:
+			outcome = "failed"
+		}
+		v.newline()
+		v.say("%s", v.style.Dim("<- "+console.Printable(d.Tool)+" "+outcome))
+	case events.QuestionData:
+		v.newline()
+		v.ask(d.QuestionID)
+	}
+}
+
+// ask answers one question of the turn at the terminal. Ctrl-C there
+// cancels the turn; the end of input denies and then leaves.
+func (v *turnView) ask(id string) {
+	q, ok := v.oc.qs.Get(id)
+	if !ok {
+		return // already resolved
+	}
+	if q.Kind != questions.KindApproval {
+		v.say("%s", v.style.Warn("? "+console.Printable(q.Prompt)))
+		line, err := v.in.ReadLine(v.style.Bold("answer> "))
+		v.afterRead(err)
+		if err == nil {
+			v.oc.qs.Resolve(id, questions.Answer{Value: line})
+		} else {
+			v.oc.qs.Resolve(id, questions.Answer{Status: questions.StatusDeclined})
+		}
+		return
+	}
+	toolName, _ := q.Data[gate.DataTool].(string)
+	capab, _ := q.Data[gate.DataCapability].(string)
+	args, _ := q.Data[gate.DataArguments].(string)
+	audit := OwnerApprovalPayload{SessionID: v.sid, Tool: toolName, Capability: capab}
+	if v.standing[v.sid][toolName] {
+		if v.oc.qs.Resolve(id, questions.Answer{Value: "allow"}) {
+			audit.Decision, audit.Standing = DecisionAllowSession, true
+			v.oc.audit(AuditOwnerApproval, v.sid, audit)
+			v.say("%s", v.style.Dim("(allowed for this session: "+console.Printable(toolName)+")"))
+		}
+		return
+	}
+	v.say("%s", v.style.Warn(fmt.Sprintf("? %s wants to run (%s):", console.Printable(toolName), console.Printable(capab))))
+	for _, l := range console.FoldArgs(args, argWidth) {
+		v.say("    %s", l)
+	}
+	for audit.Decision == "" {
+		line, err := v.in.ReadLine(v.style.Warn("allow? [o]nce, for this [s]ession, [d]eny: "))
+		if v.afterRead(err) {
+			audit.Decision = DecisionDeny
+			break
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "o", "once", "y", "yes", "allow":
+			audit.Decision = DecisionAllowOnce
+		case "s", "session":
+			audit.Decision = DecisionAllowSession
+		case "d", "deny", "n", "no":
+			audit.Decision = DecisionDeny
+		default:
+			v.say("Answer o (allow once), s (allow for this session) or d (deny).")
+		}
+	}
+	value := "allow"
+	if audit.Decision == DecisionDeny {
+		value = "deny"
+	}
+	if !v.oc.qs.Resolve(id, questions.Answer{Value: value}) {
+		v.say("%s", v.style.Dim("(that question had already ended)"))
+		return
+	}
+	if audit.Decision == DecisionAllowSession {
+		if v.standing[v.sid] == nil {
+			v.standing[v.sid] = map[string]bool{}
+		}
+		v.standing[v.sid][toolName] = true
+	}
+	v.oc.audit(AuditOwnerApproval, v.sid, audit)
+}
+
+// afterRead handles an interrupt or the end of input while a question is
+// asked and reports whether there is no answer.
+func (v *turnView) afterRead(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, console.ErrInterrupt):
+		v.interrupt()
+	default:
+		v.quit = true
+	}
+	return true
+}
+
+// end shows how the turn ended.
+func (v *turnView) end(out turnOutcome) {
+	v.newline()
+	switch {
+	case out.err != nil && v.cancelled:
+		v.say("%s", v.style.Warn("Cancelled. The session keeps your message; say what to do next."))
+	case errors.Is(out.err, sessions.ErrBusy):
+		v.say("%s", v.style.Err("This session is running another turn (in another process); wait for it, or /new."))
+	case out.err != nil:
+		v.say("%s", v.style.Err("The turn did not complete: "+console.Printable(oneLine(out.err.Error()))))
+	case out.res.Failed:
+		v.say("%s", v.style.Err(console.Printable(out.res.Text)))
+	case !v.streamed:
+		v.say("%s", console.Printable(out.res.Text))
+	}
+}

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/sessions"
+)
+
+// maxStdinPrompt bounds a prompt read from stdin.
+const maxStdinPrompt = 4 << 20
+
+type promptCmd struct {
+	Text    string `arg:"" name:"text" help:"What to say; - reads it from stdin."`
+	Session string `name:"session" help:"Continue this session (default: a new one)."`
+	JSON    bool   `name:"json" help:"Print the prompt_send payload {session_id,text,assistant_msg_id,failed} as JSON."`
+}
+
+// Run answers one prompt as the owner, non-interactively: a tool that needs
+// approval is denied at once unless an allow rule covers it. The reply (or
+// the payload) goes to stdout; a failed turn exits 1.
+func (c *promptCmd) Run(ctx context.Context, app *App) error {
+	text := c.Text
+	if text == "-" {
+		data, err := io.ReadAll(io.LimitReader(app.Stdin, maxStdinPrompt+1))
+		if err != nil {
+			return fmt.Errorf("read the prompt from stdin: %w", err)
+		}
+		if len(data) > maxStdinPrompt {
+			return usagef("the prompt on stdin is over %d bytes; shorten it", maxStdinPrompt)
+		}
+		text = string(data)
+	}
+	if err := validPrompt(text); err != nil {
+		return err
+	}
+	oc, err := openOwnerConsole(ctx, app, false)
+	if err != nil {
+		return err
+	}
+	defer oc.Close()
+
+	var s sessions.Session
+	if c.Session != "" {
+		s, err = oc.session(ctx, c.Session)
+	} else {
+		s, err = oc.newSession(ctx, text, "prompt")
+	}
+	if err != nil {
+		return err
+	}
+	res, err := oc.turn(ctx, s, text, "cli_turn_"+rand.Text())
+	if err != nil {
+		if errors.Is(err, sessions.ErrBusy) {
+			return fmt.Errorf("session %s is running another turn; wait for it, or cancel it where it runs", s.ID)
+		}
+		return fmt.Errorf("run the turn: %w", err)
+	}
+	if c.JSON {
+		out, err := contracts.EncodePayload(contracts.PromptSendResult{
+			SessionID: s.ID, Text: res.Text, AssistantMsgID: res.AssistantMessageID, Failed: res.Failed,
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(app.Stdout, out)
+	} else {
+		fmt.Fprintln(app.Stdout, res.Text)
+		if c.Session == "" {
+			fmt.Fprintf(app.Stderr, "session %s\n", s.ID)
+		}
+	}
+	if res.Failed {
+		return ExitError(ExitFailure)
+	}
+	return nil
+}
