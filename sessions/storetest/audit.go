@@ -283,7 +283,9 @@ func testAuditTamperInsert(t *testing.T, h *harness) {
 }
 
 func testAuditTamperSwap(t *testing.T, h *harness) {
-	tampered(t, h, 3, "does not follow", func(tm Tamperer, _ sessions.Store, _ []sessions.AuditRecord) error { return tm.SwapAudit(ctxT(t), 3, 5) })
+	tampered(t, h, 3, "does not follow", func(tm Tamperer, _ sessions.Store, _ []sessions.AuditRecord) error {
+		return tm.SwapAudit(ctxT(t), 3, 5)
+	})
 }
 
 // recompute rewrites the whole chain (record 3 edited first) the way an
