@@ -73,7 +73,8 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 			return report(app, checks)
 		}
 	}
-	st, err := openStore(ctx, app, cfg, dir)
+	// Without create: doctor never makes the audit key (the first mcp serve does).
+	st, err := openStoreKey(ctx, app, cfg, dir, false)
 	if err != nil {
 		add(check{name: "store", info: err.Error(), fix: "check store.url / OPENPROGRAM_DATABASE_URL and that the database is reachable"})
 		return report(app, checks)
@@ -85,7 +86,10 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 		add(check{name: "store", ok: true, info: storeKind(u) + ", reachable and migrated"})
 	}
 	checks = append(checks, postgresChecks(ctx, st)...)
-	if rep, err := st.VerifyAudit(ctx, nil); err != nil {
+	keyPath := tokenauth.KeyPath(dir)
+	if _, err := os.Lstat(keyPath); errors.Is(err, os.ErrNotExist) {
+		add(check{name: "audit log", warn: true, info: "not checked: " + keyPath + " does not exist yet (the first mcp serve creates it; hosts sharing one PostgreSQL copy it from the first host)"})
+	} else if rep, err := st.VerifyAudit(ctx, nil); err != nil {
 		add(check{name: "audit log", info: err.Error(), fix: "check the database"})
 	} else if !rep.OK {
 		add(check{name: "audit log", info: fmt.Sprintf("broken at record %d: %s", rep.FirstBadID, rep.Problem), fix: "the audit log was edited outside openprogram; keep a copy of the database for investigation"})

@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/openprogram/openprogram/sessions/postgres/pgtest"
+	"github.com/openprogram/openprogram/tokenauth"
 )
 
 // The scale harness (TestScale) starts N real `openprogram mcp serve`
@@ -129,7 +130,8 @@ func runScale(t *testing.T, bin, base string, bounced bool, n int) scaleResult {
 	// Migrate once up front, as an upgrade would, so the measurement is
 	// the servers' work and not n migrations queueing on one lock.
 	mctx, mcancel := context.WithTimeout(t.Context(), time.Minute)
-	if err := migrateOnce(mctx, t, bin, serverURL); err != nil {
+	keyFile, err := migrateOnce(mctx, t, bin, serverURL)
+	if err != nil {
 		mcancel()
 		t.Fatalf("migrate the scale schema: %v", err)
 	}
@@ -189,6 +191,9 @@ func runScale(t *testing.T, bin, base string, bounced bool, n int) scaleResult {
 	answered := make(chan struct{}, n)
 	for i := range n {
 		st := newState(t, filepath.Join(root, strconv.Itoa(i)), script)
+		if err := shareKey(keyFile, st.dir); err != nil {
+			t.Fatalf("share the audit key: %v", err)
+		}
 		wg.Go(func() {
 			p, err := startServer(bin, st, serverURL)
 			if err != nil {
@@ -252,17 +257,28 @@ func runScale(t *testing.T, bin, base string, bounced bool, n int) scaleResult {
 	return res
 }
 
-// migrateOnce runs `openprogram sessions list` once against url, which
-// opens (and so migrates) the store.
-func migrateOnce(ctx context.Context, t *testing.T, bin, url string) error {
+// migrateOnce runs `openprogram mcp serve` once against url with stdin
+// closed at once: it opens (and so migrates) the store, creates the audit
+// key and keys the empty log. It returns the key file's path: every server
+// of the harness gets a copy, as every host sharing one database must.
+func migrateOnce(ctx context.Context, t *testing.T, bin, url string) (string, error) {
 	st := newState(t, filepath.Join(t.TempDir(), "migrate"), tinyScript)
-	cmd := exec.CommandContext(ctx, bin, "sessions", "list")
+	cmd := exec.CommandContext(ctx, bin, "mcp", "serve")
 	cmd.Env = append(st.env(), "OPENPROGRAM_DATABASE_URL="+url)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%w: %s", err, out)
+		return "", fmt.Errorf("%w: %s", err, out)
 	}
-	return nil
+	return tokenauth.KeyPath(st.dir), nil
+}
+
+// shareKey copies the audit key file at from into the state directory dir.
+func shareKey(from, dir string) error {
+	key, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(tokenauth.KeyPath(dir), key, 0o600)
 }
 
 // scaleProc is one server of the harness.
