@@ -17,6 +17,7 @@ import (
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/postgres"
 	"github.com/openprogram/openprogram/sessions/postgres/pgtest"
+	"github.com/openprogram/openprogram/sessions/storetest"
 )
 
 // A plain URL gets the pool defaults for many processes; the URL's own
@@ -136,7 +137,7 @@ func TestThroughPgBouncer(t *testing.T) {
 	ctx := t.Context()
 	var stores []*postgres.Store
 	for range 3 {
-		st, err := postgres.Open(ctx, bouncedURL)
+		st, err := postgres.OpenWith(ctx, bouncedURL, &sessions.Options{AuditKey: storetest.Key})
 		if err != nil {
 			t.Fatalf("Open through PgBouncer: %v\npgbouncer:\n%s", err, bouncer.Log())
 		}

@@ -65,12 +65,17 @@ func testNULWritesRefused(t *testing.T, h *harness) {
 		t.Errorf("after refused appends MemoryStatus = %+v, %v; want no sources", st, err)
 	}
 
+	// A keyed store may already hold its audit.keyed record.
+	before, err := s.TailAudit(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range []sessions.NewAuditRecord{{Type: nul, Origin: "o"}, {Type: "t", Origin: nul}, {Type: "t", Origin: "o", SessionID: nul}} {
 		_, err := s.AppendAudit(ctx, r)
 		wantInvalidText(t, "AppendAudit", err)
 	}
-	if recs, err := s.TailAudit(ctx, 10); err != nil || len(recs) != 0 {
-		t.Errorf("after refused audit appends TailAudit = %d records, %v; want none", len(recs), err)
+	if recs, err := s.TailAudit(ctx, 10); err != nil || len(recs) != len(before) {
+		t.Errorf("after refused audit appends TailAudit = %d records, %v; want the %d from before", len(recs), err, len(before))
 	}
 }
 
