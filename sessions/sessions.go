@@ -110,7 +110,8 @@ type Store interface {
 	Promote(ctx context.Context, sourceID int64, baseRevision int64) (TrustedPage, error)
 	// SearchMemory runs a ranked full-text search over sources and trusted
 	// pages whose path starts with pathPrefix, best first, at most topK hits.
-	// query is plain words, never query syntax.
+	// query is plain words, never query syntax. Equal scores put trusted
+	// pages before sources, then the lower source id first.
 	SearchMemory(ctx context.Context, query string, topK int, pathPrefix string) ([]MemoryHit, error)
 	// GrepMemory returns the lines containing substring, at most limit hits,
 	// in path order (trusted layer before sources on the same path).

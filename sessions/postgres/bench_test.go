@@ -260,6 +260,7 @@ func BenchmarkSearch100k(b *testing.B) {
 	for _, q := range []struct{ name, query string }{
 		{"rare", word(3000)},
 		{"common", word(40)},
+		{"every_source", word(0)},
 		{"two_words", word(40) + " " + word(200)},
 	} {
 		b.Run(q.name, func(b *testing.B) {

@@ -213,7 +213,7 @@ func (s *Store) SearchMemory(ctx context.Context, query string, topK int, pathPr
 				FROM memory_sources s, q WHERE s.search @@ q.q AND s.path LIKE $1 ESCAPE '\'
 			)
 			SELECT layer, path, source_id, score, content FROM hits
-			ORDER BY score DESC, layer DESC, path, source_id DESC
+			ORDER BY score DESC, layer = 'trusted' DESC, source_id
 			LIMIT $2`, args...)
 		if err != nil {
 			return err

@@ -267,6 +267,7 @@ func BenchmarkSearch100k(b *testing.B) {
 		{"terms=2", vocab[40] + " " + vocab[60], ""},
 		{"prefix", vocab[300], "notes/01"},
 		{"common-term", vocab[2], ""},
+		{"every-source", vocab[0], ""},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			for b.Loop() {

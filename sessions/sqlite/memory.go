@@ -166,15 +166,17 @@ func (s *Store) SearchMemory(ctx context.Context, query string, topK int, pathPr
 			{sessions.LayerSource, "memory_sources_fts", "memory_sources", "d.id"},
 		} {
 			// Rank inside FTS5 first and join only the top k, unless the
-			// path filter has to see every match.
-			q := `SELECT d.path, ` + layer.idCol + `, d.content, t.score FROM (
-					SELECT rowid AS rid, -rank AS score FROM ` + layer.fts + ` WHERE ` + layer.fts + ` MATCH ? ORDER BY rank LIMIT ?
-				) t JOIN ` + layer.table + ` d ON d.id = t.rid ORDER BY t.score DESC`
+			// path filter has to see every match or (trusted pages) the
+			// tie-break needs the joined source id. A source's rowid is
+			// its id, so ties are cut by id inside FTS5 too.
+			q := `SELECT d.path, d.id, d.content, t.score FROM (
+					SELECT rowid AS rid, -rank AS score FROM ` + layer.fts + ` WHERE ` + layer.fts + ` MATCH ? ORDER BY rank, rowid LIMIT ?
+				) t JOIN ` + layer.table + ` d ON d.id = t.rid ORDER BY t.score DESC, d.id`
 			args := []any{match, topK}
-			if pathPrefix != "" {
+			if pathPrefix != "" || layer.name == sessions.LayerTrusted {
 				q = `SELECT d.path, ` + layer.idCol + `, d.content, -f.rank FROM ` + layer.fts + ` f
 					JOIN ` + layer.table + ` d ON d.id = f.rowid
-					WHERE ` + layer.fts + ` MATCH ? AND ` + cond + ` ORDER BY f.rank LIMIT ?`
+					WHERE ` + layer.fts + ` MATCH ? AND ` + cond + ` ORDER BY f.rank, ` + layer.idCol + ` LIMIT ?`
 				args = append(append([]any{match}, condArgs...), topK)
 			}
 			rows, err := tx.QueryContext(ctx, q, args...)
@@ -200,11 +202,24 @@ func (s *Store) SearchMemory(ctx context.Context, query string, topK int, pathPr
 	if err != nil {
 		return nil, fmt.Errorf("search memory for %q: %w", query, err)
 	}
-	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
+	sort.Slice(hits, func(i, j int) bool { return hitBefore(hits[i], hits[j]) })
 	if len(hits) > topK {
 		hits = hits[:topK]
 	}
 	return hits, nil
+}
+
+// hitBefore orders search hits best first; equal scores put trusted pages
+// before sources, then the lower source id first, as the PostgreSQL
+// backend's ORDER BY does.
+func hitBefore(a, b sessions.MemoryHit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	if a.Layer != b.Layer {
+		return a.Layer == sessions.LayerTrusted
+	}
+	return a.SourceID < b.SourceID
 }
 
 func isASCII(s string) bool {

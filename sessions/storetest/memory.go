@@ -23,6 +23,7 @@ var memoryTests = []test{
 	{"SearchTermsAndCase", testSearchTerms},
 	{"SearchPrefix", testSearchPrefix},
 	{"SearchTrustedLayer", testSearchTrusted},
+	{"SearchTieOrder", testSearchTies},
 	{"SearchHostileQueries", testSearchHostile},
 	{"Grep", testGrep},
 	{"GrepPrefixAndLimit", testGrepPrefixLimit},
@@ -337,6 +338,44 @@ func testSearchTrusted(t *testing.T, h *harness) {
 	}
 	if got[sessions.LayerTrusted].SourceID != src.ID {
 		t.Errorf("trusted hit SourceID = %d, want the promoted source %d", got[sessions.LayerTrusted].SourceID, src.ID)
+	}
+}
+
+// testSearchTies pins the order of equal scores, the same on every
+// backend: trusted pages before sources, then source id ascending (oldest
+// first), also where topK cuts through the ties and under a path prefix.
+func testSearchTies(t *testing.T, h *harness) {
+	s := h.store(t)
+	ctx := ctxT(t)
+	b := appendSource(t, s, "sea/b.md", "walrus tusk")
+	a := appendSource(t, s, "sea/a.md", "walrus tusk")
+	c := appendSource(t, s, "sea/c.md", "walrus tusk")
+	if _, err := s.Promote(ctx, a.ID, -1); err != nil {
+		t.Fatal(err)
+	}
+	type hit struct {
+		Layer string
+		ID    int64
+	}
+	all := []hit{{sessions.LayerTrusted, a.ID}, {sessions.LayerSource, b.ID}, {sessions.LayerSource, a.ID}, {sessions.LayerSource, c.ID}}
+	for _, tc := range []struct {
+		topK   int
+		prefix string
+		want   []hit
+	}{
+		{10, "", all},
+		{2, "", all[:2]},
+		{3, "sea/", all[:3]},
+		{1, "sea/", all[:1]},
+	} {
+		var got []hit
+		for _, h := range search(t, s, "walrus", tc.topK, tc.prefix) {
+			got = append(got, hit{h.Layer, h.SourceID})
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("SearchMemory(walrus, topK %d, prefix %q): ties trusted first, then by source id (-want +got):\n%s",
+				tc.topK, tc.prefix, diff)
+		}
 	}
 }
 
