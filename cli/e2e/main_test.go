@@ -16,6 +16,7 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
+	runFrameTeeIfAsked() // started as the server by an interop client: tee and exit
 	dir, err := os.MkdirTemp("", "openprogram-e2e-bin-")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: create the build directory: %v\n", err)

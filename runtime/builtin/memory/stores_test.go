@@ -5,28 +5,16 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/openprogram/openprogram/runtime/builtin/memory/memorytest"
 	"github.com/openprogram/openprogram/sessions"
-	"github.com/openprogram/openprogram/sessions/postgres"
-	"github.com/openprogram/openprogram/sessions/postgres/pgtest"
 	"github.com/openprogram/openprogram/sessions/sqlite"
 )
 
-type backend struct {
-	name string
-	open func(tb testing.TB) sessions.Store
-}
-
-var backends = []backend{
-	{"sqlite", openSQLite},
-	{"postgres", openPostgres},
-}
-
-// onBackends runs fn as a subtest against a fresh store of every backend.
-func onBackends(t *testing.T, fn func(t *testing.T, s sessions.Store)) {
-	t.Helper()
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { fn(t, b.open(t)) })
-	}
+// The memory tools on SQLite. The same suite runs on PostgreSQL in the cli
+// module (cli/memory_postgres_test.go), which depends on every backend: this
+// module stays free of the PostgreSQL driver.
+func TestMemoryToolsOnSQLite(t *testing.T) {
+	memorytest.Run(t, func(t *testing.T) sessions.Store { return openSQLite(t) })
 }
 
 func openSQLite(tb testing.TB) sessions.Store {
@@ -37,24 +25,4 @@ func openSQLite(tb testing.TB) sessions.Store {
 	}
 	tb.Cleanup(func() { st.Close() })
 	return st
-}
-
-func openPostgres(tb testing.TB) sessions.Store {
-	tb.Helper()
-	st, _ := openPostgresSchema(tb)
-	return st
-}
-
-// openPostgresSchema opens a store in a fresh schema and returns the
-// schema's name too.
-func openPostgresSchema(tb testing.TB) (sessions.Store, string) {
-	tb.Helper()
-	base := pgtest.BaseURL(tb)
-	schema := pgtest.Schema(tb, base, "op_rt_test")
-	st, err := postgres.Open(context.Background(), pgtest.WithParams(base, map[string]string{"search_path": schema}))
-	if err != nil {
-		tb.Fatalf("postgres.Open: %v", err)
-	}
-	tb.Cleanup(func() { st.Close() })
-	return st, schema
 }
