@@ -170,6 +170,18 @@ func (r *rawLines) next(id string) frame {
 func TestClosedStdout(t *testing.T) {
 	t.Parallel()
 	in := newInstall(t, sqliteBackend)
+	// An existing session: a new one whose first turn is cancelled before
+	// its commit is removed again (no orphan session), so it would not be
+	// there for the second process below.
+	in.script(say("first"))
+	c0 := in.serve(nil)
+	first, err := c0.c.PromptSend(ctxFor(t), contracts.PromptSendArgs{Prompt: "make the session"})
+	if err != nil || first.Failed {
+		t.Fatalf("first prompt_send = %+v, %v", first, err)
+	}
+	c0.close()
+	sid := first.SessionID
+
 	in.script(slowly(40, 100*time.Millisecond))
 	c := in.start(envToken + "=" + in.token)
 	out := &rawLines{t: t, sc: bufio.NewScanner(c.stdout)}
@@ -183,30 +195,22 @@ func TestClosedStdout(t *testing.T) {
 	write(strings.TrimSuffix(initializeLine, "\n"))
 	out.next("1")
 	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	write(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"run until the client goes"}}}`)
-	// The session exists (and its lease is held) once the turn runs.
-	var sid string
-	deadline := time.Now().Add(testTimeout)
-	for n := 3; sid == "" && time.Now().Before(deadline); n++ {
-		id := fmt.Sprint(n)
-		write(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"sessions_list","arguments":{}}}`)
-		f := out.next(id)
-		var res struct {
-			Content []struct{ Text string } `json:"content"`
+	write(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"run until the client goes","session_id":"` + sid + `"},"_meta":{"progressToken":"p"}}}`)
+	// The turn runs (and holds the session's lease) once it reports progress.
+	for {
+		if !out.sc.Scan() {
+			t.Fatalf("stdout ended before the turn reported progress: %v", out.sc.Err())
 		}
-		var list []contracts.SessionSummary
-		if err := json.Unmarshal(f.m["result"], &res); err != nil || len(res.Content) != 1 ||
-			json.Unmarshal([]byte(res.Content[0].Text), &list) != nil {
-			t.Fatalf("sessions_list answer %s", f.raw)
+		f, err := parseFrame(out.sc.Bytes())
+		if err != nil {
+			t.Fatalf("stdout line %q is not JSON", out.sc.Bytes())
 		}
-		if len(list) == 1 {
-			sid = list[0].ID
-		} else {
-			time.Sleep(20 * time.Millisecond) // polling the server, bounded by deadline
+		if f.method() == "notifications/progress" {
+			break
 		}
-	}
-	if sid == "" {
-		t.Fatal("prompt_send created no session")
+		if f.isResponse() {
+			t.Fatalf("prompt_send answered before the client went: %s", f.raw)
+		}
 	}
 	if err := c.stdout.Close(); err != nil {
 		t.Fatal(err)
