@@ -595,10 +595,12 @@ type tapWriter struct {
 	err  error
 }
 
+// Write logs p before it writes it: once the server has read a request
+// (and perhaps answered it or reported progress for it), the request is in
+// the log, so a test never looks it up too early.
 func (tw *tapWriter) Write(p []byte) (int, error) {
-	n, err := tw.w.Write(p)
-	tw.log.add(p[:n])
-	return n, err
+	tw.log.add(p)
+	return tw.w.Write(p)
 }
 
 func (tw *tapWriter) Close() error {

@@ -64,11 +64,11 @@ const (
 	DefaultMaxConns = 4
 	// DefaultMaxConnIdleTime is how long a connection may sit idle unless
 	// the URL sets pool_max_conn_idle_time.
-	DefaultMaxConnIdleTime = 5 * time.Second
+	DefaultMaxConnIdleTime = time.Second
 	// DefaultHealthCheckPeriod is how often idle connections are checked
 	// (and closed when idle too long) unless the URL sets
 	// pool_health_check_period.
-	DefaultHealthCheckPeriod = time.Second
+	DefaultHealthCheckPeriod = 500 * time.Millisecond
 	// DefaultQueryExecMode is the pgx query execution mode unless the URL
 	// sets default_query_exec_mode. cache_describe uses unnamed prepared
 	// statements only, so it is correct both on a direct connection and
