@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -113,13 +112,10 @@ func (c *mcpTokenRotateCmd) Run(ctx context.Context, app *App) error {
 	if _, err := fmt.Fprintln(app.Stdout, token); err != nil {
 		return err
 	}
-	payload, err := json.Marshal(tokenRotatedPayload{OldClientID: oldID, NewClientID: tokenauth.Fingerprint(token)})
-	if err != nil {
-		return fmt.Errorf("encode the audit record: %w", err)
-	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if _, err := st.AppendAudit(actx, sessions.NewAuditRecord{Type: auditTokenRotated, Origin: "cli", Payload: payload}); err != nil {
+	payload := tokenRotatedPayload{OldClientID: oldID, NewClientID: tokenauth.Fingerprint(token)}
+	if _, err := sessions.AppendAuditPayload(actx, st, auditTokenRotated, "cli", "", payload); err != nil {
 		return fmt.Errorf("the token was rotated but its audit record failed: %w", err)
 	}
 	fmt.Fprintln(app.Stderr, "the old token no longer works; update every client that uses it:")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -208,16 +207,9 @@ func (c *ownerConsole) turn(ctx context.Context, s sessions.Session, text, reque
 // audit appends an audit record with origin the owner's speaker id; a
 // failure is logged, never fatal to the conversation.
 func (c *ownerConsole) audit(typ, sessionID string, payload any) {
-	data, err := json.Marshal(payload)
-	if err != nil {
-		c.log.Error("encode audit record", "type", typ, "error", err)
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := c.store.AppendAudit(ctx, sessions.NewAuditRecord{
-		Type: typ, Origin: c.req.Authority.SpeakerID, SessionID: sessionID, Payload: data,
-	}); err != nil {
+	if _, err := sessions.AppendAuditPayload(ctx, c.store, typ, c.req.Authority.SpeakerID, sessionID, payload); err != nil {
 		c.log.Warn("append audit record failed", "type", typ, "error", err)
 	}
 }

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/openprogram/openprogram/runtime/events"
@@ -67,19 +66,9 @@ func (s *Server) auditDenial(sessionID string, d events.ToolEndData) {
 // failure is logged. It runs detached from any request context: records of
 // cancellations are written after the request's context ended.
 func (s *Server) audit(typ, sessionID string, payload any) {
-	data, err := json.Marshal(payload)
-	if err != nil {
-		s.log.Error("encode audit record", "type", typ, "error", err)
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := s.store.AppendAudit(ctx, sessions.NewAuditRecord{
-		Type:      typ,
-		Origin:    s.authority.SpeakerID,
-		SessionID: sessionID,
-		Payload:   data,
-	}); err != nil {
+	if _, err := sessions.AppendAuditPayload(ctx, s.store, typ, s.authority.SpeakerID, sessionID, payload); err != nil {
 		s.log.Warn("append audit record failed", "type", typ, "error", err)
 	}
 }

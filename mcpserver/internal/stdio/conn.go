@@ -42,11 +42,12 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openprogram/openprogram/authz"
 )
 
 // Defaults for [Options].
@@ -721,7 +722,7 @@ func boundError(e *jsonrpc.Error) *jsonrpc.Error {
 	if msgLen > maxErrorMessageBytes {
 		keep := maxErrorMessageBytes
 		for {
-			out.Message = clipUTF8(e.Message, keep) + "..."
+			out.Message = authz.Clip(e.Message, keep) // marked with authz.ClipMarker
 			if msgLen = encodedLen(out.Message); msgLen <= maxErrorMessageBytes {
 				break
 			}
@@ -754,18 +755,6 @@ func encodedLen(s string) int {
 		return math.MaxInt
 	}
 	return len(b)
-}
-
-// clipUTF8 returns the longest prefix of s of at most n bytes that does not
-// end inside a UTF-8 sequence.
-func clipUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // parseID extracts a request id. It returns a nil id when there is none or
