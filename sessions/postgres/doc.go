@@ -53,12 +53,14 @@
 //
 // # Search
 //
-// Sources and trusted pages carry a generated tsvector column (the 'simple'
-// configuration: no stemming, no stop words) with a GIN index. A query is
-// split into plain words as in the SQLite backend; each whitespace-separated
-// chunk becomes a phraseto_tsquery parameter, so user text is never parsed
-// as query syntax, and hits are ranked by ts_rank. Grep narrows documents
-// with strpos in the database and picks lines in Go.
+// Memory search is the same for every backend (words, scores, order; see
+// the sessions README): the store keeps each source's and trusted page's
+// postings in memory_terms, whose primary key (layer, term, rank, id) a
+// search reads best first in batches and stops early, so a word in every
+// source costs as little as a rare one. Appends and promotions write the
+// postings in their transaction; migration 3 writes them for what was
+// stored and builds the key in one sorted pass. Grep narrows documents with
+// strpos in the database and picks lines in Go.
 //
 // # Many processes
 //

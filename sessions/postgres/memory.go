@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/internal/fulltext"
 	"github.com/openprogram/openprogram/sessions/internal/grep"
 )
 
@@ -79,6 +80,7 @@ func (s *Store) AppendSource(ctx context.Context, src sessions.NewSource, baseRe
 		return sessions.Source{}, fmt.Errorf("append memory source at %q: %w", src.Path, err)
 	}
 	out := sessions.Source{Path: src.Path, Content: src.Content, Authority: src.Authority}
+	terms, ranks := postings(src.Content)
 	err := s.tx(ctx, readWrite, func(tx pgx.Tx) error {
 		var pathRev int64
 		global, err := lockMemory(ctx, tx, `SELECT COALESCE((SELECT revision FROM memory_paths WHERE path = $1), 0)`,
@@ -102,10 +104,13 @@ func (s *Store) AppendSource(ctx context.Context, src sessions.NewSource, baseRe
 					updated_at = EXCLUDED.updated_at
 			), st AS (
 				UPDATE memory_state SET revision = $10, sources = sources + 1
+			), terms AS (
+				INSERT INTO memory_terms (layer, term, rank, id)
+				SELECT 1, u.term, u.rank, src.id FROM src, unnest($11::text[], $12::int4[]) AS u(term, rank)
 			)
 			SELECT id, created_at FROM src`,
 			src.Path, src.Content, a.SpeakerKind, a.SpeakerID, a.SpeakerDisplay, a.PrincipalID, a.Tier,
-			a.Interaction, a.Source, out.Revision).Scan(&out.ID, &out.CreatedAt)
+			a.Interaction, a.Source, out.Revision, terms, ranks).Scan(&out.ID, &out.CreatedAt)
 	})
 	if err != nil {
 		return sessions.Source{}, fmt.Errorf("append memory source at %q: %w", src.Path, err)
@@ -122,13 +127,14 @@ func (s *Store) Promote(ctx context.Context, sourceID int64, baseRevision int64)
 		var (
 			pathRev       int64
 			path, content *string
-			hadPage       bool
+			oldID         *int64
+			oldContent    *string
 		)
-		global, err := lockMemory(ctx, tx, `SELECT src.path, src.content, COALESCE(p.revision, 0),
-				EXISTS (SELECT 1 FROM memory_trusted t WHERE t.path = src.path)
+		global, err := lockMemory(ctx, tx, `SELECT src.path, src.content, COALESCE(p.revision, 0), t.source_id, t.content
 			FROM (SELECT 1) one
 			LEFT JOIN memory_sources src ON src.id = $1
-			LEFT JOIN memory_paths p ON p.path = src.path`, []any{sourceID}, &path, &content, &pathRev, &hadPage)
+			LEFT JOIN memory_paths p ON p.path = src.path
+			LEFT JOIN memory_trusted t ON t.path = src.path`, []any{sourceID}, &path, &content, &pathRev, &oldID, &oldContent)
 		if err != nil {
 			return err
 		}
@@ -140,7 +146,21 @@ func (s *Store) Promote(ctx context.Context, sourceID int64, baseRevision int64)
 		}
 		out.Path, out.Content, out.Revision = *path, *content, global+1
 		added := 1
-		if hadPage {
+		var terms []string
+		var ranks []int32
+		switch {
+		case oldID == nil:
+			terms, ranks = postings(out.Content)
+		case *oldID != sourceID:
+			// Its own statement first: the new postings may reuse keys.
+			oldTerms, _ := postings(*oldContent)
+			if _, err := tx.Exec(ctx, `DELETE FROM memory_terms WHERE layer = 0 AND id = $1 AND term = ANY($2)`,
+				*oldID, oldTerms); err != nil {
+				return err
+			}
+			terms, ranks = postings(out.Content)
+			added = 0
+		default: // the same source promoted again keeps its postings
 			added = 0
 		}
 		return tx.QueryRow(ctx, `WITH t AS (
@@ -153,8 +173,11 @@ func (s *Store) Promote(ctx context.Context, sourceID int64, baseRevision int64)
 				UPDATE memory_paths SET revision = $3, updated_at = now() WHERE path = $1
 			), st AS (
 				UPDATE memory_state SET revision = $3, trusted_pages = trusted_pages + $5
+			), terms AS (
+				INSERT INTO memory_terms (layer, term, rank, id)
+				SELECT 0, u.term, u.rank, $4 FROM unnest($6::text[], $7::int4[]) AS u(term, rank)
 			)
-			SELECT updated_at FROM t`, out.Path, out.Content, out.Revision, sourceID, added).Scan(&out.UpdatedAt)
+			SELECT updated_at FROM t`, out.Path, out.Content, out.Revision, sourceID, added, terms, ranks).Scan(&out.UpdatedAt)
 	})
 	if err != nil {
 		return sessions.TrustedPage{}, fmt.Errorf("promote memory source %d: %w", sourceID, err)
@@ -169,70 +192,176 @@ func likePrefix(prefix string) string {
 	return r.Replace(prefix) + "%"
 }
 
-// maxQueryWords bounds the word groups of one search, as in the SQLite
-// backend.
-const maxQueryWords = 32
+// postings returns the search postings of a document's text (package
+// fulltext) as the two arrays an unnest of them inserts.
+func postings(content string) ([]string, []int32) {
+	ps := fulltext.Index(content)
+	terms, ranks := make([]string, len(ps)), make([]int32, len(ps))
+	for i, p := range ps {
+		terms[i], ranks[i] = p.Term, p.Rank
+	}
+	return terms, ranks
+}
 
 // SearchMemory ranks the sources and trusted pages under pathPrefix that
-// match query, best first, and returns at most topK hits. The score is
-// ts_rank with normalisation 1 (term frequency damped by the log of the
-// document's length, close to the bm25 of the SQLite backend); it costs
-// half of ts_rank_cd, and ranking is what a query matching many sources
-// pays for, since a GIN index finds matches but cannot order them.
-// The query is split into plain words as in every backend (grep.Words):
-// each whitespace-separated chunk must occur as a phrase ("e-mail" finds
-// "e-mail" and "e mail"), and every chunk must occur. Each chunk goes to
-// phraseto_tsquery as a parameter, so no user text is ever tsquery syntax.
-// The GIN indexes on the generated tsvector columns find the candidates.
+// match query, best first, and returns at most topK hits, with package
+// fulltext over the memory_terms postings, read in one read-only
+// repeatable-read transaction.
 func (s *Store) SearchMemory(ctx context.Context, query string, topK int, pathPrefix string) ([]sessions.MemoryHit, error) {
 	if sessions.HasNUL(pathPrefix) {
 		return nil, nil
 	}
-	words := grep.Words(query, maxQueryWords)
-	if topK <= 0 || len(words) == 0 {
-		return nil, nil
-	}
-	args := []any{likePrefix(pathPrefix), topK}
-	var tsq strings.Builder
-	for i, g := range words {
-		if i > 0 {
-			tsq.WriteString(" && ")
-		}
-		args = append(args, strings.Join(g, " "))
-		fmt.Fprintf(&tsq, "phraseto_tsquery('simple', $%d)", len(args))
-	}
 	var out []sessions.MemoryHit
-	err := s.run(ctx, func(q querier) error {
-		out = out[:0]
-		rows, err := q.Query(ctx, `WITH q AS (SELECT `+tsq.String()+` AS q),
-			hits AS (
-				SELECT 'trusted' AS layer, t.path, t.source_id, ts_rank(t.search, q.q, 1) AS score, t.content
-				FROM memory_trusted t, q WHERE t.search @@ q.q AND t.path LIKE $1 ESCAPE '\'
-				UNION ALL
-				SELECT 'source', s.path, s.id, ts_rank(s.search, q.q, 1), s.content
-				FROM memory_sources s, q WHERE s.search @@ q.q AND s.path LIKE $1 ESCAPE '\'
-			)
-			SELECT layer, path, source_id, score, content FROM hits
-			ORDER BY score DESC, layer = 'trusted' DESC, source_id
-			LIMIT $2`, args...)
-		if err != nil {
-			return err
-		}
-		var h sessions.MemoryHit
-		var score float32
-		var content string
-		_, err = pgx.ForEachRow(rows, []any{&h.Layer, &h.Path, &h.SourceID, &score, &content}, func() error {
-			h.Score = float64(score)
-			h.Snippet = grep.Excerpt(content, words)
-			out = append(out, h)
-			return nil
-		})
+	err := s.tx(ctx, readOnly, func(tx pgx.Tx) error {
+		var err error
+		out, err = fulltext.Search(ctx, query, topK, postingReader{tx: tx, like: likePrefix(pathPrefix)})
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("search memory for %q: %w", query, err)
 	}
 	return out, nil
+}
+
+// postingReader reads memory_terms and the documents for fulltext.Search
+// within tx, keeping the documents whose path is LIKE like ("%": all).
+type postingReader struct {
+	tx   pgx.Tx
+	like string
+}
+
+// docTable returns a layer's document table and the column its postings'
+// ids name.
+func docTable(layer int) (table, id string) {
+	if layer == fulltext.LayerTrusted {
+		return "memory_trusted", "source_id"
+	}
+	return "memory_sources", "id"
+}
+
+// Postings implements [fulltext.Reader]: one statement for all requests,
+// a UNION ALL of one range scan of the primary key each (index-only once
+// vacuumed), joined with the documents only to apply a path prefix.
+func (r postingReader) Postings(ctx context.Context, layer int, reqs []fulltext.Request) ([][]fulltext.Entry, error) {
+	join, filter := "", ""
+	args := []any{layer}
+	if r.like != "%" {
+		table, id := docTable(layer)
+		join = ` JOIN ` + table + ` d ON d.` + id + ` = p.id`
+		filter = ` AND d.path LIKE $2 ESCAPE '\'`
+		args = append(args, r.like)
+	}
+	var q strings.Builder
+	for i, req := range reqs {
+		if i > 0 {
+			q.WriteString(" UNION ALL ")
+		}
+		n := len(args)
+		fmt.Fprintf(&q, `(SELECT %d AS req, p.rank, p.id FROM memory_terms p%s
+			WHERE p.layer = $1 AND p.term = $%d AND (p.rank, p.id) > ($%d, $%d)%s ORDER BY p.rank, p.id LIMIT $%d)`,
+			i, join, n+1, n+2, n+3, filter, n+4)
+		args = append(args, req.Term, req.After.Rank, req.After.ID, req.N)
+	}
+	// The order of a UNION ALL's rows is the plan's: say it.
+	rows, err := r.tx.Query(ctx, "SELECT req, rank, id FROM ("+q.String()+") u ORDER BY req, rank, id", args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]fulltext.Entry, len(reqs))
+	var i int
+	var e fulltext.Entry
+	_, err = pgx.ForEachRow(rows, []any{&i, &e.Rank, &e.ID}, func() error {
+		out[i] = append(out[i], e)
+		return nil
+	})
+	return out, err
+}
+
+// Documents implements [fulltext.Reader].
+func (r postingReader) Documents(ctx context.Context, layer int, ids []int64) ([]fulltext.Document, error) {
+	table, id := docTable(layer)
+	rows, err := r.tx.Query(ctx, `SELECT `+id+`, path, content FROM `+table+`
+		WHERE `+id+` = ANY($1) AND path LIKE $2 ESCAPE '\'`, ids, r.like)
+	if err != nil {
+		return nil, err
+	}
+	var d fulltext.Document
+	var out []fulltext.Document
+	_, err = pgx.ForEachRow(rows, []any{&d.ID, &d.Path, &d.Content}, func() error {
+		out = append(out, d)
+		return nil
+	})
+	return out, err
+}
+
+// ReindexMemory rewrites the memory search index from the stored sources
+// and trusted pages, in one transaction that holds the memory write lock:
+// for rows loaded around the store (a bulk import with plain SQL or COPY),
+// or to repair the index. It locks memory_terms against searches until it
+// commits (seconds for 100,000 sources).
+func (s *Store) ReindexMemory(ctx context.Context) error {
+	err := s.tx(ctx, readWrite, func(tx pgx.Tx) error {
+		for _, q := range []string{
+			"SELECT 1 FROM memory_state FOR UPDATE",
+			"TRUNCATE memory_terms",
+			"ALTER TABLE memory_terms DROP CONSTRAINT memory_terms_pkey",
+		} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return indexMemory(ctx, tx)
+	})
+	if err != nil {
+		return fmt.Errorf("reindex memory: %w", err)
+	}
+	return nil
+}
+
+// indexMemory writes the postings of every stored source and trusted page
+// with COPY and then builds memory_terms' primary key: the Go half of
+// migration 3, in its transaction.
+func indexMemory(ctx context.Context, tx pgx.Tx) error {
+	for _, layer := range []struct {
+		n     int16
+		query string
+	}{
+		{fulltext.LayerSource, `SELECT id, content FROM memory_sources WHERE id > $1 ORDER BY id LIMIT 1000`},
+		{fulltext.LayerTrusted, `SELECT source_id, content FROM memory_trusted WHERE source_id > $1 ORDER BY source_id LIMIT 1000`},
+	} {
+		for after := int64(-1); ; {
+			rows, err := tx.Query(ctx, layer.query, after)
+			if err != nil {
+				return fmt.Errorf("index memory: %w", err)
+			}
+			var batch [][]any
+			var id int64
+			var content string
+			docs := 0
+			_, err = pgx.ForEachRow(rows, []any{&id, &content}, func() error {
+				docs++
+				after = id
+				for _, p := range fulltext.Index(content) {
+					batch = append(batch, []any{layer.n, p.Term, p.Rank, id})
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("index memory: %w", err)
+			}
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"memory_terms"}, []string{"layer", "term", "rank", "id"},
+				pgx.CopyFromRows(batch)); err != nil {
+				return fmt.Errorf("index memory: write postings: %w", err)
+			}
+			if docs < 1000 {
+				break
+			}
+		}
+	}
+	if _, err := tx.Exec(ctx, `ALTER TABLE memory_terms ADD CONSTRAINT memory_terms_pkey PRIMARY KEY (layer, term, rank, id)`); err != nil {
+		return fmt.Errorf("index memory: build the index: %w", err)
+	}
+	return nil
 }
 
 // isASCII reports whether s is all ASCII.

@@ -59,6 +59,13 @@ func migrations() []migration {
 // allMigrations are the embedded migrations, parsed once.
 var allMigrations = migrations()
 
+// migrationSteps are the Go halves of migrations, run right after the
+// version's SQL in the same transaction: work SQL cannot do, such as
+// writing the search postings (package fulltext) of the rows stored.
+var migrationSteps = map[int]func(ctx context.Context, tx pgx.Tx) error{
+	3: indexMemory,
+}
+
 // minServerVersion is PostgreSQL 12 (server_version_num), the first with
 // generated columns.
 const minServerVersion = 120000
@@ -71,7 +78,7 @@ const migrationTable = "openprogram_schema_migrations"
 // ourTables are the tables migrations create; finding one of them in a
 // schema without migrationTable means the schema belongs to someone else.
 var ourTables = []string{"sessions", "messages", "turn_leases", "memory_state", "memory_paths",
-	"memory_sources", "memory_trusted", "audit_records", "audit_head"}
+	"memory_sources", "memory_trusted", "memory_terms", "audit_records", "audit_head"}
 
 // migrate brings the schema up to the newest embedded migration in one
 // transaction, under a transaction-scoped advisory lock keyed by the
@@ -137,6 +144,11 @@ func (s *Store) migrate(ctx context.Context) (fresh bool, err error) {
 		for _, m := range all[current:] {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("migrate: apply %s: %w", m.name, err)
+			}
+			if step := migrationSteps[m.version]; step != nil {
+				if err := step(ctx, tx); err != nil {
+					return fmt.Errorf("migrate: apply %s: %w", m.name, err)
+				}
 			}
 			if _, err := tx.Exec(ctx, "INSERT INTO "+migrationTable+" (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
 				return fmt.Errorf("migrate: record %s: %w", m.name, err)

@@ -10,4 +10,10 @@
 //	st, err := sessions.Open(ctx, "sqlite:"+filepath.Join(stateDir, sqlite.DefaultFileName))
 //
 // or call [Open] directly for the concrete [*Store].
+//
+// Memory search is the same for every backend (words, scores, order; see
+// the sessions README): memory_terms, a WITHOUT ROWID table keyed by
+// (layer, term, rank, id), holds each document's postings, and a search
+// reads them best first and stops early. Migration 3 replaced the FTS5
+// tables with it and wrote the postings of what was stored.
 package sqlite

@@ -8,7 +8,7 @@ import (
 	"github.com/openprogram/openprogram/sessions"
 )
 
-// FuzzSearchQuery: no user query is ever FTS5 syntax, so none can fail.
+// FuzzSearchQuery: no user query is ever syntax, so none can fail.
 func FuzzSearchQuery(f *testing.F) {
 	for _, q := range []string{
 		`"`, `NEAR(`, `alpha AND`, `OR`, `*`, `-alpha`, `^alpha`, `col:alpha`, `{alpha}`, `'; DROP TABLE x; --`,

@@ -5,16 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/internal/fulltext"
 	"github.com/openprogram/openprogram/sessions/internal/grep"
 )
-
-// maxQueryWords bounds the terms of one search.
-const maxQueryWords = 32
 
 // pathRange returns the SQL condition selecting paths that start with
 // prefix, as an index-friendly byte range, and its arguments.
@@ -85,11 +82,14 @@ func (s *Store) AppendSource(ctx context.Context, src sessions.NewSource, baseRe
 			return err
 		}
 		a := src.Authority
-		return tx.QueryRowContext(ctx, `INSERT INTO memory_sources (path, content, speaker_kind, speaker_id, speaker_display,
+		if err := tx.QueryRowContext(ctx, `INSERT INTO memory_sources (path, content, speaker_kind, speaker_id, speaker_display,
 				principal_id, authority_tier, interaction, source, revision, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 			src.Path, src.Content, a.SpeakerKind, a.SpeakerID, a.SpeakerDisplay, a.PrincipalID, a.Tier, a.Interaction, a.Source,
-			out.Revision, now).Scan(&out.ID)
+			out.Revision, now).Scan(&out.ID); err != nil {
+			return err
+		}
+		return writePostings(ctx, tx, fulltext.LayerSource, out.ID, src.Content)
 	})
 	if err != nil {
 		return sessions.Source{}, fmt.Errorf("append memory source %q: %w", src.Path, err)
@@ -112,17 +112,33 @@ func (s *Store) Promote(ctx context.Context, sourceID int64, baseRevision int64)
 		if err := checkBase(ctx, tx, page.Path, baseRevision); err != nil {
 			return err
 		}
-		if err := tx.QueryRowContext(ctx, `UPDATE memory_state SET revision = revision + 1,
-				trusted = trusted + NOT EXISTS (SELECT 1 FROM memory_trusted WHERE path = ?)
-			WHERE id = 1 RETURNING revision`, page.Path).Scan(&page.Revision); err != nil {
+		var old doc
+		err = tx.QueryRowContext(ctx, `SELECT source_id, content FROM memory_trusted WHERE path = ?`, page.Path).Scan(&old.id, &old.content)
+		hadPage := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO memory_trusted (path, content, revision, source_id, updated_at)
+		if err := tx.QueryRowContext(ctx, `UPDATE memory_state SET revision = revision + 1, trusted = trusted + ?
+			WHERE id = 1 RETURNING revision`, !hadPage).Scan(&page.Revision); err != nil {
+			return err
+		}
+		if _, err = tx.ExecContext(ctx, `INSERT INTO memory_trusted (path, content, revision, source_id, updated_at)
 			VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (path) DO UPDATE SET content = excluded.content, revision = excluded.revision,
 				source_id = excluded.source_id, updated_at = excluded.updated_at`,
-			page.Path, page.Content, page.Revision, sourceID, now)
-		return err
+			page.Path, page.Content, page.Revision, sourceID, now); err != nil {
+			return err
+		}
+		// The same source promoted again keeps its postings.
+		if hadPage && old.id == sourceID {
+			return nil
+		}
+		if hadPage {
+			if err := deletePostings(ctx, tx, fulltext.LayerTrusted, old.id, old.content); err != nil {
+				return err
+			}
+		}
+		return writePostings(ctx, tx, fulltext.LayerTrusted, sourceID, page.Content)
 	})
 	if err != nil {
 		return sessions.TrustedPage{}, fmt.Errorf("promote memory source %d: %w", sourceID, err)
@@ -131,95 +147,280 @@ func (s *Store) Promote(ctx context.Context, sourceID int64, baseRevision int64)
 	return page, nil
 }
 
-// ftsQuery turns plain words into an FTS5 query: each whitespace chunk a
-// quoted phrase, all phrases required. The words hold only letters, digits
-// and marks, so no user text is ever FTS5 syntax.
-func ftsQuery(words [][]string) string {
-	var b strings.Builder
-	for i, g := range words {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteByte('"')
-		b.WriteString(strings.Join(g, " "))
-		b.WriteByte('"')
-	}
-	return b.String()
-}
-
-// SearchMemory implements [sessions.Store] with FTS5 and bm25 over each
-// layer; Score is -bm25, so higher is better.
+// SearchMemory implements [sessions.Store] with package fulltext over the
+// memory_terms postings, read in one snapshot.
 func (s *Store) SearchMemory(ctx context.Context, query string, topK int, pathPrefix string) ([]sessions.MemoryHit, error) {
 	if sessions.HasNUL(pathPrefix) {
 		return nil, nil
 	}
-	words := grep.Words(query, maxQueryWords)
-	if len(words) == 0 || topK <= 0 {
-		return []sessions.MemoryHit{}, nil
-	}
-	match := ftsQuery(words)
 	cond, condArgs := pathRange("d.path", pathPrefix)
 	var hits []sessions.MemoryHit
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		for _, layer := range []struct{ name, fts, table, idCol string }{
-			{sessions.LayerTrusted, "memory_trusted_fts", "memory_trusted", "d.source_id"},
-			{sessions.LayerSource, "memory_sources_fts", "memory_sources", "d.id"},
-		} {
-			// Rank inside FTS5 first and join only the top k, unless the
-			// path filter has to see every match or (trusted pages) the
-			// tie-break needs the joined source id. A source's rowid is
-			// its id, so ties are cut by id inside FTS5 too.
-			q := `SELECT d.path, d.id, d.content, t.score FROM (
-					SELECT rowid AS rid, -rank AS score FROM ` + layer.fts + ` WHERE ` + layer.fts + ` MATCH ? ORDER BY rank, rowid LIMIT ?
-				) t JOIN ` + layer.table + ` d ON d.id = t.rid ORDER BY t.score DESC, d.id`
-			args := []any{match, topK}
-			if pathPrefix != "" || layer.name == sessions.LayerTrusted {
-				q = `SELECT d.path, ` + layer.idCol + `, d.content, -f.rank FROM ` + layer.fts + ` f
-					JOIN ` + layer.table + ` d ON d.id = f.rowid
-					WHERE ` + layer.fts + ` MATCH ? AND ` + cond + ` ORDER BY f.rank, ` + layer.idCol + ` LIMIT ?`
-				args = append(append([]any{match}, condArgs...), topK)
-			}
-			rows, err := tx.QueryContext(ctx, q, args...)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				h := sessions.MemoryHit{Layer: layer.name}
-				var content string
-				if err := rows.Scan(&h.Path, &h.SourceID, &content, &h.Score); err != nil {
-					rows.Close()
-					return err
-				}
-				h.Snippet = grep.Excerpt(content, words)
-				hits = append(hits, h)
-			}
-			if err := rows.Close(); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		hits, err = fulltext.Search(ctx, query, topK, postingReader{tx: tx, cond: cond, condArgs: condArgs})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("search memory for %q: %w", query, err)
 	}
-	sort.Slice(hits, func(i, j int) bool { return hitBefore(hits[i], hits[j]) })
-	if len(hits) > topK {
-		hits = hits[:topK]
-	}
 	return hits, nil
 }
 
-// hitBefore orders search hits best first; equal scores put trusted pages
-// before sources, then the lower source id first, as the PostgreSQL
-// backend's ORDER BY does.
-func hitBefore(a, b sessions.MemoryHit) bool {
-	if a.Score != b.Score {
-		return a.Score > b.Score
+// postingReader reads memory_terms and the documents for fulltext.Search
+// within tx, keeping the documents that satisfy cond (the path prefix, on
+// d.path; "1" for none).
+type postingReader struct {
+	tx       *sql.Tx
+	cond     string
+	condArgs []any
+}
+
+// docTable returns a layer's document table and the column its postings'
+// ids name.
+func docTable(layer int) (table, id string) {
+	if layer == fulltext.LayerTrusted {
+		return "memory_trusted", "source_id"
 	}
-	if a.Layer != b.Layer {
-		return a.Layer == sessions.LayerTrusted
+	return "memory_sources", "id"
+}
+
+// Postings implements [fulltext.Reader]: a range scan of the primary key
+// per request (in-process, so one statement each), joined with the
+// documents only to apply a path prefix.
+func (r postingReader) Postings(ctx context.Context, layer int, reqs []fulltext.Request) ([][]fulltext.Entry, error) {
+	q := `SELECT p.rank, p.id FROM memory_terms p
+		WHERE p.layer = ? AND p.term = ? AND (p.rank, p.id) > (?, ?) ORDER BY p.rank, p.id LIMIT ?`
+	if len(r.condArgs) > 0 {
+		table, id := docTable(layer)
+		q = `SELECT p.rank, p.id FROM memory_terms p JOIN ` + table + ` d ON d.` + id + ` = p.id
+			WHERE p.layer = ? AND p.term = ? AND (p.rank, p.id) > (?, ?) AND ` + r.cond + `
+			ORDER BY p.rank, p.id LIMIT ?`
 	}
-	return a.SourceID < b.SourceID
+	out := make([][]fulltext.Entry, len(reqs))
+	for i, req := range reqs {
+		args := append(append([]any{layer, req.Term, req.After.Rank, req.After.ID}, r.condArgs...), req.N)
+		rows, err := r.tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var e fulltext.Entry
+			if err := rows.Scan(&e.Rank, &e.ID); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[i] = append(out[i], e)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Documents implements [fulltext.Reader].
+func (r postingReader) Documents(ctx context.Context, layer int, ids []int64) ([]fulltext.Document, error) {
+	table, id := docTable(layer)
+	args := make([]any, 0, len(ids)+len(r.condArgs))
+	for _, v := range ids {
+		args = append(args, v)
+	}
+	rows, err := r.tx.QueryContext(ctx, `SELECT d.`+id+`, d.path, d.content FROM `+table+` d
+		WHERE d.`+id+` IN (`+strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")+`) AND `+r.cond,
+		append(args, r.condArgs...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []fulltext.Document
+	for rows.Next() {
+		var d fulltext.Document
+		if err := rows.Scan(&d.ID, &d.Path, &d.Content); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// postingBatch is how many postings one INSERT writes (four parameters
+// each, well under SQLite's limit of 32,766).
+const postingBatch = 250
+
+// postingWriter writes postings in multi-row INSERTs within tx, to
+// memory_terms unless table names another.
+type postingWriter struct {
+	ctx   context.Context
+	tx    *sql.Tx
+	table string
+	args  []any
+	full  *sql.Stmt // the INSERT of postingBatch rows, prepared once
+}
+
+// add queues the postings of a document's text under (layer, id).
+func (w *postingWriter) add(layer int, id int64, content string) error {
+	for _, p := range fulltext.Index(content) {
+		w.args = append(w.args, layer, p.Term, p.Rank, id)
+		if len(w.args) == 4*postingBatch {
+			if err := w.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flush writes the queued postings.
+func (w *postingWriter) flush() error {
+	if len(w.args) == 0 {
+		return nil
+	}
+	table := w.table
+	if table == "" {
+		table = "memory_terms"
+	}
+	q := "INSERT INTO " + table + " (layer, term, rank, id) VALUES " +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?),", len(w.args)/4), ",")
+	var err error
+	switch {
+	case len(w.args) < 4*postingBatch:
+		_, err = w.tx.ExecContext(w.ctx, q, w.args...)
+	case w.full == nil:
+		if w.full, err = w.tx.PrepareContext(w.ctx, q); err == nil {
+			_, err = w.full.ExecContext(w.ctx, w.args...)
+		}
+	default:
+		_, err = w.full.ExecContext(w.ctx, w.args...)
+	}
+	w.args = w.args[:0]
+	if err != nil {
+		return fmt.Errorf("write search postings: %w", err)
+	}
+	return nil
+}
+
+// close writes what is queued and releases the prepared statement.
+func (w *postingWriter) close() error {
+	err := w.flush()
+	if w.full != nil {
+		err = errors.Join(err, w.full.Close())
+	}
+	return err
+}
+
+// writePostings writes the postings of one document.
+func writePostings(ctx context.Context, tx *sql.Tx, layer int, id int64, content string) error {
+	w := postingWriter{ctx: ctx, tx: tx}
+	if err := w.add(layer, id, content); err != nil {
+		return errors.Join(err, w.close())
+	}
+	return w.close()
+}
+
+// deletePostings removes the postings of one document, found again from
+// its text.
+func deletePostings(ctx context.Context, tx *sql.Tx, layer int, id int64, content string) error {
+	ps := fulltext.Index(content)
+	for len(ps) > 0 {
+		chunk := ps[:min(len(ps), postingBatch)]
+		ps = ps[len(chunk):]
+		args := make([]any, 0, 4*len(chunk))
+		for _, p := range chunk {
+			args = append(args, layer, p.Term, p.Rank, id)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_terms WHERE (layer, term, rank, id) IN (VALUES `+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?),", len(chunk)), ",")+`)`, args...); err != nil {
+			return fmt.Errorf("remove search postings: %w", err)
+		}
+	}
+	return nil
+}
+
+// ReindexMemory rewrites the memory search index from the stored sources
+// and trusted pages, in one write transaction: for rows loaded around the
+// store (a bulk import with plain SQL), or to repair the index. Searches
+// see the old index until it commits.
+func (s *Store) ReindexMemory(ctx context.Context) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_terms`); err != nil {
+			return err
+		}
+		return indexMemory(ctx, tx)
+	})
+	if err != nil {
+		return fmt.Errorf("reindex memory: %w", err)
+	}
+	return nil
+}
+
+// indexMemory writes the postings of every stored source and trusted page:
+// the Go half of migration 3, in its transaction. The postings go to a
+// temporary table first and into memory_terms in key order, which builds
+// its b-tree in one pass (about three times faster than inserting each
+// document's postings where they belong).
+func indexMemory(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE memory_terms_load (layer INTEGER, term TEXT, rank INTEGER, id INTEGER)`); err != nil {
+		return fmt.Errorf("index memory: %w", err)
+	}
+	w := postingWriter{ctx: ctx, tx: tx, table: "temp.memory_terms_load"}
+	for _, layer := range []struct {
+		n     int
+		query string
+	}{
+		{fulltext.LayerSource, `SELECT id, content FROM memory_sources WHERE id > ? ORDER BY id LIMIT 1000`},
+		{fulltext.LayerTrusted, `SELECT source_id, content FROM memory_trusted WHERE source_id > ? ORDER BY source_id LIMIT 1000`},
+	} {
+		for after := int64(-1); ; {
+			docs, err := readDocs(ctx, tx, layer.query, after)
+			if err != nil {
+				return fmt.Errorf("index memory: %w", err)
+			}
+			for _, d := range docs {
+				if err := w.add(layer.n, d.id, d.content); err != nil {
+					return fmt.Errorf("index memory: %w", err)
+				}
+				after = d.id
+			}
+			if len(docs) < 1000 {
+				break
+			}
+		}
+	}
+	if err := w.close(); err != nil {
+		return fmt.Errorf("index memory: %w", err)
+	}
+	for _, q := range []string{
+		`INSERT INTO memory_terms (layer, term, rank, id)
+			SELECT layer, term, rank, id FROM temp.memory_terms_load ORDER BY layer, term, rank, id`,
+		`DROP TABLE temp.memory_terms_load`,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("index memory: %w", err)
+		}
+	}
+	return nil
+}
+
+type doc struct {
+	id      int64
+	content string
+}
+
+func readDocs(ctx context.Context, tx *sql.Tx, query string, after int64) ([]doc, error) {
+	rows, err := tx.QueryContext(ctx, query, after)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []doc
+	for rows.Next() {
+		var d doc
+		if err := rows.Scan(&d.id, &d.content); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
 }
 
 func isASCII(s string) bool {

@@ -490,6 +490,13 @@ func migrations() ([]migration, error) {
 	return out, nil
 }
 
+// migrationSteps are the Go halves of migrations, run right after the
+// version's SQL in the same transaction: work SQL cannot do, such as
+// writing the search postings (package fulltext) of the rows stored.
+var migrationSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	3: indexMemory,
+}
+
 // LatestSchemaVersion is the schema version this code writes.
 func LatestSchemaVersion() int {
 	ms, err := migrations()
@@ -568,6 +575,11 @@ func (s *Store) migrateTx(ctx context.Context) (int, error) {
 	for _, m := range ms[current:] {
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			return -1, fmt.Errorf("open sqlite store %s: migration %04d_%s: %w", s.path, m.version, m.name, err)
+		}
+		if step := migrationSteps[m.version]; step != nil {
+			if err := step(ctx, tx); err != nil {
+				return -1, fmt.Errorf("open sqlite store %s: migration %04d_%s: %w", s.path, m.version, m.name, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 			m.version, m.name, time.Now().UnixMicro()); err != nil {

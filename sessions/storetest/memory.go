@@ -25,6 +25,10 @@ var memoryTests = []test{
 	{"SearchTrustedLayer", testSearchTrusted},
 	{"SearchTieOrder", testSearchTies},
 	{"SearchHostileQueries", testSearchHostile},
+	{"SearchScore", testSearchScore},
+	{"SearchWords", testSearchWords},
+	{"SearchPromoteAgain", testSearchPromoteAgain},
+	{"SearchDeep", testSearchDeep},
 	{"Grep", testGrep},
 	{"GrepPrefixAndLimit", testGrepPrefixLimit},
 	{"Browse", testBrowse},
@@ -396,6 +400,118 @@ func testSearchHostile(t *testing.T, h *harness) {
 	}
 	if got := search(t, s, `NEAR(gamma)`, 5, ""); len(got) != 1 {
 		t.Errorf(`SearchMemory(NEAR(gamma)) = %d hits, want 1 (words, not syntax)`, len(got))
+	}
+}
+
+// testSearchScore pins the score itself, so that every backend ranks
+// with the same numbers: BM25's term-frequency weight against a reference
+// length of 100 words, 1 for a word once in such a document, summed over
+// the query's words.
+func testSearchScore(t *testing.T, h *harness) {
+	s := h.store(t)
+	appendSource(t, s, "dense", "zebra stripes zebra herd zebra")
+	appendSource(t, s, "plain", strings.TrimSpace(strings.Repeat("word ", 99))+" zebra")
+	got := map[string]float64{}
+	for _, hit := range search(t, s, "zebra", 10, "") {
+		got[hit.Path] = hit.Score
+	}
+	// 3 of 5 words: 22*100*3 / (10*100*3 + 3*100 + 9*5) = 1.9730; once in 100 words: 1.
+	if diff := cmp.Diff(map[string]float64{"dense": 1.973, "plain": 1}, got); diff != "" {
+		t.Errorf("SearchMemory(zebra) scores (-want +got):\n%s", diff)
+	}
+	// herd once in 5 words: 22*100 / (1000 + 300 + 45) = 1.6356.
+	hits := search(t, s, "zebra herd", 10, "")
+	if len(hits) != 1 || hits[0].Path != "dense" || hits[0].Score != 3.6086 {
+		t.Errorf("SearchMemory(zebra herd) = %+v, want dense alone with score 1.973 + 1.6356", hits)
+	}
+}
+
+// testSearchWords pins what a word is on every backend: case folds
+// (Unicode too), accents do not; a word longer than the index keeps
+// (64 bytes) matches only itself.
+func testSearchWords(t *testing.T, h *harness) {
+	s := h.store(t)
+	appendSource(t, s, "cafe", "CAFÉ au lait")
+	appendSource(t, s, "plain", "cafe noir")
+	long := strings.Repeat("x", 70)
+	appendSource(t, s, "long-a", "id "+long+"a")
+	appendSource(t, s, "long-b", "id "+long+"b")
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"café", []string{"cafe"}},
+		{"Cafe", []string{"plain"}},
+		{long + "A", []string{"long-a"}},
+		{long, nil},
+		{"caf", nil},
+	} {
+		got := hitPaths(search(t, s, tc.query, 10, ""))
+		if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("SearchMemory(%.20q) (-want +got):\n%s", tc.query, diff)
+		}
+	}
+}
+
+// testSearchPromoteAgain: promoting another source to a path replaces the
+// trusted page in search, and promoting the same source again changes
+// nothing.
+func testSearchPromoteAgain(t *testing.T, h *harness) {
+	s := h.store(t)
+	ctx := ctxT(t)
+	first := appendSource(t, s, "facts/color.md", "the door is vermilion")
+	second := appendSource(t, s, "facts/color.md", "the door is turquoise")
+	for _, id := range []int64{first.ID, second.ID, second.ID} {
+		if _, err := s.Promote(ctx, id, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	layers := func(query string) []string {
+		var out []string
+		for _, h := range search(t, s, query, 10, "") {
+			out = append(out, fmt.Sprintf("%s %d", h.Layer, h.SourceID))
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{fmt.Sprintf("source %d", first.ID)}, layers("vermilion")); diff != "" {
+		t.Errorf("SearchMemory(the replaced page's word) (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{fmt.Sprintf("trusted %d", second.ID), fmt.Sprintf("source %d", second.ID)}, layers("turquoise")); diff != "" {
+		t.Errorf("SearchMemory(the new page's word) (-want +got):\n%s", diff)
+	}
+	if st, err := s.MemoryStatus(ctx); err != nil || st.TrustedPages != 1 {
+		t.Errorf("MemoryStatus = %+v, %v; want 1 trusted page", st, err)
+	}
+}
+
+// testSearchDeep has more matches than one read of the index returns, with
+// the best ones written last and under a prefix, and two words whose best
+// documents differ: the order must still be exact.
+func testSearchDeep(t *testing.T, h *harness) {
+	s := h.store(t)
+	filler := strings.Repeat("filler ", 40)
+	var want []string
+	for i := range 60 {
+		appendSource(t, s, fmt.Sprintf("a/%02d", i), "gnu "+filler)
+	}
+	for i := range 5 {
+		p := fmt.Sprintf("b/%02d", i)
+		appendSource(t, s, p, strings.Repeat("gnu ", 5-i)+"yak "+strings.Repeat("yak ", i))
+		want = append(want, p)
+	}
+	if got := hitPaths(search(t, s, "gnu", 5, "")); !cmp.Equal(want, got) {
+		t.Errorf("SearchMemory(gnu, 5) = %v, want the denser documents written last %v", got, want)
+	}
+	if got := hitPaths(search(t, s, "gnu", 3, "b/")); !cmp.Equal(want[:3], got) {
+		t.Errorf("SearchMemory(gnu, 3, b/) = %v, want %v", got, want[:3])
+	}
+	// gnu and yak together: only b/, where the sum of both weights decides.
+	got := search(t, s, "yak gnu", 10, "")
+	if len(got) != 5 {
+		t.Fatalf("SearchMemory(yak gnu) = %v, want the 5 documents with both", hitPaths(got))
+	}
+	if got := search(t, s, "gnu", 100, ""); len(got) != 65 {
+		t.Errorf("SearchMemory(gnu, 100) = %d hits, want all 65", len(got))
 	}
 }
 

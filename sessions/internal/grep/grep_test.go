@@ -53,33 +53,3 @@ func TestSnippet(t *testing.T) {
 		t.Errorf("Snippet(short) changed it")
 	}
 }
-
-func TestWords(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		max  int
-		want [][]string
-	}{
-		{`hello world`, 10, [][]string{{"hello"}, {"world"}}},
-		{`"quoted" NEAR(a b) c++ e-mail`, 10, [][]string{{"quoted"}, {"NEAR", "a"}, {"b"}, {"c"}, {"e", "mail"}}},
-		{`* ^ - : ( ) " ' ; \ `, 10, nil},
-		{"naïve café 東京 x\u0301", 10, [][]string{{"naïve"}, {"café"}, {"東京"}, {"x\u0301"}}},
-		{"a b c d", 2, [][]string{{"a"}, {"b"}}},
-		{"\x00alpha\x00", 10, [][]string{{"alpha"}}},
-	} {
-		if diff := cmp.Diff(tc.want, Words(tc.in, tc.max)); diff != "" {
-			t.Errorf("Words(%q) (-want +got):\n%s", tc.in, diff)
-		}
-	}
-}
-
-func TestExcerpt(t *testing.T) {
-	text := strings.Repeat("filler ", 40) + "the Zebra\n\tgrazes " + strings.Repeat("more ", 40)
-	got := Excerpt(text, [][]string{{"zebra"}})
-	if !strings.Contains(got, "the Zebra grazes") || !strings.HasPrefix(got, "…") || !strings.HasSuffix(got, "…") {
-		t.Errorf("Excerpt = %q, want a one-line window around the match", got)
-	}
-	if got := Excerpt("short text", [][]string{{"absent"}}); got != "short text" {
-		t.Errorf("Excerpt(no match) = %q, want the start", got)
-	}
-}

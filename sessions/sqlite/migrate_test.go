@@ -1,0 +1,83 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/storetest"
+)
+
+var testAuthority = sessions.SourceAuthority{SpeakerKind: "owner", SpeakerID: "o", SpeakerDisplay: "Owner",
+	PrincipalID: "p", Tier: "owner", Interaction: "interactive", Source: "cli"}
+
+// TestMigration3IndexesStoredMemory opens a store written at schema
+// version 2 (FTS5 search) and checks that the upgrade writes the search
+// postings of what was stored (storetest.CheckUpgradedMemory).
+func TestMigration3IndexesStoredMemory(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), DefaultFileName)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	exec(fmt.Sprintf(`PRAGMA application_id = %d`, ApplicationID))
+	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`)
+	for _, m := range ms[:2] {
+		exec(m.sql)
+		exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, m.version, m.name)
+	}
+	for i, d := range storetest.UpgradeSources {
+		exec(`INSERT INTO memory_sources (path, content, speaker_kind, speaker_id, speaker_display, principal_id,
+			authority_tier, interaction, source, revision, created_at) VALUES (?, ?, 'owner', 'o', 'Owner', 'p', 'owner', 'interactive', 'cli', ?, 0)`,
+			d[0], d[1], i+1)
+	}
+	exec(`INSERT INTO memory_trusted (path, content, revision, source_id, updated_at) VALUES (?, ?, 4, 1, 0)`, storetest.UpgradeSources[0][0], storetest.UpgradeSources[0][1])
+	exec(`UPDATE memory_state SET revision = 4, sources = 3, trusted = 1`)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	storetest.CheckUpgradedMemory(t, openAt(t, path), openAt(t, filepath.Join(t.TempDir(), DefaultFileName)))
+}
+
+// TestReindexMemory: rows written around the store are found once
+// ReindexMemory has run, and reindexing an indexed store changes nothing.
+func TestReindexMemory(t *testing.T) {
+	ctx := context.Background()
+	st := openAt(t, filepath.Join(t.TempDir(), DefaultFileName))
+	if _, err := st.AppendSource(ctx, sessions.NewSource{Path: "notes/x", Content: "zebra crossing", Authority: testAuthority}, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.w.ExecContext(ctx, `INSERT INTO memory_sources (path, content, speaker_kind, speaker_id, speaker_display,
+		principal_id, authority_tier, interaction, source, revision, created_at)
+		VALUES ('notes/y', 'a zebra herd', 'owner', 'o', 'Owner', 'p', 'owner', 'interactive', 'cli', 2, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	before, err := st.SearchMemory(ctx, "zebra", 10, "")
+	if err != nil || len(before) != 1 {
+		t.Fatalf("SearchMemory before the reindex = %+v, %v; want only the appended source", before, err)
+	}
+	for range 2 {
+		if err := st.ReindexMemory(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.SearchMemory(ctx, "zebra", 10, "")
+		if err != nil || len(got) != 2 {
+			t.Errorf("SearchMemory after ReindexMemory = %+v, %v; want both sources once", got, err)
+		}
+	}
+}
