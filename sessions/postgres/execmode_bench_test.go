@@ -18,18 +18,19 @@ import (
 // selects it: cache_statement (named prepared statements, pgx's own
 // default), cache_describe (the store's default, see
 // postgres.DefaultQueryExecMode), describe_exec and exec. For each mode it
-// opens a store of its own on one schema seeded with 1,000 sessions of 20
-// messages each and times, as sub-benchmarks mode=<name>/<op>, two reads
-// and a write: GetSession of one session (get), ListSessions(100)
-// (list100) and AppendMessages of one user and one assistant message with
-// a head move, as in BenchmarkAppendTurn (append), on a session of the
-// mode's own. One call of each op runs before the
-// timing, so the pool's connection and the statement caches are warm; the
-// differences left are the round trips and server-side parsing each mode
-// implies.
+// opens a store of its own on a schema of its own, seeded with 1,000
+// sessions of 20 messages each, and times as sub-benchmarks
+// mode=<name>/<op> two reads and a write: GetSession of one session (get),
+// ListSessions(100) (list100), and AppendMessages of one user and one
+// assistant message with a head move on a fresh session, as in
+// BenchmarkAppendTurn (append). One call of each op runs before the
+// timing, so the pool's connection and the mode's statement cache are
+// warm: what differs is the round trips, the server-side parsing and
+// planning, and the result format (text when the mode does not know the
+// result types) that each mode implies.
 func BenchmarkExecMode(b *testing.B) {
 	const n, perSession = 1000, 20
-	_, db := seeded(b, "execmode", func(ctx context.Context, _ *postgres.Store, db *testDB) error {
+	seed := func(ctx context.Context, _ *postgres.Store, db *testDB) error {
 		base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 		err := copyRows(ctx, db, "sessions",
 			[]string{"id", "agent_id", "title", "source", "created_at", "updated_at", "archived"}, n,
@@ -57,19 +58,23 @@ func BenchmarkExecMode(b *testing.B) {
 				return []any{id(i), fmt.Sprintf("mcp_%032x", i/perSession), parent, role,
 					fmt.Sprintf("message %d with some ordinary text in it", i), base}
 			})
-	})
+	}
 	ctx := context.Background()
 	meta := []byte(`{"speaker_kind":"client","speaker_id":"mcp/abc","authority_tier":"paired"}`)
 	reply := strings.Repeat("You have three meetings. ", 20)
 	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec"} {
 		b.Run("mode="+mode, func(b *testing.B) {
+			// A schema of its own per mode: the appends of one mode leave
+			// dead index entries at the head of sessions_list_idx (their
+			// session is the most recently updated) and a longer messages
+			// table, which must not be charged to the modes after it.
+			_, db := seeded(b, "execmode_"+mode, seed)
 			st, err := postgres.Open(ctx, pgtest.WithParams(db.URL, map[string]string{"default_query_exec_mode": mode}))
 			if err != nil {
 				b.Fatalf("open the store with default_query_exec_mode=%s: %v", mode, err)
 			}
 			b.Cleanup(func() { st.Close() })
-			// A session of its own per opening (-count runs this again), so
-			// appends never race another mode's head.
+			// A fresh session for the appends.
 			sid := "exec_" + mode + "_" + randomSuffix()
 			if _, err := st.CreateSession(ctx, sessions.Session{ID: sid}); err != nil {
 				b.Fatal(err)
