@@ -30,3 +30,12 @@ func BenchmarkIndex(b *testing.B) {
 		Index(benchDoc)
 	}
 }
+
+// BenchmarkIndexAccented is BenchmarkIndex on a document whose words all
+// carry accents: each is folded through NFD and NFC.
+func BenchmarkIndexAccented(b *testing.B) {
+	doc := strings.ReplaceAll(strings.ReplaceAll(benchDoc, "w", "é"), "x", "ü")
+	for b.Loop() {
+		Index(doc)
+	}
+}

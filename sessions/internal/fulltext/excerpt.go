@@ -2,7 +2,6 @@ package fulltext
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -13,9 +12,7 @@ import (
 func Words(query string, maxGroups int) [][]string {
 	var groups [][]string
 	for _, chunk := range strings.Fields(query) {
-		words := strings.FieldsFunc(chunk, func(r rune) bool {
-			return !(unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || unicode.Is(unicode.Co, r))
-		})
+		words := strings.FieldsFunc(chunk, func(r rune) bool { return !isWord(r) })
 		if len(words) == 0 {
 			continue
 		}
@@ -30,22 +27,18 @@ func Words(query string, maxGroups int) [][]string {
 // excerptRadius is how much text an excerpt shows on each side of the first match, in bytes.
 const excerptRadius = 100
 
-// Excerpt returns the part of content around the first case-insensitive
-// occurrence of any of words, on one line with whitespace collapsed; the
-// start of content if none occurs.
-func Excerpt(content string, words [][]string) string {
-	lower := strings.ToLower(content)
-	at := -1
-	for _, g := range words {
-		for _, w := range g {
-			if i := strings.Index(lower, strings.ToLower(w)); i >= 0 && (at < 0 || i < at) {
-				at = i
-			}
+// excerpt returns the part of content around the first word that is one
+// of q's words (folded alike), on one line with whitespace collapsed; the
+// start of content if none is.
+func excerpt(content string, q Query) string {
+	at := 0
+	eachWord(content, func(w []byte, start int) bool {
+		if _, ok := q.words[string(w)]; ok {
+			at = start
+			return false
 		}
-	}
-	if at < 0 || len(lower) != len(content) { // case folding changed byte offsets: show the start
-		at = 0
-	}
+		return true
+	})
 	start, end := max(0, at-excerptRadius), min(len(content), at+excerptRadius)
 	for start > 0 && !utf8.RuneStart(content[start]) {
 		start--

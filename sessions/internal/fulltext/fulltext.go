@@ -5,8 +5,9 @@
 // # The index
 //
 // A document (a source or a trusted page) is split into words: runs of
-// letters, digits, marks and private-use characters, folded with
-// strings.ToLower. For every distinct word the index holds one posting
+// letters, digits, marks and private-use characters, folded ([fold]:
+// lower case, and Latin letters without their accents). For every
+// distinct word the index holds one posting
 // (term, rank, id): the word cut to [MaxTermBytes] as the term, and the
 // rank, the negated impact of the word on the document. The backends keep
 // the postings of each layer in a b-tree on (term, rank, id), so reading a
@@ -45,6 +46,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/openprogram/openprogram/sessions"
 )
@@ -99,10 +102,11 @@ var asciiWord = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// eachWord calls fn with every word of s, folded with strings.ToLower, in
-// order. The slice is reused: fn must copy what it keeps. ASCII words are
-// folded in place without allocating.
-func eachWord(s string, fn func(w []byte)) {
+// eachWord calls fn with every word of s, folded ([fold]), and the byte
+// offset where it starts, in order, until fn returns false. The slice is
+// reused: fn must copy what it keeps. ASCII words are folded in place
+// without allocating.
+func eachWord(s string, fn func(w []byte, start int) bool) {
 	var buf [2 * MaxTermBytes]byte
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
@@ -133,7 +137,7 @@ func eachWord(s string, fn func(w []byte)) {
 		}
 		w := s[start:i]
 		if !ascii {
-			w = strings.ToLower(w)
+			w = fold(w)
 		}
 		b := append(buf[:0], w...)
 		if ascii && upper {
@@ -143,8 +147,32 @@ func eachWord(s string, fn func(w []byte)) {
 				}
 			}
 		}
-		fn(b)
+		if !fn(b, start) {
+			return
+		}
 	}
+}
+
+// fold is how a word is compared: strings.ToLower, then, in canonical
+// decomposition (NFD), the nonspacing marks on Latin letters removed, and
+// the rest recomposed (NFC). So "Café" and "cafe" are one word, as are
+// "İstanbul" and "istanbul"; marks on other scripts stay (Japanese "が" is
+// not "か"). A word that is all ASCII is only lower-cased.
+func fold(w string) string {
+	w = strings.ToLower(w)
+	d := norm.NFD.String(w)
+	latin := false
+	stripped := strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Mn, r) {
+			if latin {
+				return -1
+			}
+			return r
+		}
+		latin = unicode.Is(unicode.Latin, r)
+		return r
+	}, d)
+	return norm.NFC.String(stripped)
 }
 
 // term returns the index term of a folded word: the word cut to
@@ -184,12 +212,13 @@ type Posting struct {
 func Index(content string) []Posting {
 	tf := map[string]int{}
 	length := 0
-	eachWord(content, func(w []byte) {
+	eachWord(content, func(w []byte, _ int) bool {
 		length++
 		if len(w) > MaxTermBytes {
 			w = []byte(term(string(w)))
 		}
 		tf[string(w)]++
+		return true
 	})
 	out := make([]Posting, 0, len(tf))
 	for t, n := range tf {
@@ -226,7 +255,7 @@ func Parse(query string) Query {
 	for _, g := range q.raw {
 		fg := make([]string, len(g))
 		for i, w := range g {
-			fg[i] = strings.ToLower(w)
+			fg[i] = fold(w)
 			if _, ok := q.words[fg[i]]; !ok {
 				q.words[fg[i]] = len(folded)
 				folded = append(folded, fg[i])
@@ -267,7 +296,7 @@ func (q Query) Score(content string) (int64, bool) {
 	found := make([]bool, len(q.groups))
 	tf := make([]int, len(q.terms))
 	length := 0
-	eachWord(content, func(w []byte) {
+	eachWord(content, func(w []byte, _ int) bool {
 		length++
 		i, ok := q.words[string(w)]
 		for g := range state {
@@ -283,6 +312,7 @@ func (q Query) Score(content string) (int64, bool) {
 		if ok {
 			tf[q.wordTerm[i]]++
 		}
+		return true
 	})
 	for g, ok := range found {
 		if !ok || len(q.groups[g]) > maxPhrase && !hasPhrase(words(content), q.groups[g]) {
@@ -299,7 +329,10 @@ func (q Query) Score(content string) (int64, bool) {
 // words returns the words of s, folded, in order.
 func words(s string) []string {
 	var out []string
-	eachWord(s, func(w []byte) { out = append(out, string(w)) })
+	eachWord(s, func(w []byte, _ int) bool {
+		out = append(out, string(w))
+		return true
+	})
 	return out
 }
 
@@ -592,7 +625,7 @@ func Search(ctx context.Context, query string, topK int, idx Reader) ([]sessions
 			layer = sessions.LayerTrusted
 		}
 		out[i] = sessions.MemoryHit{Layer: layer, Path: h.path, SourceID: h.id,
-			Score: float64(h.score) / Scale, Snippet: Excerpt(h.text, q.raw)}
+			Score: float64(h.score) / Scale, Snippet: excerpt(h.text, q)}
 	}
 	return out, nil
 }

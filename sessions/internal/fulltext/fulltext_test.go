@@ -15,18 +15,37 @@ import (
 )
 
 func TestIndex(t *testing.T) {
-	long := strings.Repeat("é", 40) // 80 bytes: cut to 64 on a rune boundary
+	long := strings.Repeat("東", 30) // 90 bytes: cut to 63 on a rune boundary
 	got := Index("Zebra zebra, ZEBRA herd " + long + "x " + long + "y")
 	want := []Posting{
 		{Term: "herd", Rank: -impact(1, 6)},
 		{Term: "zebra", Rank: -impact(3, 6)},
-		{Term: strings.Repeat("é", 32), Rank: -impact(2, 6)},
+		{Term: strings.Repeat("東", 21), Rank: -impact(2, 6)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Index: one posting per folded, cut term, in term order (-want +got):\n%s", diff)
 	}
 	if got := Index(" \n-- "); len(got) != 0 {
 		t.Errorf("Index(no words) = %v, want none", got)
+	}
+}
+
+func TestFold(t *testing.T) {
+	for in, want := range map[string]string{
+		"Café":     "cafe",
+		"ÅNGSTRÖM": "angstrom",
+		"x\u0301":  "x",
+		"İstanbul": "istanbul",
+		"Straße":   "straße",
+		"が":        "が", // a mark on another script stays
+		"\u0301":   "\u0301",
+		"Ελληνικά": "ελληνικά",
+		"plain":    "plain",
+		"ﬁ":        "ﬁ", // compatibility forms are not decomposed
+	} {
+		if got := fold(in); got != want {
+			t.Errorf("fold(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
@@ -176,7 +195,7 @@ func (m *memIndex) brute(query string, k int, prefix string) []sessions.MemoryHi
 			layer = sessions.LayerTrusted
 		}
 		out = append(out, sessions.MemoryHit{Layer: layer, Path: h.path, SourceID: h.id,
-			Score: float64(h.score) / Scale, Snippet: Excerpt(h.text, q.raw)})
+			Score: float64(h.score) / Scale, Snippet: excerpt(h.text, q)})
 	}
 	return out
 }
@@ -282,7 +301,7 @@ func TestDone(t *testing.T) {
 func referenceWords(s string) []string {
 	out := strings.FieldsFunc(s, func(r rune) bool { return !isWord(r) })
 	for i, w := range out {
-		out[i] = strings.ToLower(w)
+		out[i] = fold(w)
 	}
 	return out
 }

@@ -28,11 +28,20 @@ func TestWords(t *testing.T) {
 
 func TestExcerpt(t *testing.T) {
 	text := strings.Repeat("filler ", 40) + "the Zebra\n\tgrazes " + strings.Repeat("more ", 40)
-	got := Excerpt(text, [][]string{{"zebra"}})
+	got := excerpt(text, Parse("zebra"))
 	if !strings.Contains(got, "the Zebra grazes") || !strings.HasPrefix(got, "…") || !strings.HasSuffix(got, "…") {
-		t.Errorf("Excerpt = %q, want a one-line window around the match", got)
+		t.Errorf("excerpt = %q, want a one-line window around the match", got)
 	}
-	if got := Excerpt("short text", [][]string{{"absent"}}); got != "short text" {
-		t.Errorf("Excerpt(no match) = %q, want the start", got)
+	if got := excerpt("short text", Parse("absent")); got != "short text" {
+		t.Errorf("excerpt(no match) = %q, want the start", got)
+	}
+	// The match is a whole word, folded as a search folds it: not the
+	// "cat" inside "concatenate", and "cafe" finds "CAFÉ".
+	long := "concatenate " + strings.Repeat("x ", 120) + "a cat and a CAFÉ"
+	if got := excerpt(long, Parse("cat")); !strings.Contains(got, "a cat and") {
+		t.Errorf("excerpt(cat) = %q, want the window around the word cat", got)
+	}
+	if got := excerpt(long, Parse("cafe")); !strings.Contains(got, "CAFÉ") {
+		t.Errorf("excerpt(cafe) = %q, want the window around CAFÉ", got)
 	}
 }
