@@ -230,15 +230,6 @@ type postingReader struct {
 	like string
 }
 
-// docTable returns a layer's document table and the column its postings'
-// ids name.
-func docTable(layer int) (table, id string) {
-	if layer == fulltext.LayerTrusted {
-		return "memory_trusted", "source_id"
-	}
-	return "memory_sources", "id"
-}
-
 // Postings implements [fulltext.Reader]: one statement for all requests,
 // a UNION ALL of one range scan of the primary key each (index-only once
 // vacuumed), joined with the documents only to apply a path prefix.
@@ -246,7 +237,7 @@ func (r postingReader) Postings(ctx context.Context, layer int, reqs []fulltext.
 	join, filter := "", ""
 	args := []any{layer}
 	if r.like != "%" {
-		table, id := docTable(layer)
+		table, id := fulltext.DocTable(layer)
 		join = ` JOIN ` + table + ` d ON d.` + id + ` = p.id`
 		filter = ` AND d.path LIKE $2 ESCAPE '\'`
 		args = append(args, r.like)
@@ -279,7 +270,7 @@ func (r postingReader) Postings(ctx context.Context, layer int, reqs []fulltext.
 
 // Documents implements [fulltext.Reader].
 func (r postingReader) Documents(ctx context.Context, layer int, ids []int64) ([]fulltext.Document, error) {
-	table, id := docTable(layer)
+	table, id := fulltext.DocTable(layer)
 	rows, err := r.tx.Query(ctx, `SELECT `+id+`, path, content FROM `+table+`
 		WHERE `+id+` = ANY($1) AND path LIKE $2 ESCAPE '\'`, ids, r.like)
 	if err != nil {
@@ -322,15 +313,11 @@ func (s *Store) ReindexMemory(ctx context.Context) error {
 // with COPY and then builds memory_terms' primary key: the Go half of
 // migration 3, in its transaction.
 func indexMemory(ctx context.Context, tx pgx.Tx) error {
-	for _, layer := range []struct {
-		n     int16
-		query string
-	}{
-		{fulltext.LayerSource, `SELECT id, content FROM memory_sources WHERE id > $1 ORDER BY id LIMIT 1000`},
-		{fulltext.LayerTrusted, `SELECT source_id, content FROM memory_trusted WHERE source_id > $1 ORDER BY source_id LIMIT 1000`},
-	} {
+	for _, layer := range []int16{fulltext.LayerSource, fulltext.LayerTrusted} {
+		table, idCol := fulltext.DocTable(int(layer))
+		query := `SELECT ` + idCol + `, content FROM ` + table + ` WHERE ` + idCol + ` > $1 ORDER BY ` + idCol + ` LIMIT 1000`
 		for after := int64(-1); ; {
-			rows, err := tx.Query(ctx, layer.query, after)
+			rows, err := tx.Query(ctx, query, after)
 			if err != nil {
 				return fmt.Errorf("index memory: %w", err)
 			}
@@ -342,7 +329,7 @@ func indexMemory(ctx context.Context, tx pgx.Tx) error {
 				docs++
 				after = id
 				for _, p := range fulltext.Index(content) {
-					batch = append(batch, []any{layer.n, p.Term, p.Rank, id})
+					batch = append(batch, []any{layer, p.Term, p.Rank, id})
 				}
 				return nil
 			})

@@ -175,15 +175,6 @@ type postingReader struct {
 	condArgs []any
 }
 
-// docTable returns a layer's document table and the column its postings'
-// ids name.
-func docTable(layer int) (table, id string) {
-	if layer == fulltext.LayerTrusted {
-		return "memory_trusted", "source_id"
-	}
-	return "memory_sources", "id"
-}
-
 // Postings implements [fulltext.Reader]: a range scan of the primary key
 // per request (in-process, so one statement each), joined with the
 // documents only to apply a path prefix.
@@ -191,7 +182,7 @@ func (r postingReader) Postings(ctx context.Context, layer int, reqs []fulltext.
 	q := `SELECT p.rank, p.id FROM memory_terms p
 		WHERE p.layer = ? AND p.term = ? AND (p.rank, p.id) > (?, ?) ORDER BY p.rank, p.id LIMIT ?`
 	if len(r.condArgs) > 0 {
-		table, id := docTable(layer)
+		table, id := fulltext.DocTable(layer)
 		q = `SELECT p.rank, p.id FROM memory_terms p JOIN ` + table + ` d ON d.` + id + ` = p.id
 			WHERE p.layer = ? AND p.term = ? AND (p.rank, p.id) > (?, ?) AND ` + r.cond + `
 			ORDER BY p.rank, p.id LIMIT ?`
@@ -220,7 +211,7 @@ func (r postingReader) Postings(ctx context.Context, layer int, reqs []fulltext.
 
 // Documents implements [fulltext.Reader].
 func (r postingReader) Documents(ctx context.Context, layer int, ids []int64) ([]fulltext.Document, error) {
-	table, id := docTable(layer)
+	table, id := fulltext.DocTable(layer)
 	args := make([]any, 0, len(ids)+len(r.condArgs))
 	for _, v := range ids {
 		args = append(args, v)
@@ -364,20 +355,16 @@ func indexMemory(ctx context.Context, tx *sql.Tx) error {
 		return fmt.Errorf("index memory: %w", err)
 	}
 	w := postingWriter{ctx: ctx, tx: tx, table: "temp.memory_terms_load"}
-	for _, layer := range []struct {
-		n     int
-		query string
-	}{
-		{fulltext.LayerSource, `SELECT id, content FROM memory_sources WHERE id > ? ORDER BY id LIMIT 1000`},
-		{fulltext.LayerTrusted, `SELECT source_id, content FROM memory_trusted WHERE source_id > ? ORDER BY source_id LIMIT 1000`},
-	} {
+	for _, layer := range []int{fulltext.LayerSource, fulltext.LayerTrusted} {
+		table, id := fulltext.DocTable(layer)
+		query := `SELECT ` + id + `, content FROM ` + table + ` WHERE ` + id + ` > ? ORDER BY ` + id + ` LIMIT 1000`
 		for after := int64(-1); ; {
-			docs, err := readDocs(ctx, tx, layer.query, after)
+			docs, err := readDocs(ctx, tx, query, after)
 			if err != nil {
 				return fmt.Errorf("index memory: %w", err)
 			}
 			for _, d := range docs {
-				if err := w.add(layer.n, d.id, d.content); err != nil {
+				if err := w.add(layer, d.id, d.content); err != nil {
 					return fmt.Errorf("index memory: %w", err)
 				}
 				after = d.id

@@ -89,6 +89,15 @@ const (
 	LayerSource  = 1
 )
 
+// DocTable returns the table that holds a layer's documents and the
+// column their postings' ids name, the same in every backend's schema.
+func DocTable(layer int) (table, idColumn string) {
+	if layer == LayerTrusted {
+		return "memory_trusted", "source_id"
+	}
+	return "memory_sources", "id"
+}
+
 // isWord reports whether r belongs to a word.
 func isWord(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || unicode.Is(unicode.Co, r)
