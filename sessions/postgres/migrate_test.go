@@ -1,16 +1,11 @@
 package postgres_test
 
 import (
-	"context"
 	"os"
 	"testing"
 
-	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/storetest"
 )
-
-var upgradeAuthority = sessions.SourceAuthority{SpeakerKind: "owner", SpeakerID: "o", SpeakerDisplay: "Owner",
-	PrincipalID: "p", Tier: "owner", Interaction: "interactive", Source: "cli"}
 
 // TestMigration3IndexesStoredMemory opens a schema written at version 2
 // (tsvector search) and checks that the upgrade writes the search
@@ -39,29 +34,14 @@ func TestMigration3IndexesStoredMemory(t *testing.T) {
 	storetest.CheckUpgradedMemory(t, openStore(t, old), openStore(t, newTestDB(t)))
 }
 
-// TestReindexMemory: rows written around the store are found once
-// ReindexMemory has run, and reindexing an indexed store changes nothing.
+// TestReindexMemory: storetest.CheckReindexedMemory, rows written on a
+// connection of their own.
 func TestReindexMemory(t *testing.T) {
-	ctx := context.Background()
 	db := newTestDB(t)
 	st := openStore(t, db)
-	if _, err := st.AppendSource(ctx, sessions.NewSource{Path: "notes/x", Content: "zebra crossing", Authority: upgradeAuthority}, -1); err != nil {
-		t.Fatal(err)
-	}
-	db.exec(t, `INSERT INTO memory_sources (path, content, speaker_kind, speaker_id, speaker_display, principal_id,
-		authority_tier, interaction, source, revision, created_at)
-		VALUES ('notes/y', 'a zebra herd', 'owner', 'o', 'Owner', 'p', 'owner', 'interactive', 'cli', 2, now())`)
-	before, err := st.SearchMemory(ctx, "zebra", 10, "")
-	if err != nil || len(before) != 1 {
-		t.Fatalf("SearchMemory before the reindex = %+v, %v; want only the appended source", before, err)
-	}
-	for range 2 {
-		if err := st.ReindexMemory(ctx); err != nil {
-			t.Fatal(err)
-		}
-		got, err := st.SearchMemory(ctx, "zebra", 10, "")
-		if err != nil || len(got) != 2 {
-			t.Errorf("SearchMemory after ReindexMemory = %+v, %v; want both sources once", got, err)
-		}
-	}
+	storetest.CheckReindexedMemory(t, st, func(path, content string) {
+		db.exec(t, `INSERT INTO memory_sources (path, content, speaker_kind, speaker_id, speaker_display, principal_id,
+			authority_tier, interaction, source, revision, created_at)
+			VALUES ($1, $2, 'owner', 'o', 'Owner', 'p', 'owner', 'interactive', 'cli', 2, now())`, path, content)
+	}, st.ReindexMemory)
 }

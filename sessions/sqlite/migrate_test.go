@@ -7,12 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/storetest"
 )
-
-var testAuthority = sessions.SourceAuthority{SpeakerKind: "owner", SpeakerID: "o", SpeakerDisplay: "Owner",
-	PrincipalID: "p", Tier: "owner", Interaction: "interactive", Source: "cli"}
 
 // TestMigration3IndexesStoredMemory opens a store written at schema
 // version 2 (FTS5 search) and checks that the upgrade writes the search
@@ -54,30 +50,15 @@ func TestMigration3IndexesStoredMemory(t *testing.T) {
 	storetest.CheckUpgradedMemory(t, openAt(t, path), openAt(t, filepath.Join(t.TempDir(), DefaultFileName)))
 }
 
-// TestReindexMemory: rows written around the store are found once
-// ReindexMemory has run, and reindexing an indexed store changes nothing.
+// TestReindexMemory: storetest.CheckReindexedMemory, rows written with
+// the store's own connection.
 func TestReindexMemory(t *testing.T) {
-	ctx := context.Background()
 	st := openAt(t, filepath.Join(t.TempDir(), DefaultFileName))
-	if _, err := st.AppendSource(ctx, sessions.NewSource{Path: "notes/x", Content: "zebra crossing", Authority: testAuthority}, -1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.w.ExecContext(ctx, `INSERT INTO memory_sources (path, content, speaker_kind, speaker_id, speaker_display,
-		principal_id, authority_tier, interaction, source, revision, created_at)
-		VALUES ('notes/y', 'a zebra herd', 'owner', 'o', 'Owner', 'p', 'owner', 'interactive', 'cli', 2, 0)`); err != nil {
-		t.Fatal(err)
-	}
-	before, err := st.SearchMemory(ctx, "zebra", 10, "")
-	if err != nil || len(before) != 1 {
-		t.Fatalf("SearchMemory before the reindex = %+v, %v; want only the appended source", before, err)
-	}
-	for range 2 {
-		if err := st.ReindexMemory(ctx); err != nil {
+	storetest.CheckReindexedMemory(t, st, func(path, content string) {
+		if _, err := st.w.Exec(`INSERT INTO memory_sources (path, content, speaker_kind, speaker_id, speaker_display,
+			principal_id, authority_tier, interaction, source, revision, created_at)
+			VALUES (?, ?, 'owner', 'o', 'Owner', 'p', 'owner', 'interactive', 'cli', 2, 0)`, path, content); err != nil {
 			t.Fatal(err)
 		}
-		got, err := st.SearchMemory(ctx, "zebra", 10, "")
-		if err != nil || len(got) != 2 {
-			t.Errorf("SearchMemory after ReindexMemory = %+v, %v; want both sources once", got, err)
-		}
-	}
+	}, st.ReindexMemory)
 }

@@ -61,3 +61,30 @@ func CheckUpgradedMemory(t *testing.T, upgraded, fresh sessions.Store) {
 		t.Errorf("SearchMemory(okapi) after an append to the upgraded store = %+v, %v; want source %d", got, err, src.ID)
 	}
 }
+
+// CheckReindexedMemory checks a backend's ReindexMemory: st holds one
+// appended source with "zebra"; insertAround writes a second source with
+// "zebra" around the store (plain SQL, no postings), which search must
+// not find until reindex has run, and reindexing again must change
+// nothing.
+func CheckReindexedMemory(t *testing.T, st sessions.Store, insertAround func(path, content string), reindex func(context.Context) error) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := st.AppendSource(ctx, sessions.NewSource{Path: "notes/x", Content: "zebra crossing", Authority: owner}, -1); err != nil {
+		t.Fatal(err)
+	}
+	insertAround("notes/y", "a zebra herd")
+	before, err := st.SearchMemory(ctx, "zebra", 10, "")
+	if err != nil || len(before) != 1 {
+		t.Fatalf("SearchMemory before the reindex = %+v, %v; want only the appended source", before, err)
+	}
+	for range 2 {
+		if err := reindex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.SearchMemory(ctx, "zebra", 10, "")
+		if err != nil || len(got) != 2 {
+			t.Errorf("SearchMemory after ReindexMemory = %+v, %v; want both sources once", got, err)
+		}
+	}
+}
