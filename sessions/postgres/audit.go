@@ -94,19 +94,23 @@ func (s *Store) appendAfter(ctx context.Context, tx pgx.Tx, head auditchain.Head
 // the same transaction (ALTER TABLE locks the table, so nobody else sees it
 // off).
 func (s *Store) keyAudit(ctx context.Context) error {
-	err := s.tx(ctx, readWrite, func(tx pgx.Tx) error {
-		head, err := readHead(ctx, tx, true)
-		if err != nil {
+	return s.tx(ctx, readWrite, func(tx pgx.Tx) error { return s.keyAuditTx(ctx, tx) })
+}
+
+// keyAuditTx is keyAudit within tx: the migration that creates a schema
+// keys its log in the same transaction, so no process ever sees it unkeyed.
+func (s *Store) keyAuditTx(ctx context.Context, tx pgx.Tx) error {
+	head, err := readHead(ctx, tx, true)
+	if err != nil {
+		return fmt.Errorf("key the audit log: %w", err)
+	}
+	scan := func(after int64, fn func(sessions.AuditRecord) bool) error { return scanChain(ctx, tx, after, fn) }
+	err = auditchain.Adopt(head, scan,
+		func() (auditchain.Head, error) { return s.rekeyRows(ctx, tx, scan) },
+		func(h auditchain.Head, in sessions.NewAuditRecord, payload json.RawMessage) error {
+			_, err := s.appendAfter(ctx, tx, h, in, payload)
 			return err
-		}
-		scan := func(after int64, fn func(sessions.AuditRecord) bool) error { return scanChain(ctx, tx, after, fn) }
-		return auditchain.Adopt(head, scan,
-			func() (auditchain.Head, error) { return s.rekeyRows(ctx, tx, scan) },
-			func(h auditchain.Head, in sessions.NewAuditRecord, payload json.RawMessage) error {
-				_, err := s.appendAfter(ctx, tx, h, in, payload)
-				return err
-			})
-	})
+		})
 	if err != nil {
 		return fmt.Errorf("key the audit log: %w", err)
 	}

@@ -85,11 +85,12 @@ var ourTables = []string{"sessions", "messages", "turn_leases", "memory_state", 
 // schema's name: processes starting together queue on the lock and the
 // later ones find nothing left to do, while stores in different schemas do
 // not wait for each other. PostgreSQL DDL is transactional, so a failed or
-// killed migration leaves the previous version intact. fresh reports that
-// this call created the schema.
-func (s *Store) migrate(ctx context.Context) (fresh bool, err error) {
+// killed migration leaves the previous version intact. A schema it
+// creates is keyed (keyAuditTx) in the same transaction when the store has
+// an audit key.
+func (s *Store) migrate(ctx context.Context) error {
 	all := allMigrations
-	err = s.tx(ctx, readWrite, func(tx pgx.Tx) error {
+	return s.tx(ctx, readWrite, func(tx pgx.Tx) error {
 		var version int
 		if err := tx.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
 			return fmt.Errorf("migrate: read server version: %w", err)
@@ -140,7 +141,6 @@ func (s *Store) migrate(ctx context.Context) (fresh bool, err error) {
 			return fmt.Errorf("schema %q is at version %d, this openprogram knows up to %d: %w",
 				*schema, current, len(all), sessions.ErrSchemaTooNew)
 		}
-		fresh = current == 0
 		for _, m := range all[current:] {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("migrate: apply %s: %w", m.name, err)
@@ -154,7 +154,9 @@ func (s *Store) migrate(ctx context.Context) (fresh bool, err error) {
 				return fmt.Errorf("migrate: record %s: %w", m.name, err)
 			}
 		}
+		if current == 0 && s.auditKey != nil {
+			return s.keyAuditTx(ctx, tx)
+		}
 		return nil
 	})
-	return fresh && err == nil, err
 }

@@ -142,12 +142,11 @@ func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, 
 		return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
 	}
 	st := &Store{pool: pool, auditKey: bytes.Clone(opts.AuditKey), acquireWait: DefaultAcquireWait}
-	fresh, err := st.migrate(ctx)
-	if err != nil {
+	if err := st.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
 	}
-	if st.auditKey != nil && (fresh || opts.AdoptUnkeyedLog) {
+	if st.auditKey != nil && opts.AdoptUnkeyedLog {
 		if err := st.keyAudit(ctx); err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)

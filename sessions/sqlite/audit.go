@@ -72,19 +72,23 @@ func readHead(ctx context.Context, tx *sql.Tx) (auditchain.Head, error) {
 // are dropped for the rewrite and recreated from their stored SQL inside
 // it, so no other connection ever sees the table without them.
 func (s *Store) keyAudit(ctx context.Context) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		head, err := readHead(ctx, tx)
-		if err != nil {
+	return s.writeTx(ctx, func(tx *sql.Tx) error { return s.keyAuditTx(ctx, tx) })
+}
+
+// keyAuditTx is keyAudit within tx: the migration that creates a store
+// keys its log in the same transaction, so no process ever sees it unkeyed.
+func (s *Store) keyAuditTx(ctx context.Context, tx *sql.Tx) error {
+	head, err := readHead(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("key the audit log: %w", err)
+	}
+	scan := func(after int64, fn func(sessions.AuditRecord) bool) error { return scanChain(ctx, tx, after, fn) }
+	err = auditchain.Adopt(head, scan,
+		func() (auditchain.Head, error) { return s.rekeyRows(ctx, tx, scan) },
+		func(h auditchain.Head, in sessions.NewAuditRecord, payload json.RawMessage) error {
+			_, err := s.appendAfter(ctx, tx, h, in, payload)
 			return err
-		}
-		scan := func(after int64, fn func(sessions.AuditRecord) bool) error { return scanChain(ctx, tx, after, fn) }
-		return auditchain.Adopt(head, scan,
-			func() (auditchain.Head, error) { return s.rekeyRows(ctx, tx, scan) },
-			func(h auditchain.Head, in sessions.NewAuditRecord, payload json.RawMessage) error {
-				_, err := s.appendAfter(ctx, tx, h, in, payload)
-				return err
-			})
-	})
+		})
 	if err != nil {
 		return fmt.Errorf("key the audit log: %w", err)
 	}

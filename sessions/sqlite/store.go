@@ -185,12 +185,11 @@ func open(ctx context.Context, path string, opts *sessions.Options) (*Store, err
 	s.w.SetMaxIdleConns(1)
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
-	fresh, err := s.migrate(ctx)
-	if err != nil {
+	if _, err := s.migrate(ctx); err != nil {
 		s.w.Close()
 		return nil, err
 	}
-	if s.auditKey != nil && (fresh || opts.AdoptUnkeyedLog) {
+	if s.auditKey != nil && opts.AdoptUnkeyedLog {
 		if err := s.keyAudit(ctx); err != nil {
 			s.w.Close()
 			return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -507,15 +506,10 @@ func LatestSchemaVersion() int {
 }
 
 // migrate brings the schema to the latest version. BEGIN IMMEDIATE takes
-// the database write lock, so processes starting together migrate once.
-// fresh reports that this call created the schema.
-func (s *Store) migrate(ctx context.Context) (fresh bool, err error) {
-	current, err := s.migrateTx(ctx)
-	return current == 0 && err == nil, err
-}
-
-// migrateTx does migrate's work and returns the version it found.
-func (s *Store) migrateTx(ctx context.Context) (int, error) {
+// the database write lock, so processes starting together migrate once. A
+// schema it creates is keyed (keyAuditTx) in the same transaction when the
+// store has an audit key. It returns the version it found.
+func (s *Store) migrate(ctx context.Context) (int, error) {
 	ms, err := migrations()
 	if err != nil {
 		return -1, fmt.Errorf("open sqlite store %s: %w", s.path, err)
@@ -584,6 +578,11 @@ func (s *Store) migrateTx(ctx context.Context) (int, error) {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 			m.version, m.name, time.Now().UnixMicro()); err != nil {
 			return -1, s.openError(err)
+		}
+	}
+	if current == 0 && s.auditKey != nil {
+		if err := s.keyAuditTx(ctx, tx); err != nil {
+			return -1, fmt.Errorf("open sqlite store %s: %w", s.path, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
