@@ -152,7 +152,7 @@ func (s *Store) Promote(ctx context.Context, sourceID int64, baseRevision int64)
 		case oldID == nil:
 			terms, ranks = postings(out.Content)
 		case *oldID != sourceID:
-			// Its own statement first: the new postings may reuse keys.
+			// The replaced page's postings, found again from its text.
 			oldTerms, _ := postings(*oldContent)
 			if _, err := tx.Exec(ctx, `DELETE FROM memory_terms WHERE layer = 0 AND id = $1 AND term = ANY($2)`,
 				*oldID, oldTerms); err != nil {
@@ -370,8 +370,8 @@ func (s *Store) GrepMemory(ctx context.Context, substring, pathPrefix string, ca
 	if sessions.HasNUL(substring, pathPrefix) {
 		return nil, nil
 	}
-	if substring == "" || strings.ContainsRune(substring, 0) {
-		return nil, nil // nothing stored holds NUL: PostgreSQL text cannot
+	if substring == "" {
+		return nil, nil
 	}
 	if limit <= 0 {
 		limit = math.MaxInt

@@ -205,7 +205,7 @@ func TestRefusedConnectionIsWaitedOut(t *testing.T) {
 	db := newTestDB(t)
 	u, err := url.Parse(db.URL)
 	if err != nil || u.Host == "" {
-		t.Skipf("the test server's address must be a postgres:// URL with a host to proxy, got %q", db.URL)
+		pgtest.Required(t, "the refused-connection test proxies the server's address, which must be a postgres:// URL with a host")
 	}
 	target := u.Host
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -176,9 +176,6 @@ func applyPoolDefaults(dsn string, cfg *pgxpool.Config) error {
 	if !set("pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
 	}
-	if !set("pool_min_conns") {
-		cfg.MinConns = 0
-	}
 	if !set("pool_max_conn_idle_time") {
 		cfg.MaxConnIdleTime = DefaultMaxConnIdleTime
 	}
@@ -358,13 +355,11 @@ const (
 	codeCheckViolation      = "23514"
 )
 
-// checkText reports text PostgreSQL cannot store: a NUL byte or invalid
-// UTF-8 (the SQLite backend stores both). Callers persisting raw tool
-// output should make it valid UTF-8 first.
+// checkText reports text PostgreSQL cannot store that every backend
+// accepts: invalid UTF-8 (the SQLite backend stores it; NUL, which neither
+// stores, is refused before, by sessions.CheckText). Callers persisting raw
+// tool output should make it valid UTF-8 first.
 func checkText(what, s string) error {
-	if strings.IndexByte(s, 0) >= 0 {
-		return fmt.Errorf("%s contains a NUL byte, which PostgreSQL text cannot store", what)
-	}
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("%s is not valid UTF-8, which PostgreSQL text requires", what)
 	}

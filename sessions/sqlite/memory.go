@@ -176,7 +176,8 @@ type postingReader struct {
 }
 
 // Postings implements [fulltext.Reader]: a range scan of the primary key
-// per request (in-process, so one statement each), joined with the
+// per request (in-process, so one query each of one prepared statement),
+// joined with the
 // documents only to apply a path prefix.
 func (r postingReader) Postings(ctx context.Context, layer int, reqs []fulltext.Request) ([][]fulltext.Entry, error) {
 	q := `SELECT p.rank, p.id FROM memory_terms p
@@ -187,10 +188,15 @@ func (r postingReader) Postings(ctx context.Context, layer int, reqs []fulltext.
 			WHERE p.layer = ? AND p.term = ? AND (p.rank, p.id) > (?, ?) AND ` + r.cond + `
 			ORDER BY p.rank, p.id LIMIT ?`
 	}
+	stmt, err := r.tx.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
 	out := make([][]fulltext.Entry, len(reqs))
 	for i, req := range reqs {
 		args := append(append([]any{layer, req.Term, req.After.Rank, req.After.ID}, r.condArgs...), req.N)
-		rows, err := r.tx.QueryContext(ctx, q, args...)
+		rows, err := stmt.QueryContext(ctx, args...)
 		if err != nil {
 			return nil, err
 		}

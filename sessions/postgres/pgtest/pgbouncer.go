@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -73,7 +74,7 @@ func PgBouncer(tb testing.TB, base string, opts *BouncerOptions) *Bouncer {
 	if err != nil {
 		tb.Fatalf("parse %s: %v", EnvURL, err)
 	}
-	poolSize, maxClients := cmpOr(opts.PoolSize, 20), cmpOr(opts.MaxClients, 1000)
+	poolSize, maxClients := cmp.Or(opts.PoolSize, 20), cmp.Or(opts.MaxClients, 1000)
 
 	dir := tb.TempDir()
 	// PgBouncer, maybe no longer root, reads these; nothing in them is secret.
@@ -238,13 +239,6 @@ func writeFile(tb testing.TB, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-}
-
-func cmpOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 type lockedWriter struct {

@@ -52,13 +52,18 @@ func BaseURL(tb testing.TB) string {
 	return u
 }
 
+// randomName returns prefix_<16 random hex digits>.
+func randomName(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}
+
 // Schema creates a fresh schema <prefix>_<16 hex> on the server at base,
 // drops it with everything in it when the test ends, and returns its name.
 func Schema(tb testing.TB, base, prefix string) string {
 	tb.Helper()
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	schema := prefix + "_" + hex.EncodeToString(b[:])
+	schema := randomName(prefix)
 	Exec(tb, base, "CREATE SCHEMA "+schema)
 	tb.Cleanup(func() { Exec(tb, base, "DROP SCHEMA "+schema+" CASCADE") })
 	return schema
@@ -81,9 +86,7 @@ func URL(tb testing.TB, prefix string) string {
 // server does. base's user needs CREATEROLE.
 func Role(tb testing.TB, base, prefix string, limit int) string {
 	tb.Helper()
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	name := prefix + "_" + hex.EncodeToString(b[:])
+	name := randomName(prefix)
 	Exec(tb, base, fmt.Sprintf("CREATE ROLE %s LOGIN CONNECTION LIMIT %d", name, limit))
 	tb.Cleanup(func() {
 		Exec(tb, base, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", name)
