@@ -10,6 +10,8 @@ import (
 	goruntime "runtime"
 	"strings"
 
+	"github.com/tailscale/hujson"
+
 	"github.com/openprogram/openprogram/runtime/provider/anthropic"
 	"github.com/openprogram/openprogram/runtime/provider/openai"
 	"github.com/openprogram/openprogram/tokenauth"
@@ -158,6 +160,35 @@ func jsonEntry(client string, l launch, secretValue func(name string) string) (t
 		return "servers", entry, inputs
 	}
 	panic("jsonEntry: not a JSON client: " + client)
+}
+
+// writtenSecrets returns the secrets our entry holds in a client's file
+// data: only claude-desktop's entry holds them literally, as every env
+// value but EnvHome's. A dry run hides them in the diff's old lines as it
+// does the new ones. A file that does not parse holds none of ours.
+func writtenSecrets(client string, data []byte) []string {
+	if client != "claude-desktop" || len(data) == 0 {
+		return nil
+	}
+	std, err := hujson.Standardize(bytes.Clone(data))
+	if err != nil {
+		return nil
+	}
+	var f struct {
+		Servers map[string]struct {
+			Env map[string]any `json:"env"`
+		} `json:"mcpServers"`
+	}
+	if json.Unmarshal(std, &f) != nil {
+		return nil
+	}
+	var out []string
+	for name, v := range f.Servers[mcpServerName].Env {
+		if s, ok := v.(string); ok && name != EnvHome && s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // codexTable is our [mcp_servers.openprogram] table for Codex: secrets are

@@ -152,7 +152,7 @@ func (c *mcpInstallCmd) Run(ctx context.Context, app *App) error {
 			if values, err = literalSecrets(app, dir, l); err != nil {
 				return err
 			}
-			literals = slices.Collect(maps.Values(values))
+			literals = append(slices.Collect(maps.Values(values)), writtenSecrets(c.Client, old)...)
 			mode = 0o600
 		}
 		top, entry, inputs := jsonEntry(c.Client, l, func(name string) string { return values[name] })
@@ -203,7 +203,7 @@ func (c *mcpUninstallCmd) Run(ctx context.Context, app *App) error {
 		}
 		updated, err = removeJSON(old, top, ids)
 	}
-	_, err = applyClientFile(app, path, old, updated, err, mode, c.DryRun, nil,
+	_, err = applyClientFile(app, path, old, updated, err, mode, c.DryRun, writtenSecrets(c.Client, old),
 		"openprogram is not in "+path+"; nothing changed",
 		"removed openprogram from "+path+"; restart "+clientNames[c.Client])
 	return err

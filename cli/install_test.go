@@ -317,6 +317,35 @@ func TestInstallDryRun(t *testing.T) {
 	}
 }
 
+// TestDryRunHidesWrittenSecrets: the diff of a dry run over an existing
+// claude-desktop entry hides the secrets the old entry holds too, in
+// install (the model key changed since) and in uninstall.
+func TestDryRunHidesWrittenSecrets(t *testing.T) {
+	env, home := installEnv(t)
+	mustCLI(t, env, "mcp", "install", "--client", "claude-desktop")
+	token := strings.TrimSpace(string(readFile(t, filepath.Join(home, ".openprogram", "mcp_server_token"))))
+	newKey := slices.Clone(env)
+	for i, e := range newKey {
+		if strings.HasPrefix(e, "OPENAI_API_KEY=") {
+			newKey[i] = "OPENAI_API_KEY=sk-test-key-4567"
+		}
+	}
+	for _, args := range [][]string{
+		{"mcp", "install", "--client", "claude-desktop", "--dry-run"},
+		{"mcp", "uninstall", "--client", "claude-desktop", "--dry-run"},
+	} {
+		r := runCLI(t, newKey, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "-") {
+			t.Fatalf("%v = exit %d stdout %q stderr %s, want a diff", args, r.code, r.stdout, r.stderr)
+		}
+		for _, secret := range []string{token, "sk-test-key-0123", "sk-test-key-4567"} {
+			if strings.Contains(r.stdout+r.stderr, secret) {
+				t.Errorf("%v printed the secret %.10s…:\n%s", args, secret, r.stdout)
+			}
+		}
+	}
+}
+
 // TestInstallRefusesBrokenFile: a file that does not parse is left alone.
 func TestInstallRefusesBrokenFile(t *testing.T) {
 	for _, ic := range installClients {
