@@ -192,7 +192,7 @@ func modelCheck(ctx context.Context, app *App, cfg *Config) check {
 	}
 	what := cfg.String("model.provider") + " " + cfg.String("model.name")
 	if base := cfg.String("model.base_url"); base != "" {
-		what += " at " + base
+		what += " at " + redactURL(base)
 	}
 	pctx, cancel := context.WithTimeout(ctx, modelProbeTimeout)
 	defer cancel()

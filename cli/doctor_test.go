@@ -282,6 +282,20 @@ func TestDoctorModelProbe(t *testing.T) {
 	}
 }
 
+// TestDoctorHidesBaseURLPassword: the model check names the endpoint
+// without the password a base URL may carry.
+func TestDoctorHidesBaseURLPassword(t *testing.T) {
+	env, _, _ := healthy(t)
+	mustCLI(t, env, "config", "set", "model.provider", "openai")
+	mustCLI(t, env, "config", "set", "model.name", "m")
+	mustCLI(t, env, "config", "set", "model.base_url", "http://user:pw-secret-42@127.0.0.1:1/v1")
+	r := runCLI(t, env, "doctor")
+	mp := findCheck(t, parseDoctor(t, r.stdout), "model provider")
+	if strings.Contains(r.stdout+r.stderr, "pw-secret-42") || !strings.Contains(mp.info, "127.0.0.1:1") {
+		t.Errorf("doctor's model check = %+v (output %q), want the endpoint named without its password", mp, r.stdout+r.stderr)
+	}
+}
+
 func listDir(t *testing.T, dir string) []string {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
