@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailscale/hujson"
 
+	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/provider/anthropic"
 	"github.com/openprogram/openprogram/runtime/provider/openai"
 	"github.com/openprogram/openprogram/tokenauth"
@@ -73,7 +74,7 @@ func newLaunch(app *App) (launch, string, error) {
 // provider's API key, or "" when the provider needs none.
 func modelKeyEnv(cfg *Config) string {
 	env := cfg.String("model.api_key_env")
-	if env == "none" {
+	if env == provider.KeyEnvNone {
 		return ""
 	}
 	switch cfg.String("model.provider") {

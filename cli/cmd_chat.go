@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -196,8 +195,8 @@ func (c *chat) send(ctx context.Context, text string) {
 			stale = false
 		}
 	}
-	reqID := "cli_turn_" + rand.Text()
-	sub := c.oc.bus.Subscribe(events.TurnEnd, events.TextProgress, events.ToolStart, events.ToolEnd, events.QuestionAsked)
+	reqID := newTurnID()
+	sub := c.oc.bus.Subscribe(events.TextProgress, events.ToolStart, events.ToolEnd, events.QuestionAsked)
 	defer sub.Close()
 	turnCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 )
 
 type configCmd struct {
@@ -57,15 +55,13 @@ func (c *configSetCmd) Run(app *App) error {
 		return err
 	}
 	v, err := parseValue(k, c.Value)
-	if err == nil {
-		err = cfg.set(c.Key, v)
-	}
 	if err != nil {
-		var usage usageError
-		if errors.As(err, &usage) {
-			return err
-		}
-		return usagef("invalid value for %s: %v; config.json was not changed", c.Key, strings.TrimPrefix(err.Error(), "invalid value for "+c.Key+": "))
+		return usagef("invalid value for %s: %v; config.json was not changed", c.Key, err)
+	}
+	// The key was looked up above, so set can only refuse the value, and
+	// says so with "invalid value for <key>: ".
+	if err := cfg.set(c.Key, v); err != nil {
+		return usagef("%v; config.json was not changed", err)
 	}
 	if err := checkModelSettings(cfg); err != nil {
 		return fmt.Errorf("%s cannot be set: %w; config.json was not changed", c.Key, err)

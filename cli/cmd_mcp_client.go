@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openprogram/openprogram/runtime/provider/anthropic"
+	"github.com/openprogram/openprogram/runtime/provider/openai"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -194,7 +196,7 @@ func (c *mcpUninstallCmd) Run(ctx context.Context, app *App) error {
 		top, _, _ := jsonEntry(c.Client, launch{}, secretPlaceholder)
 		var ids []string
 		if c.Client == "vscode" {
-			ids = []string{vscodeInputID(tokenauth.EnvVar), vscodeInputID("OPENAI_API_KEY"), vscodeInputID("ANTHROPIC_API_KEY")}
+			ids = []string{vscodeInputID(tokenauth.EnvVar), vscodeInputID(openai.DefaultKeyEnv), vscodeInputID(anthropic.DefaultKeyEnv)}
 			if cfg, _, err := loadAppConfig(app); err == nil {
 				if k := modelKeyEnv(cfg); k != "" {
 					ids = append(ids, vscodeInputID(k))

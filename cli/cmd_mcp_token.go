@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
 )
@@ -75,7 +75,7 @@ type tokenRotatedPayload struct {
 // Run replaces the token after an explicit confirmation, records it in the
 // audit log, prints the new token once and says which clients to update.
 func (c *mcpTokenRotateCmd) Run(ctx context.Context, app *App) error {
-	if !c.Yes && !isTerminal(app.Stdin) {
+	if !c.Yes && !console.IsTerminal(app.Stdin) {
 		return usagef("this replaces the token and needs a confirmation: run it in a terminal or pass --yes")
 	}
 	cfg, dir, err := loadAppConfig(app)
@@ -160,16 +160,6 @@ func installedClients(env Env) []string {
 		}
 	}
 	return found
-}
-
-// isTerminal reports whether r is a terminal someone can answer from.
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // confirm asks question on stderr and reads a yes from stdin (a terminal).

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -53,7 +52,7 @@ func (c *promptCmd) Run(ctx context.Context, app *App) error {
 	if err != nil {
 		return err
 	}
-	res, err := oc.turn(ctx, s, text, "cli_turn_"+rand.Text())
+	res, err := oc.turn(ctx, s, text, newTurnID())
 	if err != nil {
 		if errors.Is(err, sessions.ErrBusy) {
 			return fmt.Errorf("session %s is running another turn; wait for it, or cancel it where it runs", s.ID)

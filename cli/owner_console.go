@@ -63,7 +63,6 @@ const ownerAgent = "main"
 // ownerConsole is what `chat` and `prompt` share: the store, the runtime
 // and the owner's gate request (source cli, owner tier).
 type ownerConsole struct {
-	app   *App
 	store sessions.Store
 	rt    *runtime.Runtime
 	bus   *events.Bus
@@ -129,7 +128,7 @@ func openOwnerConsole(ctx context.Context, app *App, interactive bool) (*ownerCo
 		log.Debug("no model provider: turns will complete with failed:true", "why", provErr.Error())
 	}
 	return &ownerConsole{
-		app: app, store: st, rt: rt, bus: bus, qs: qs, log: log,
+		store: st, rt: rt, bus: bus, qs: qs, log: log,
 		req: authz.Request{Source: authz.SourceCLI, PermissionMode: authz.ModeAsk, Authority: authority, Rules: rules, WorkDirs: workDirs},
 	}, nil
 }
@@ -198,6 +197,9 @@ func ownerTitle(text string) string {
 }
 
 // turn runs one turn as the owner on s.
+// newTurnID returns the request id of an owner turn.
+func newTurnID() string { return "cli_turn_" + rand.Text() }
+
 func (c *ownerConsole) turn(ctx context.Context, s sessions.Session, text, requestID string) (runtime.TurnResult, error) {
 	return c.rt.ProcessUserTurn(ctx, runtime.TurnRequest{
 		SessionID: s.ID, Text: text, AgentID: s.AgentID, Request: c.req, RequestID: requestID,
