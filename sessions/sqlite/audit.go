@@ -97,44 +97,55 @@ func (s *Store) keyAuditTx(ctx context.Context, tx *sql.Tx) error {
 
 // rekeyRows re-keys every row with the triggers dropped and recreated.
 func (s *Store) rekeyRows(ctx context.Context, tx *sql.Tx, scan auditchain.Scan) (auditchain.Head, error) {
+	var head auditchain.Head
+	err := withoutAuditTriggers(ctx, tx, func() error {
+		var err error
+		head, err = auditchain.Rekey(s.auditKey, scan, func(batch []sessions.AuditRecord) error {
+			for _, r := range batch {
+				if _, err := tx.ExecContext(ctx, `UPDATE audit_log SET prev_hash = ?, hash = ? WHERE id = ?`, r.PrevHash, r.Hash, r.ID); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		return err
+	})
+	return head, err
+}
+
+// withoutAuditTriggers runs fn in tx with audit_log's append-only
+// triggers dropped, and recreates them from their stored SQL after.
+func withoutAuditTriggers(ctx context.Context, tx *sql.Tx, fn func() error) error {
 	var names, triggers []string
 	rows, err := tx.QueryContext(ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'audit_log' ORDER BY name`)
 	if err != nil {
-		return auditchain.Head{}, err
+		return err
 	}
 	for rows.Next() {
 		var name, def string
 		if err := rows.Scan(&name, &def); err != nil {
 			rows.Close()
-			return auditchain.Head{}, err
+			return err
 		}
 		names, triggers = append(names, name), append(triggers, def)
 	}
 	if err := rows.Close(); err != nil {
-		return auditchain.Head{}, err
+		return err
 	}
 	for _, n := range names {
 		if _, err := tx.ExecContext(ctx, `DROP TRIGGER "`+strings.ReplaceAll(n, `"`, `""`)+`"`); err != nil {
-			return auditchain.Head{}, err
+			return err
 		}
 	}
-	head, err := auditchain.Rekey(s.auditKey, scan, func(batch []sessions.AuditRecord) error {
-		for _, r := range batch {
-			if _, err := tx.ExecContext(ctx, `UPDATE audit_log SET prev_hash = ?, hash = ? WHERE id = ?`, r.PrevHash, r.Hash, r.ID); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return auditchain.Head{}, err
+	if err := fn(); err != nil {
+		return err
 	}
 	for _, def := range triggers {
 		if _, err := tx.ExecContext(ctx, def); err != nil {
-			return auditchain.Head{}, err
+			return err
 		}
 	}
-	return head, nil
+	return nil
 }
 
 const auditColumns = `id, ts, type, origin, session_id, payload, prev_hash, hash`

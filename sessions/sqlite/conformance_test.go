@@ -59,34 +59,8 @@ func (tm tamperer) tamper(ctx context.Context, fn func(tx *sql.Tx) error) error 
 		return err
 	}
 	defer tx.Rollback()
-	var names, defs []string
-	rows, err := tx.QueryContext(ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'audit_log'`)
-	if err != nil {
+	if err := withoutAuditTriggers(ctx, tx, func() error { return fn(tx) }); err != nil {
 		return err
-	}
-	for rows.Next() {
-		var n, d string
-		if err := rows.Scan(&n, &d); err != nil {
-			rows.Close()
-			return err
-		}
-		names, defs = append(names, n), append(defs, d)
-	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
-	for _, n := range names {
-		if _, err := tx.ExecContext(ctx, `DROP TRIGGER "`+n+`"`); err != nil {
-			return err
-		}
-	}
-	if err := fn(tx); err != nil {
-		return err
-	}
-	for _, d := range defs {
-		if _, err := tx.ExecContext(ctx, d); err != nil {
-			return err
-		}
 	}
 	return tx.Commit()
 }
