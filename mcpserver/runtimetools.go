@@ -114,7 +114,7 @@ func (c *connection) toolCall(ctx context.Context, req *mcp.CallToolRequest, a c
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: contracts.TextInvalidRuntimeToolArguments}
 	}
 	if d, denied := res.Denial(); denied {
-		s.auditDenial("", events.ToolEndData{Tool: t.Name(), Denied: true, ReasonCode: d.ReasonCode, Capability: string(d.Capability)})
+		s.auditDenial("", events.ToolEndData{Tool: t.Name(), ReasonCode: d.ReasonCode, Capability: string(d.Capability)})
 		return textError(deniedText(d)), nil
 	}
 	if res.IsError {
