@@ -568,13 +568,17 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 }
 
 // initializeOf returns the connection's record of msg when msg is an
-// admitted initialize request.
+// admitted initialize request, and nil otherwise.
 func initializeOf(msg jsonrpc.Message) *Request {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok || req.Method != methodInitialize || !req.ID.IsValid() {
 		return nil
 	}
-	return RequestOf(&mcp.ServerRequest[*mcp.InitializeParams]{Extra: req.Extra.(*mcp.RequestExtra)})
+	extra, ok := req.Extra.(*mcp.RequestExtra)
+	if !ok {
+		return nil // not admitted by this connection: no record
+	}
+	return RequestOf(&mcp.ServerRequest[*mcp.InitializeParams]{Extra: extra})
 }
 
 // checkResponse validates a response from the peer. A bad one is answered
