@@ -75,7 +75,7 @@ type ToolCallArgs struct {
 	Arguments map[string]any `json:"arguments,omitempty"`
 }
 
-// hints are a tool's MCP behaviour hints (CONTRACT section 4). All four are
+// hints are a tool's MCP behaviour hints (docs/contract.md section 4). All four are
 // always sent: the spec's defaults for destructiveHint and openWorldHint are
 // true, which would be wrong for every one of the six tools but prompt_send.
 type hints struct {

@@ -191,7 +191,7 @@ func TestToolsAcceptedByGoSDK(t *testing.T) {
 	}
 }
 
-// TestToolTitlesAndAnnotations pins CONTRACT section 4's hint table. The
+// TestToolTitlesAndAnnotations pins docs/contract.md section 4's hint table. The
 // spec's defaults are destructiveHint and openWorldHint true, so both must be
 // present (not omitted) on every tool.
 func TestToolTitlesAndAnnotations(t *testing.T) {

@@ -214,7 +214,7 @@ func TestValidateConcurrent(t *testing.T) {
 
 var messageRE = regexp.MustCompile(`^invalid arguments at \$(\.[A-Za-z_][A-Za-z0-9_]*|\[".*"\]|\[[0-9]+\])*(\.\.\.)?: (type|required|additionalProperties|minLength|pattern)$`)
 
-// wrapperProps is CONTRACT section 4's input table, written out by hand:
+// wrapperProps is docs/contract.md section 4's input table, written out by hand:
 // each tool's properties ("nb" a non-blank string, "object" an object) and
 // which are required. FuzzValidate checks Validate against it.
 var wrapperProps = map[string]map[string]struct {

@@ -205,24 +205,6 @@ func decodeArgs(ctx context.Context, v any) error {
 	return nil
 }
 
-// rawToolArguments returns the "arguments" member of a validated tool_call
-// exactly as the client sent it ({} when missing or null), so a runtime
-// tool sees every digit of every number.
-func rawToolArguments(req *mcp.CallToolRequest) (json.RawMessage, error) {
-	var p struct {
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	if req != nil && req.Params != nil && len(req.Params.Arguments) > 0 {
-		if err := json.Unmarshal(req.Params.Arguments, &p); err != nil {
-			return nil, fmt.Errorf("read tool_call arguments: %w", err)
-		}
-	}
-	if len(p.Arguments) == 0 || string(p.Arguments) == "null" {
-		return json.RawMessage("{}"), nil
-	}
-	return p.Arguments, nil
-}
-
 // toolHandler returns the handler of one of the six tools.
 func (c *connection) toolHandler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

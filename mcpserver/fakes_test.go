@@ -338,7 +338,6 @@ func (f *fakeTurns) ProcessUserTurn(ctx context.Context, req runtime.TurnRequest
 		publish(events.ToolStart, events.ToolStartData{RequestID: rid, Tool: "memory_grep", CallID: "c2"})
 		publish(events.ToolEnd, events.ToolEndData{RequestID: rid, Tool: "memory_grep", CallID: "c2", IsError: true})
 		publish(events.ToolStart, events.ToolStartData{RequestID: rid, Tool: "bash", CallID: "c3"})
-		publish(events.ToolDenied, events.ToolDeniedData{Tool: "bash", CallID: "c3", ReasonCode: authz.ReasonHardConstraint, Capability: string(authz.CapProcessExec)})
 		publish(events.ToolEnd, events.ToolEndData{RequestID: rid, Tool: "bash", CallID: "c3", IsError: true,
 			Denied: true, ReasonCode: authz.ReasonHardConstraint, Capability: string(authz.CapProcessExec)})
 	case "text", "text-slow":

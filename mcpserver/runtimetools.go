@@ -93,9 +93,15 @@ func (c *connection) toolCall(ctx context.Context, req *mcp.CallToolRequest, a c
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: contracts.TextRuntimeToolNotFound}
 	}
-	raw, err := rawToolArguments(req)
-	if err != nil {
-		return nil, err
+	// a.Arguments was decoded with UseNumber (decodeArgs), so every number
+	// encodes again with the digits the client sent.
+	raw := json.RawMessage("{}")
+	if a.Arguments != nil {
+		b, err := json.Marshal(a.Arguments)
+		if err != nil {
+			return nil, fmt.Errorf("encode tool_call arguments: %w", err)
+		}
+		raw = b
 	}
 	progress := newProgress(ctx, req)
 	res := s.rt.RunTool(ctx, s.authzRequest(), runtime.ToolCall{
@@ -108,7 +114,7 @@ func (c *connection) toolCall(ctx context.Context, req *mcp.CallToolRequest, a c
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: contracts.TextInvalidRuntimeToolArguments}
 	}
 	if d, denied := res.Denial(); denied {
-		s.auditDenial("", events.ToolEndData{Tool: t.Name(), Denied: true, ReasonCode: d.ReasonCode, Capability: string(d.Capability)})
+		s.auditDenial("", events.ToolEndData{Tool: t.Name(), ReasonCode: d.ReasonCode, Capability: string(d.Capability)})
 		return textError(deniedText(d)), nil
 	}
 	if res.IsError {

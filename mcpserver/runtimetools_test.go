@@ -120,7 +120,8 @@ func echoEnv(got *string, schema string, result tool.Result) func(*Options) {
 
 // tool_call arguments reach the runtime tool exactly as the client sent
 // and the schema validated them: big integers keep every digit, and a
-// number beyond float64 is still a number, not an execution error.
+// number beyond float64 (1e400) arrives as written, neither an execution
+// error nor -32602.
 func TestToolCallArgumentsArriveExactly(t *testing.T) {
 	const schema = `{"type":"object","properties":{"n":{"type":"number"}},"additionalProperties":false}`
 	for _, lit := range []string{"12345678901234567890", "1e400", "0.1000000000000000000001"} {
@@ -129,16 +130,6 @@ func TestToolCallArgumentsArriveExactly(t *testing.T) {
 			session(t, echoEnv(&got, schema, tool.TextResult("ok")), func(t *testing.T, e *env, s *stepper) {
 				s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_call","arguments":{"name":"memory_status","arguments":{"n":` + lit + `}}}}`)
 				frames := s.frames()
-				if lit == "1e400" && len(frames) == 1 && frames[0]["error"] != nil {
-					// The runtime tool's schema check (runtime/tool/schema.go)
-					// decodes numbers as float64 and refuses 1e400 with -32602
-					// today; what this layer owes is never an execution error
-					// and the literal passed through untouched.
-					if code, _ := errorCode(t, frames); code != -32602 {
-						t.Errorf("tool_call n=1e400 = error %v, want a result or -32602", code)
-					}
-					return
-				}
 				text, isErr := resultText(t, frames)
 				if isErr || text != "ok" {
 					t.Fatalf("tool_call = %q (isError %v), want ok", text, isErr)

@@ -39,8 +39,15 @@ type turnProgress struct {
 // startTurnProgress subscribes to the events of req's turn, forwards them
 // to prog (which may be nil) and reports its denials to onDenied.
 func startTurnProgress(bus *events.Bus, req runtime.TurnRequest, prog *progress, onDenied func(events.ToolEndData)) *turnProgress {
+	// Without a progress token nothing is forwarded, so sub only keeps the
+	// loop's ending (the bus closing) and takes the one event type a turn
+	// publishes once; an empty filter would mean every event.
+	types := []string{events.TurnEnd}
+	if prog != nil {
+		types = []string{events.TurnStart, events.ToolStart, events.ToolEnd, events.TextProgress, events.TurnEnd}
+	}
 	tp := &turnProgress{
-		sub:       bus.Subscribe(events.TurnStart, events.ToolStart, events.ToolEnd, events.TextProgress, events.TurnEnd),
+		sub:       bus.Subscribe(types...),
 		denials:   bus.Subscribe(events.ToolEnd),
 		requestID: req.RequestID,
 		sessionID: req.SessionID,

@@ -267,7 +267,7 @@ await step('tools/list: exactly the six tools, in order, closed input schemas', 
     // The SDK's own validator (Ajv) must compile every schema.
     validator.getValidator(s);
   }
-  // CONTRACT section 4: every tool has a title and all four hints, as the
+  // docs/contract.md §4: every tool has a title and all four hints, as the
   // SDK parsed them (so a client such as Codex can skip approval for reads).
   const hints = {
     sessions_list: [true, false, true, false],

@@ -371,7 +371,7 @@ func (c *Conn) finish(resp *jsonrpc.Response) (*jsonrpc.Response, *Request) {
 // when the peer closed its end of stdout) is a closed connection: the
 // connection aborts (see [Conn.Abort]) and the error is returned.
 func (c *Conn) writeLine(line []byte) error {
-	err := c.writeLineLocked(line)
+	err := c.writeOut(line)
 	if err != nil {
 		c.log.Warn("writing stdout failed: the connection is closed", "error", err)
 		c.Abort()
@@ -379,7 +379,9 @@ func (c *Conn) writeLine(line []byte) error {
 	return err
 }
 
-func (c *Conn) writeLineLocked(line []byte) error {
+// writeOut writes line to stdout under writeMu, unless writes are closed
+// (then it writes nothing and returns nil).
+func (c *Conn) writeOut(line []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.mu.Lock()
@@ -566,13 +568,17 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 }
 
 // initializeOf returns the connection's record of msg when msg is an
-// admitted initialize request.
+// admitted initialize request, and nil otherwise.
 func initializeOf(msg jsonrpc.Message) *Request {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok || req.Method != methodInitialize || !req.ID.IsValid() {
 		return nil
 	}
-	return RequestOf(&mcp.ServerRequest[*mcp.InitializeParams]{Extra: req.Extra.(*mcp.RequestExtra)})
+	extra, ok := req.Extra.(*mcp.RequestExtra)
+	if !ok {
+		return nil // not admitted by this connection: no record
+	}
+	return RequestOf(&mcp.ServerRequest[*mcp.InitializeParams]{Extra: extra})
 }
 
 // checkResponse validates a response from the peer. A bad one is answered
