@@ -42,10 +42,10 @@ type Options struct {
 }
 
 // Guard returns the guard that runs [authz.Decide] for req before every
-// call of t, for [tool.Executor.ExecuteGuarded]: t never runs on a
-// denial, which is an IsError result whose text is the decision's message
-// and whose Details hold denied, reason_code and capability (read them
-// with [tool.Result.Denial]). Beyond Decide it also denies a tool whose
+// call of t, to set as [tool.Call.Guard] for [tool.Executor.Run]: t never
+// runs on a denial, which is an IsError result whose text is the
+// decision's message and whose Details hold denied, reason_code and
+// capability (read them with [tool.Result.Denial]). Beyond Decide it also denies a tool whose
 // declared capability the tier lacks, and asks an approval question when
 // the decision needs one and opts.Questions is set.
 //
