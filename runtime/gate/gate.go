@@ -139,7 +139,7 @@ func (g *gated) deny(ctx context.Context, callID string, d authz.Decision) tool.
 	g.opts.Bus.Publish(events.Event{
 		Type:      events.ToolDenied,
 		SessionID: g.sessionID(ctx),
-		Data:      events.ToolDeniedData{Tool: g.inner.Name(), CallID: callID, ReasonCode: d.ReasonCode, Capability: string(d.Capability)},
+		Data:      events.ToolDeniedData{Tool: g.inner.Name(), CallID: authz.Clip(callID, events.MaxCallIDLen), ReasonCode: d.ReasonCode, Capability: string(d.Capability)},
 	})
 	return tool.Result{
 		Content: []tool.Content{tool.Text(d.Message)},

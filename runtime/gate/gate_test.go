@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -420,4 +421,27 @@ func TestApprovalQuestionCarriesArguments(t *testing.T) {
 		reg.Resolve(id, questions.Answer{Value: "deny"})
 		<-done
 	})
+}
+
+// The call id comes from the model: tool.denied carries it clipped, as
+// tool.start and tool.end do.
+func TestDeniedEventClipsCallID(t *testing.T) {
+	bus := events.NewBus(nil)
+	defer bus.Close()
+	sub := bus.Subscribe(events.ToolDenied)
+	defer sub.Close()
+	req := authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}
+	long := strings.Repeat("é", events.MaxCallIDLen)
+	res, _ := wrap(forbidden(t, "bash"), req, &gate.Options{Bus: bus}).Execute(context.Background(), long, json.RawMessage(`{"command":"true"}`), nil)
+	if _, denied := res.Denial(); !denied {
+		t.Fatalf("Execute = %+v, want a denial", res)
+	}
+	select {
+	case e := <-sub.C():
+		if d := e.Data.(events.ToolDeniedData); d.CallID != authz.Clip(long, events.MaxCallIDLen) {
+			t.Errorf("tool.denied CallID = %q, want it clipped to %d bytes", d.CallID, events.MaxCallIDLen)
+		}
+	default:
+		t.Errorf("no tool.denied event")
+	}
 }
