@@ -84,28 +84,29 @@ func missingModel(p string) *ConfigError {
 		"model.name is not set for the %s provider: run `openprogram config set model.name <model>`", p)}
 }
 
-// keyEnv returns the variable the key is read from; "" with a nil error
-// means model.api_key_env is none (no key).
-func keyEnv(cfg provider.Config, def string) (string, error) {
-	env := strings.TrimSpace(cfg.APIKeyEnv)
+// keyEnv returns the variable the key is read from and the key it holds
+// (spaces trimmed; "" when unset). env "" with a nil error means
+// model.api_key_env is none (no key).
+func keyEnv(cfg provider.Config, def string, getenv func(string) string) (env, key string, err error) {
+	env = strings.TrimSpace(cfg.APIKeyEnv)
 	if env == "" {
-		return def, nil
+		env = def
 	}
 	if env == provider.KeyEnvNone {
-		return "", nil
+		return "", "", nil
 	}
 	if env == provider.SecretEnv {
-		return "", &ConfigError{Keys: []string{"model.api_key_env"}, Msg: fmt.Sprintf(
+		return "", "", &ConfigError{Keys: []string{"model.api_key_env"}, Msg: fmt.Sprintf(
 			"model.api_key_env may not be %s: the MCP server token is never sent to a model endpoint; "+
 				"run `openprogram config set model.api_key_env %s`", provider.SecretEnv, def)}
 	}
 	for _, r := range env {
 		if !(r == '_' || (r >= 'A' && r <= 'Z') || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9')) {
-			return "", &ConfigError{Keys: []string{"model.api_key_env"}, Msg: fmt.Sprintf(
+			return "", "", &ConfigError{Keys: []string{"model.api_key_env"}, Msg: fmt.Sprintf(
 				"model.api_key_env must name an environment variable (letters, digits, _), not hold the key: run `openprogram config set model.api_key_env %s`", def)}
 		}
 	}
-	return env, nil
+	return env, strings.TrimSpace(getenv(env)), nil
 }
 
 // settings checks cfg's generation settings and returns them ready for a
@@ -141,7 +142,7 @@ func newOpenAI(cfg provider.Config, getenv func(string) string) (provider.Provid
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, missingModel(ProviderOpenAI)
 	}
-	env, err := keyEnv(cfg, openai.DefaultKeyEnv)
+	env, key, err := keyEnv(cfg, openai.DefaultKeyEnv, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -150,10 +151,6 @@ func newOpenAI(cfg provider.Config, getenv func(string) string) (provider.Provid
 		return nil, err
 	}
 	keyless := env == ""
-	key := ""
-	if !keyless {
-		key = strings.TrimSpace(getenv(env))
-	}
 	if key == "" && !keyless && openai.KeyRequired(cfg.BaseURL) {
 		where := "the OpenAI API"
 		if cfg.BaseURL != "" {
@@ -176,7 +173,7 @@ func newAnthropic(cfg provider.Config, getenv func(string) string) (provider.Pro
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, missingModel(ProviderAnthropic)
 	}
-	env, err := keyEnv(cfg, anthropic.DefaultKeyEnv)
+	env, key, err := keyEnv(cfg, anthropic.DefaultKeyEnv, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -188,10 +185,6 @@ func newAnthropic(cfg provider.Config, getenv func(string) string) (provider.Pro
 		return nil, &ConfigError{Keys: []string{"model.temperature", "model.top_p"}, Msg: err.Error()}
 	}
 	keyless := env == ""
-	key := ""
-	if !keyless {
-		key = strings.TrimSpace(getenv(env))
-	}
 	if key == "" && !keyless {
 		return nil, &ConfigError{Keys: []string{"model.api_key_env", env}, Msg: fmt.Sprintf(
 			"the anthropic provider needs an API key: export %s=<key> before starting openprogram "+

@@ -45,7 +45,7 @@ type ToolCall struct {
 // [tool.Result.ArgumentsRejected]. tool.start and tool.end events frame
 // the call (tool.end says whether it was denied).
 func (r *Runtime) RunTool(ctx context.Context, req authz.Request, call ToolCall) tool.Result {
-	name, callID := authz.Clip(call.Name, 64), authz.Clip(call.ID, 128)
+	name, callID := authz.Clip(call.Name, events.MaxToolLen), authz.Clip(call.ID, events.MaxCallIDLen)
 	r.publish(events.ToolStart, call.SessionID, events.ToolStartData{RequestID: call.RequestID, CallID: callID, Tool: name})
 	var res tool.Result
 	tl, ok := r.registry().Get(call.Name)

@@ -13,11 +13,11 @@ import (
 const ecmaSpace = `\t\n\v\f\r\p{Zs}\x{2028}\x{2029}\x{FEFF}`
 
 // translatePattern rewrites an ECMA-262 pattern (without flags) into an RE2
-// pattern with the same meaning: \s, \S and . follow ECMA-262. \d, \w and \b
-// are ASCII in both dialects and pass through. Constructs RE2 lacks
-// (lookaround, backreferences) and the ECMA-only empty classes [] and [^]
-// are errors.
-func translatePattern(p string) (string, error) {
+// pattern with the same meaning and returns it compiled: \s, \S and .
+// follow ECMA-262. \d, \w and \b are ASCII in both dialects and pass
+// through. Constructs RE2 lacks (lookaround, backreferences) and the
+// ECMA-only empty classes [] and [^] are errors.
+func translatePattern(p string) (*regexp.Regexp, error) {
 	var b strings.Builder
 	inClass := false
 	for i := 0; i < len(p); i++ {
@@ -25,7 +25,7 @@ func translatePattern(p string) (string, error) {
 		switch {
 		case c == '\\':
 			if i+1 == len(p) {
-				return "", errors.New("pattern ends with a lone backslash")
+				return nil, errors.New("pattern ends with a lone backslash")
 			}
 			i++
 			switch p[i] {
@@ -37,7 +37,7 @@ func translatePattern(p string) (string, error) {
 				}
 			case 'S':
 				if inClass {
-					return "", errors.New(`\S inside a character class is not supported`)
+					return nil, errors.New(`\S inside a character class is not supported`)
 				}
 				b.WriteString("[^" + ecmaSpace + "]")
 			default:
@@ -52,7 +52,7 @@ func translatePattern(p string) (string, error) {
 				i++
 			}
 			if strings.HasPrefix(p[i+1:], "]") {
-				return "", errors.New("empty character classes are not supported")
+				return nil, errors.New("empty character classes are not supported")
 			}
 		case c == ']' && inClass:
 			inClass = false
@@ -63,9 +63,9 @@ func translatePattern(p string) (string, error) {
 			b.WriteByte(c)
 		}
 	}
-	out := b.String()
-	if _, err := regexp.Compile(out); err != nil {
-		return "", fmt.Errorf("pattern %q has no RE2 equivalent: %w", p, err)
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return nil, fmt.Errorf("pattern %q has no RE2 equivalent: %w", p, err)
 	}
-	return out, nil
+	return re, nil
 }

@@ -1,9 +1,6 @@
 package schema
 
-import (
-	"regexp"
-	"testing"
-)
+import "testing"
 
 func TestTranslatePattern(t *testing.T) {
 	tests := []struct {
@@ -21,12 +18,12 @@ func TestTranslatePattern(t *testing.T) {
 		{`\\S`, []string{`\S`}, []string{"x"}},
 	}
 	for _, tt := range tests {
-		re2, err := translatePattern(tt.pattern)
+		re, err := translatePattern(tt.pattern)
 		if err != nil {
 			t.Errorf("translatePattern(%q) error: %v", tt.pattern, err)
 			continue
 		}
-		re := regexp.MustCompile(re2)
+		re2 := re.String()
 		for _, s := range tt.match {
 			if !re.MatchString(s) {
 				t.Errorf("pattern %q (RE2 %q) does not match %q, want a match", tt.pattern, re2, s)

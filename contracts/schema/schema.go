@@ -104,12 +104,8 @@ func (noLoader) Load(url string) (any, error) {
 }
 
 func compilePattern(p string) (jsonschema.Regexp, error) {
-	re2, err := translatePattern(p)
+	re, err := translatePattern(p)
 	if err != nil {
-		return nil, err
-	}
-	re, err := regexp.Compile(re2)
-	if err != nil { // translatePattern compiled it already
 		return nil, err
 	}
 	return ecmaRegexp{re: re, source: p}, nil

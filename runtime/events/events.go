@@ -45,8 +45,16 @@ type TurnEndData struct {
 	Cancelled  bool   // the turn was stopped before its final write
 }
 
+// The lengths, in bytes, the model-supplied tool name and call id are
+// clipped to (authz.Clip) in [ToolStartData], [ToolEndData] and
+// [ToolDeniedData].
+const (
+	MaxToolLen   = 64
+	MaxCallIDLen = 128
+)
+
 // ToolStartData is the payload of [ToolStart]. Tool and CallID are clipped
-// (they come from the model); arguments are never carried.
+// (they come from the model; see [MaxToolLen]); arguments are never carried.
 type ToolStartData struct {
 	RequestID string // "" for a call outside a turn
 	CallID    string
@@ -67,6 +75,7 @@ type ToolEndData struct {
 }
 
 // ToolDeniedData is the payload of [ToolDenied], published by the gate.
+// CallID is clipped to [MaxCallIDLen]; Tool is the registered tool's name.
 type ToolDeniedData struct {
 	CallID     string
 	Tool       string

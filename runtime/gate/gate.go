@@ -42,10 +42,10 @@ type Options struct {
 }
 
 // Guard returns the guard that runs [authz.Decide] for req before every
-// call of t, for [tool.Executor.ExecuteGuarded]: t never runs on a
-// denial, which is an IsError result whose text is the decision's message
-// and whose Details hold denied, reason_code and capability (read them
-// with [tool.Result.Denial]). Beyond Decide it also denies a tool whose
+// call of t, to set as [tool.Call.Guard] for [tool.Executor.Run]: t never
+// runs on a denial, which is an IsError result whose text is the
+// decision's message and whose Details hold denied, reason_code and
+// capability (read them with [tool.Result.Denial]). Beyond Decide it also denies a tool whose
 // declared capability the tier lacks, and asks an approval question when
 // the decision needs one and opts.Questions is set.
 //
@@ -139,7 +139,7 @@ func (g *gated) deny(ctx context.Context, callID string, d authz.Decision) tool.
 	g.opts.Bus.Publish(events.Event{
 		Type:      events.ToolDenied,
 		SessionID: g.sessionID(ctx),
-		Data:      events.ToolDeniedData{Tool: g.inner.Name(), CallID: callID, ReasonCode: d.ReasonCode, Capability: string(d.Capability)},
+		Data:      events.ToolDeniedData{Tool: g.inner.Name(), CallID: authz.Clip(callID, events.MaxCallIDLen), ReasonCode: d.ReasonCode, Capability: string(d.Capability)},
 	})
 	return tool.Result{
 		Content: []tool.Content{tool.Text(d.Message)},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -162,10 +163,7 @@ func TestDenialMatrixNeverExecutes(t *testing.T) {
 			defer asked.Close()
 			g := wrap(forbidden(t, c.tool), req, &gate.Options{Questions: qs, SessionID: "s1", Bus: bus})
 
-			res, err := g.Execute(context.Background(), "call-1", json.RawMessage(c.args(work)), nil)
-			if err != nil {
-				t.Fatalf("Execute error = %v", err)
-			}
+			res := g.Execute(context.Background(), "call-1", json.RawMessage(c.args(work)), nil)
 			wantCap := string(authz.ToolCapability(c.tool))
 			want := map[string]any{"denied": true, "reason_code": c.reason, "capability": wantCap}
 			if diff := cmp.Diff(want, res.Details); diff != "" || !res.IsError {
@@ -195,7 +193,7 @@ func TestDenialMatrixNeverExecutes(t *testing.T) {
 					ran.Store(true)
 					return tool.Result{}, nil
 				}}
-			res, _ = wrap(inner, req, nil).Execute(context.Background(), "call-2", json.RawMessage(c.args(work)), nil)
+			res = wrap(inner, req, nil).Execute(context.Background(), "call-2", json.RawMessage(c.args(work)), nil)
 			if ran.Load() || !res.IsError || res.ReasonCode() != c.reason {
 				t.Errorf("through the executor: ran=%v result=%+v, want denial %s", ran.Load(), res, c.reason)
 			}
@@ -209,7 +207,7 @@ func TestDeclaredCapabilityIsAlsoChecked(t *testing.T) {
 	f := forbidden(t, "memory_status")
 	f.(*tool.Func).Cap = authz.CapProcessExec
 	req := authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}
-	res, _ := wrap(f, req, nil).Execute(context.Background(), "c", json.RawMessage(`{}`), nil)
+	res := wrap(f, req, nil).Execute(context.Background(), "c", json.RawMessage(`{}`), nil)
 	if !res.IsError || res.ReasonCode() != authz.ReasonCapability || res.Details["capability"] != string(authz.CapProcessExec) {
 		t.Errorf("Execute = %+v, want AUTHORITY_CAPABILITY_DENIED for process.exec", res)
 	}
@@ -230,9 +228,9 @@ func TestAllowedCallRunsWithCallInfo(t *testing.T) {
 	ran := 0
 	req := authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t), WorkDirs: []string{work}}
 	g := wrap(recorder("memory_status", &info, &ran), req, &gate.Options{SessionID: "s9"})
-	res, err := g.Execute(context.Background(), "c", json.RawMessage(`{}`), nil)
-	if err != nil || res.IsError || ran != 1 {
-		t.Fatalf("Execute = %+v, %v (ran %d), want it to run", res, err, ran)
+	res := g.Execute(context.Background(), "c", json.RawMessage(`{}`), nil)
+	if res.IsError || ran != 1 {
+		t.Fatalf("Execute = %+v (ran %d), want it to run", res, ran)
 	}
 	want := tool.CallInfo{SessionID: "s9", Authority: pairedAuthority(t), Source: authz.SourceMCP, WorkDirs: []string{work}}
 	if diff := cmp.Diff(want, info); diff != "" {
@@ -240,9 +238,7 @@ func TestAllowedCallRunsWithCallInfo(t *testing.T) {
 	}
 	// An existing CallInfo keeps its session but gets the checked authority.
 	ctx := tool.WithCall(context.Background(), tool.CallInfo{SessionID: "mine", Authority: ownerAuthority(t), Source: "cli"})
-	if _, err := g.Execute(ctx, "c", json.RawMessage(`{}`), nil); err != nil {
-		t.Fatal(err)
-	}
+	g.Execute(ctx, "c", json.RawMessage(`{}`), nil)
 	want.SessionID = "mine"
 	if diff := cmp.Diff(want, info); diff != "" {
 		t.Errorf("CallInfo with an existing one (-want +got):\n%s", diff)
@@ -255,7 +251,7 @@ func ownerCLI(t *testing.T, work string) authz.Request {
 
 func TestApprovalWithoutRegistryDenies(t *testing.T) {
 	work := t.TempDir()
-	res, _ := wrap(forbidden(t, "write"), ownerCLI(t, work), &gate.Options{SessionID: "s"}).
+	res := wrap(forbidden(t, "write"), ownerCLI(t, work), &gate.Options{SessionID: "s"}).
 		Execute(context.Background(), "c", json.RawMessage(`{"path":"a.txt"}`), nil)
 	if !res.IsError || res.ReasonCode() != authz.ReasonApprovalUnavailable || res.Details["denied"] != true {
 		t.Errorf("Execute = %+v, want APPROVAL_UNAVAILABLE_NON_INTERACTIVE", res)
@@ -290,7 +286,7 @@ func TestApprovalQuestion(t *testing.T) {
 				done := make(chan struct{})
 				go func() {
 					defer close(done)
-					res, _ = g.Execute(context.Background(), "c", json.RawMessage(`{"path":"a.txt"}`), nil)
+					res = g.Execute(context.Background(), "c", json.RawMessage(`{"path":"a.txt"}`), nil)
 				}()
 				e := <-asked.C()
 				id := e.Data.(events.QuestionData).QuestionID
@@ -322,7 +318,7 @@ func TestApprovalWaitIsContextAware(t *testing.T) {
 		reg := questions.New(nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		res, _ := wrap(forbidden(t, "write"), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"}).
+		res := wrap(forbidden(t, "write"), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"}).
 			Execute(ctx, "c", json.RawMessage(`{"path":"a.txt"}`), nil)
 		if res.ReasonCode() != gate.ReasonApprovalDenied {
 			t.Errorf("Execute = %+v, want APPROVAL_DENIED after ctx ended", res)
@@ -341,7 +337,7 @@ func TestDenialComesBeforeArgumentValidation(t *testing.T) {
 			return tool.Result{}, nil
 		}}
 	g := wrap(strict, authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}, nil)
-	res, _ := g.Execute(context.Background(), "c", json.RawMessage(`{"nonsense":1}`), nil)
+	res := g.Execute(context.Background(), "c", json.RawMessage(`{"nonsense":1}`), nil)
 	if res.ReasonCode() != authz.ReasonHardConstraint {
 		t.Errorf("Execute(bash, invalid args) = %+v, want the hard-constraint denial first", res)
 	}
@@ -351,7 +347,7 @@ func TestDenialComesBeforeArgumentValidation(t *testing.T) {
 	rec := recorder("memory_status", &info, &ran).(*tool.Func)
 	rec.Schema = json.RawMessage(`{"type":"object","additionalProperties":false}`)
 	g = wrap(rec, authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}, nil)
-	if res, _ := g.Execute(context.Background(), "c", json.RawMessage(`{"x":1}`), nil); res.ReasonCode() != tool.ReasonInvalidArguments || ran != 0 {
+	if res := g.Execute(context.Background(), "c", json.RawMessage(`{"x":1}`), nil); res.ReasonCode() != tool.ReasonInvalidArguments || ran != 0 {
 		t.Errorf("allowed call with invalid args = %+v (ran %d), want INVALID_ARGUMENTS", res, ran)
 	}
 }
@@ -390,8 +386,8 @@ func wrap(t tool.Tool, req authz.Request, opts *gate.Options) *gated {
 	return &gated{t: t, guard: gate.Guard(t, req, opts)}
 }
 
-func (g *gated) Execute(ctx context.Context, callID string, args json.RawMessage, update func(string)) (tool.Result, error) {
-	return tool.NewExecutor(nil).Run(ctx, g.t, tool.Call{ID: callID, Args: args, Update: update, Guard: g.guard}), nil
+func (g *gated) Execute(ctx context.Context, callID string, args json.RawMessage, update func(string)) tool.Result {
+	return tool.NewExecutor(nil).Run(ctx, g.t, tool.Call{ID: callID, Args: args, Update: update, Guard: g.guard})
 }
 
 // The person asked to approve a call sees what it would do: the question's
@@ -409,7 +405,7 @@ func TestApprovalQuestionCarriesArguments(t *testing.T) {
 		args := `{"path":"a.txt","content":"hi"}`
 		go func() {
 			defer close(done)
-			_, _ = g.Execute(context.Background(), "c", json.RawMessage(args), nil)
+			g.Execute(context.Background(), "c", json.RawMessage(args), nil)
 		}()
 		e := <-asked.C()
 		id := e.Data.(events.QuestionData).QuestionID
@@ -420,4 +416,27 @@ func TestApprovalQuestionCarriesArguments(t *testing.T) {
 		reg.Resolve(id, questions.Answer{Value: "deny"})
 		<-done
 	})
+}
+
+// The call id comes from the model: tool.denied carries it clipped, as
+// tool.start and tool.end do.
+func TestDeniedEventClipsCallID(t *testing.T) {
+	bus := events.NewBus(nil)
+	defer bus.Close()
+	sub := bus.Subscribe(events.ToolDenied)
+	defer sub.Close()
+	req := authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}
+	long := strings.Repeat("é", events.MaxCallIDLen)
+	res := wrap(forbidden(t, "bash"), req, &gate.Options{Bus: bus}).Execute(context.Background(), long, json.RawMessage(`{"command":"true"}`), nil)
+	if _, denied := res.Denial(); !denied {
+		t.Fatalf("Execute = %+v, want a denial", res)
+	}
+	select {
+	case e := <-sub.C():
+		if d := e.Data.(events.ToolDeniedData); d.CallID != authz.Clip(long, events.MaxCallIDLen) {
+			t.Errorf("tool.denied CallID = %q, want it clipped to %d bytes", d.CallID, events.MaxCallIDLen)
+		}
+	default:
+		t.Errorf("no tool.denied event")
+	}
 }

@@ -48,6 +48,7 @@
 // # Call information
 //
 // [WithCall] attaches a [CallInfo] (session, authority, source, working
-// directories) to a context; tools read it with [CallFrom]. The gate and
-// the turn loop set it.
+// directories) to a context; tools read it with [CallFrom].
+// runtime.Runtime.RunTool (through which the turn loop and MCP tool_call
+// run tools) and the gate set it.
 package tool

@@ -60,23 +60,32 @@ var schemaCache = struct {
 // resolveSchema checks and compiles a tool's input schema, caching the
 // result by the schema's text.
 func resolveSchema(raw json.RawMessage) (*schema.Schema, error) {
-	key := string(raw)
-	schemaCache.RLock()
-	rs := schemaCache.m[key]
-	schemaCache.RUnlock()
-	if rs != nil {
+	if rs := cachedSchema(raw); rs != nil {
 		return rs, nil
 	}
 	rs, err := compileSchema(raw)
 	if err != nil {
 		return nil, err
 	}
-	schemaCache.Lock()
-	if len(schemaCache.m) < maxCachedSchemas {
-		schemaCache.m[key] = rs
-	}
-	schemaCache.Unlock()
+	cacheSchema(raw, rs)
 	return rs, nil
+}
+
+// cachedSchema is the compiled schema cached for raw, or nil.
+func cachedSchema(raw json.RawMessage) *schema.Schema {
+	schemaCache.RLock()
+	defer schemaCache.RUnlock()
+	return schemaCache.m[string(raw)]
+}
+
+// cacheSchema caches rs as the compiled schema of raw, while the cache has
+// room.
+func cacheSchema(raw json.RawMessage, rs *schema.Schema) {
+	schemaCache.Lock()
+	defer schemaCache.Unlock()
+	if len(schemaCache.m) < maxCachedSchemas {
+		schemaCache.m[string(raw)] = rs
+	}
 }
 
 func compileSchema(raw json.RawMessage) (*schema.Schema, error) {
@@ -119,20 +128,22 @@ func checkSchemaText(raw json.RawMessage) (root map[string]any, lazy bool, err e
 // at start but validates arguments for few of them; so a schema that passes
 // checkSchemaText without compileKeywords, where compiling cannot fail, is
 // compiled on first use (resolveSchema) instead. Any other schema is
-// compiled here. FuzzAdmitSchema holds the two to agreeing.
+// compiled here, from the value checkSchemaText decoded, and cached. FuzzAdmitSchema holds the two to agreeing.
 func admitSchema(raw json.RawMessage) error {
-	schemaCache.RLock()
-	cached := schemaCache.m[string(raw)] != nil
-	schemaCache.RUnlock()
-	if cached {
+	if cachedSchema(raw) != nil {
 		return nil
 	}
-	_, lazy, err := checkSchemaText(raw)
+	root, lazy, err := checkSchemaText(raw)
 	if err != nil || lazy {
 		return err
 	}
-	_, err = resolveSchema(raw)
-	return err
+	// Compile the document just checked rather than decoding raw again.
+	rs, err := schema.CompileValue(root)
+	if err != nil {
+		return err
+	}
+	cacheSchema(raw, rs)
+	return nil
 }
 
 // compileKeywords are the keywords through which compiling a schema that

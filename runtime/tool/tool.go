@@ -177,7 +177,8 @@ func (f *Func) Execute(ctx context.Context, callID string, args json.RawMessage,
 
 // CallInfo is what a tool may know about the call it serves: the session,
 // the speaker's authority, the request source ("mcp", "cli", ...) and the
-// working directories. The gate and the turn loop attach it to the context.
+// working directories. runtime.Runtime.RunTool and the gate attach it to
+// the context.
 type CallInfo struct {
 	SessionID string
 	Authority authz.Authority

@@ -320,25 +320,23 @@ func (c *config) readLoc(l loc) ([]byte, fs.FileMode, error) {
 // swapped in meanwhile changes nothing: every rename is within one
 // directory handle.
 func commit(plan []change) (err error) {
-	type opened struct {
+	// rootDir is a directory under a working directory's root: the key of
+	// a held directory handle and an entry of the directories made.
+	type rootDir struct {
 		root *os.Root
 		dir  string
 	}
-	held := map[opened]*os.Root{}
-	type made struct {
-		root *os.Root
-		dir  string
-	}
-	var madeDirs []made
+	held := map[rootDir]*os.Root{}
+	var madeDirs []rootDir
 	dirOf := func(l loc, create bool) (*os.Root, string, error) {
 		dirRel, name := filepath.Dir(l.rel), filepath.Base(l.rel)
-		k := opened{l.root, dirRel}
+		k := rootDir{l.root, dirRel}
 		if d, ok := held[k]; ok {
 			return d, name, nil
 		}
 		d, mk, err := openDir(l.root, dirRel, create)
 		for _, m := range mk {
-			madeDirs = append(madeDirs, made{l.root, m})
+			madeDirs = append(madeDirs, rootDir{l.root, m})
 		}
 		if err != nil {
 			return nil, "", err

@@ -61,7 +61,7 @@ type Options struct {
 // Provider streams Messages API replies. It is safe for concurrent use.
 type Provider struct {
 	model    string
-	settings provider.Settings
+	settings provider.Settings // without Headers: only the request options hold them
 	messages ant.MessageService
 }
 
@@ -99,9 +99,11 @@ func New(opts Options) (*Provider, error) {
 		reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey))
 	}
 	reqOpts = append(reqOpts, wire.HeaderOptions(opts.Settings, option.WithHeader)...)
+	set := opts.Settings
+	set.Headers = nil // in reqOpts already; they may hold keys
 	return &Provider{
 		model:    opts.Model,
-		settings: opts.Settings,
+		settings: set,
 		// The service, unlike ant.NewClient, reads nothing from the
 		// environment or the user's profile files.
 		messages: ant.NewMessageService(reqOpts...),

@@ -61,7 +61,7 @@ type Options struct {
 type Provider struct {
 	model    string
 	baseURL  string
-	settings provider.Settings
+	settings provider.Settings // without Headers: only the request options hold them
 	chat     oai.ChatCompletionService
 }
 
@@ -117,10 +117,12 @@ func New(opts Options) (*Provider, error) {
 		}
 	}
 	reqOpts = append(reqOpts, wire.HeaderOptions(opts.Settings, option.WithHeader)...)
+	set := opts.Settings
+	set.Headers = nil // in reqOpts already; they may hold keys
 	return &Provider{
 		model:    opts.Model,
 		baseURL:  base,
-		settings: opts.Settings,
+		settings: set,
 		// The service, unlike oai.NewClient, reads nothing from the environment.
 		chat: oai.NewChatCompletionService(reqOpts...),
 	}, nil
