@@ -88,23 +88,59 @@ func Confine(workDirs []string, p string) (Target, error) {
 // ConfineWrite is [Confine] for a write by a constrained source: the target must
 // also not be a dangerous file nor inside a dangerous directory ([IsDangerousPath]) or
 // inside stateDir, the state directory wherever it is (ignored when empty or relative;
-// compared both as given and resolved).
+// compared both as given and resolved). It is [Request.WriteTarget] for a source
+// that is not the owner's console.
 func ConfineWrite(workDirs []string, stateDir, p string) (Target, error) {
+	return confineWrite(workDirs, stateDir, p, nil)
+}
+
+// WriteTarget is the one answer to "may this call of tool write p", for every
+// speaker: the gate decides with it and the file tools write through the
+// [Target] it returns. p must resolve inside the working directories
+// ([Confine]) and never inside the state directory ([Request.StateDir],
+// compared as given and resolved, so a symlink does not hide it), whatever
+// the source, the mode or the rules. A dangerous file or directory
+// ([IsDangerousPath]) is refused too, except for the owner's console
+// ([SourceCLI]) when an allow rule for tool names exactly that path: an
+// allow rule for the tool, a glob or a prefix is not enough. Every error is a
+// *[PathError].
+func (r Request) WriteTarget(tool, p string) (Target, error) {
+	var exception func(resolved string) bool
+	if !IsConstrained(r.Source) {
+		exception = func(resolved string) bool { return r.namesExactly(tool, resolved) }
+	}
+	return confineWrite(r.WorkDirs, r.StateDir, p, exception)
+}
+
+// confineWrite confines p and refuses the state directory always, and a
+// dangerous path unless dangerousOK (nil: never) accepts its resolution.
+func confineWrite(workDirs []string, stateDir, p string, dangerousOK func(resolved string) bool) (Target, error) {
 	t, err := Confine(workDirs, p)
 	if err != nil {
 		return Target{}, err
 	}
-	var state []string
-	if stateDir != "" && filepath.IsAbs(stateDir) && strings.IndexByte(stateDir, 0) < 0 {
-		state = append(state, filepath.Clean(stateDir))
-		if s, err := ResolvePath("", stateDir); err == nil {
-			state = append(state, s)
-		}
+	if InStateDir(stateDir, t.Resolved) {
+		return Target{}, &PathError{Path: p, Phrase: PhraseProtectedDir, Detail: "resolved to " + t.Resolved + ", inside the state directory"}
 	}
-	if phrase := protection(t.Resolved, state...); phrase != "" {
+	if phrase := protection(t.Resolved); phrase != "" && (dangerousOK == nil || !dangerousOK(t.Resolved)) {
 		return Target{}, &PathError{Path: p, Phrase: phrase, Detail: "resolved to " + t.Resolved}
 	}
 	return t, nil
+}
+
+// InStateDir reports whether resolved (an absolute path from [ResolvePath]) is
+// the state directory stateDir or below it. stateDir is compared as given and
+// with its symlinks resolved; an empty or relative stateDir holds nothing.
+func InStateDir(stateDir, resolved string) bool {
+	if stateDir == "" || !filepath.IsAbs(stateDir) || strings.IndexByte(stateDir, 0) >= 0 || !filepath.IsAbs(resolved) {
+		return false
+	}
+	resolved = filepath.Clean(resolved)
+	if within(resolved, filepath.Clean(stateDir)) {
+		return true
+	}
+	s, err := ResolvePath("", stateDir)
+	return err == nil && within(resolved, s)
 }
 
 // insideAny returns the resolved working directory of workDirs that holds the

@@ -105,10 +105,8 @@ func DecideTool(req Request, tool string, declared Capability, args json.RawMess
 	constrained := IsConstrained(req.Source)
 	nonInteractive := constrained || req.Authority.Interaction != InteractionInteractive
 
-	if constrained {
-		if msg := hardConstraint(req, tool, args); msg != "" {
-			return deny(ReasonHardConstraint, capab, "hard constraint: "+msg)
-		}
+	if msg := hardConstraint(req, tool, args, constrained); msg != "" {
+		return deny(ReasonHardConstraint, capab, "hard constraint: "+msg)
 	}
 
 	if err := req.Authority.Validate(); err != nil {
@@ -197,14 +195,19 @@ func IsRiskyTool(tool string) bool {
 	return riskyTools[l] || l == "worktree" || strings.HasPrefix(l, "worktree_")
 }
 
-// hardConstraint returns why a constrained source may not make this call, or "".
-func hardConstraint(req Request, tool string, args json.RawMessage) string {
+// hardConstraint returns why the call may not be made whatever the tier and
+// the rules say, or "". For a constrained source: a risky tool, or a write
+// that [Request.WriteTarget] refuses. For the owner's console: a write into
+// the state directory or a dangerous path ([Request.WriteTarget] again); a
+// write outside the working directories is left to the approval and then
+// the file tool, which refuses it.
+func hardConstraint(req Request, tool string, args json.RawMessage, constrained bool) string {
 	src := req.Source
 	if src == "" {
 		src = "(none)"
 	}
 	name := show(Clip(tool, msgClip))
-	if IsRiskyTool(tool) {
+	if constrained && IsRiskyTool(tool) {
 		return fmt.Sprintf("%s is not allowed for source %s", name, show(Clip(src, msgClip)))
 	}
 	var targets []string
@@ -212,24 +215,24 @@ func hardConstraint(req Request, tool string, args json.RawMessage) string {
 	case "write", "edit", "apply_patch":
 		obj, err := decodeArgs(args)
 		if err != nil {
-			return fmt.Sprintf("%s arguments are not a valid JSON object: %v", name, err)
+			return unless(constrained, fmt.Sprintf("%s arguments are not a valid JSON object: %v", name, err))
 		}
 		if l == "apply_patch" {
 			patch, err := argString(obj, "patch")
 			if err != nil {
-				return fmt.Sprintf("%s needs one string %q argument: %v", name, "patch", err)
+				return unless(constrained, fmt.Sprintf("%s needs one string %q argument: %v", name, "patch", err))
 			}
 			targets, err = PatchTargets(patch)
 			if err != nil {
-				return fmt.Sprintf("%s patch cannot be checked: %v", name, err)
+				return unless(constrained, fmt.Sprintf("%s patch cannot be checked: %v", name, err))
 			}
 		} else {
 			p, err := argString(obj, "path")
 			if err != nil {
-				return fmt.Sprintf("%s needs one non-empty string %q argument: %v", name, "path", err)
+				return unless(constrained, fmt.Sprintf("%s needs one non-empty string %q argument: %v", name, "path", err))
 			}
 			if p == "" {
-				return fmt.Sprintf("%s needs one non-empty string %q argument", name, "path")
+				return unless(constrained, fmt.Sprintf("%s needs one non-empty string %q argument", name, "path"))
 			}
 			targets = []string{p}
 		}
@@ -237,13 +240,22 @@ func hardConstraint(req Request, tool string, args json.RawMessage) string {
 		return ""
 	}
 	if len(req.WorkDirs) == 0 {
+		if !constrained {
+			return ""
+		}
 		return fmt.Sprintf("%s cannot write: source %s has no working directory", name, show(Clip(src, msgClip)))
 	}
 	for _, t := range targets {
-		if _, err := ConfineWrite(req.WorkDirs, req.StateDir, t); err != nil {
+		if _, err := req.WriteTarget(tool, t); err != nil {
 			var pe *PathError
 			if !errors.As(err, &pe) {
+				if !constrained {
+					continue
+				}
 				return fmt.Sprintf("%s target %s %s", name, show(Clip(t, msgClip)), PhraseUnresolvable)
+			}
+			if !constrained && (pe.Phrase == PhraseOutside || pe.Phrase == PhraseUnresolvable) {
+				continue
 			}
 			if req.Logger != nil {
 				req.Logger.LogAttrs(context.Background(), slog.LevelDebug, "write target denied",
@@ -251,6 +263,16 @@ func hardConstraint(req Request, tool string, args json.RawMessage) string {
 			}
 			return fmt.Sprintf("%s target %s", name, pe.Error())
 		}
+	}
+	return ""
+}
+
+// unless returns msg for a constrained source, "" for the owner's console,
+// whose malformed write arguments go on to the approval and the tool's own
+// argument check.
+func unless(constrained bool, msg string) string {
+	if constrained {
+		return msg
 	}
 	return ""
 }

@@ -213,7 +213,7 @@ func TestDecideMatrix(t *testing.T) {
 		{"cli bash bypass", cli, bypass, owner, nil, wd, "bash", args("command", "ls"), allowed(exec)},
 		{"cli bash unknown mode", cli, "yolo", owner, nil, wd, "bash", args("command", "ls"), needsApproval(exec)},
 		{"cli write outside", cli, ask, owner, nil, wd, "write", args("path", "/etc/x"), needsApproval(fsw)},
-		{"cli write .git bypass", cli, bypass, owner, nil, wd, "write", args("path", ".git/config"), allowed(fsw)},
+		{"cli write .git bypass", cli, bypass, owner, nil, wd, "write", args("path", ".git/config"), hard(fsw, "a protected directory")},
 		{"cli worktree", cli, ask, owner, nil, wd, "worktree_add", nil, needsApproval(fsw)},
 		{"cli read", cli, ask, owner, nil, wd, "read", args("path", "/etc/hostname"), allowed(fsr)},
 		{"cli todo", cli, ask, owner, nil, wd, "todo_write", nil, allowed(rtctl)},

@@ -38,7 +38,8 @@
 // # The gate
 //
 // [Decide] runs the five steps of docs/contract.md section 3 in order, first match wins:
-// hard constraints (every source but [SourceCLI]), the tier's capability, deny and ask
+// hard constraints (every source but [SourceCLI]; for it, only the protected write
+// targets of [Request.WriteTarget]), the tier's capability, deny and ask
 // rules, allow rules and safe tools ([IsSafeTool]), and approval. A non-interactive
 // speaker never gets [Decision.NeedsApproval]: it gets [ReasonApprovalUnavailable] at
 // once.
@@ -49,8 +50,9 @@
 // symlinks resolved the way the kernel walks them; for a missing file, through its deepest
 // existing ancestor), then inside the working directories ([InsideWorkDirs]). The hard
 // constraints check every write target, including every target of an apply_patch envelope
-// ([ParsePatch], [PatchTargets]), with [ConfineWrite], which adds [IsDangerousPath] and the
-// state directory ([Request.StateDir]). Runtime file tools resolve with the same functions
+// ([ParsePatch], [PatchTargets]), with [Request.WriteTarget], which adds the state
+// directory ([Request.StateDir], for every speaker) and [IsDangerousPath] (for the owner,
+// unless an allow rule names that exact path). Runtime file tools resolve with the same functions
 // and work through an [os.Root] on [Target.WorkDir], so the checked path is the one used.
 // A refusal is a [*PathError] whose text names the path as given and one fixed phrase
 // ([PhraseOutside], ...); the full resolution is only in [PathError.Detail], for a debug

@@ -162,19 +162,14 @@ func within(p, dir string) bool {
 // directory at another path is protected by [ConfineWrite].
 func IsDangerousPath(resolved string) bool { return protection(resolved) != "" }
 
-// protection returns why a constrained source must not write resolved: PhraseProtectedFile,
-// PhraseProtectedDir, or "" when it may. Each of stateDirs (clean and absolute) is a
-// protected directory wherever it is.
-func protection(resolved string, stateDirs ...string) string {
+// protection returns why a constrained source must not write resolved:
+// PhraseProtectedFile, PhraseProtectedDir, or "" when it may. The state
+// directory at another path is [InStateDir]'s to answer.
+func protection(resolved string) string {
 	if !filepath.IsAbs(resolved) || strings.IndexByte(resolved, 0) >= 0 {
 		return PhraseProtectedDir
 	}
 	resolved = filepath.Clean(resolved)
-	for _, d := range stateDirs {
-		if within(resolved, d) {
-			return PhraseProtectedDir
-		}
-	}
 	comps := splitPath(resolved)
 	for i, c := range comps {
 		n := normaliseName(c)

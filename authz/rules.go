@@ -479,3 +479,26 @@ func escapeGlob(s string) string {
 	}
 	return b.String()
 }
+
+// namesExactly reports whether an allow rule for tool names exactly the
+// resolved path: a rule `tool(<path>)` whose pattern is neither a prefix nor
+// a glob, relative patterns taken against the first working directory. It is
+// what lets the owner write a dangerous file: a rule naming that one path.
+func (r Request) namesExactly(tool, resolved string) bool {
+	s := subject{kind: subjectPath, values: []string{resolved}, ok: true}
+	if len(r.WorkDirs) > 0 {
+		if wd, err := ResolvePath("", r.WorkDirs[0]); err == nil {
+			s.workDir = wd
+		}
+	}
+	for _, rule := range r.Rules {
+		c, err := compileRule(rule)
+		if err != nil || rule.Action != ActionAllow || c.kind != patternExact {
+			continue
+		}
+		if ok, _ := path.Match(c.name, tool); ok && c.matchValue(s, resolved, true) {
+			return true
+		}
+	}
+	return false
+}

@@ -10,11 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/openprogram/openprogram/authz"
-	"github.com/openprogram/openprogram/mcpserver"
-	"github.com/openprogram/openprogram/runtime/builtin"
-	"github.com/openprogram/openprogram/runtime/events"
-	"github.com/openprogram/openprogram/runtime/questions"
+	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -50,56 +46,19 @@ func (c mcpServeCmd) Run(ctx context.Context, app *App) error {
 	app.Logger = logger
 	log := app.Logger.With("client_id", clientID)
 
-	cfg, err := LoadConfig(dir)
+	h, err := openHost(ctx, app, dir, host.Options{Logger: log})
 	if err != nil {
 		return err
 	}
-	principal, err := authz.LoadOrCreateOwnerPrincipal(dir)
-	if err != nil {
-		return fmt.Errorf("load the owner principal: %w", err)
+	defer h.Close()
+	if err := h.ProviderErr(); err != nil {
+		log.Warn("no model provider: prompts will complete with failed:true", "why", err.Error())
 	}
-	authority, err := authz.MCPClientAuthority(clientID, principal)
-	if err != nil {
-		return fmt.Errorf("build the MCP client authority: %w", err)
-	}
-	rules, err := cfg.Rules()
-	if err != nil {
-		return fmt.Errorf("tools.permission_rules: %w", err)
-	}
-	st, err := openStore(ctx, app, cfg, dir)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-
-	workDirs := cfg.Strings("agent.work_dirs")
-	reg, err := newRegistry(st, builtin.Deps{WorkDirs: workDirs, StateDir: dir, Logger: log})
-	if err != nil {
-		return err
-	}
-	bus := events.NewBus(&events.BusOptions{Logger: log})
-	defer bus.Close()
-	qs := questions.New(&questions.Options{Bus: bus})
-	rt, provErr := newRuntime(app, cfg, st, reg, bus, qs, log)
-	if provErr != nil {
-		log.Warn("no model provider: prompts will complete with failed:true", "why", provErr.Error())
-	}
-	srv, err := mcpserver.New(mcpserver.Options{
-		Store:        st,
-		Runtime:      rt, // mcpserver audits every denial, in turns too
-		ClientID:     clientID,
-		Authority:    authority,
-		ExposedTools: cfg.Strings("mcp_server.exposed_tools"),
-		Rules:        rules,
-		WorkDirs:     workDirs,
-		StateDir:     dir,
-		Version:      app.Version,
-		Logger:       app.Logger, // mcpserver adds client_id itself
-	})
+	srv, err := h.MCPServer(clientID, app.Logger) // mcpserver adds client_id itself
 	if err != nil {
 		return fmt.Errorf("start the MCP server: %w", err)
 	}
-	log.Info("mcp serve ready", "state_dir", dir, "store", storeKind(storeURL(app.Env, cfg, dir)))
+	log.Info("mcp serve ready", "state_dir", dir, "store", storeKind(h.Config().StoreURL))
 	// A write to a closed stdout must fail with EPIPE, which ends the
 	// connection cleanly: without a handler Go's runtime kills the process
 	// with SIGPIPE on the first such write to fd 1. Notify (not Ignore) so

@@ -5,19 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/sessions"
-	"github.com/openprogram/openprogram/tokenauth"
-	// The two store backends register their URL schemes.
-	_ "github.com/openprogram/openprogram/sessions/postgres"
-	_ "github.com/openprogram/openprogram/sessions/sqlite"
 )
 
 // DatabaseFileName is the embedded SQLite store inside the state directory.
@@ -61,49 +57,10 @@ func openStore(ctx context.Context, app *App, cfg *Config, stateDir string) (ses
 }
 
 // openStoreKey opens the configured store with the audit key of the state
-// directory (tokenauth.KeyFileName). With create, a missing key is created
-// (with the token file's no-replace procedure) and the store may adopt an
-// unkeyed log: re-key a log written before keyed audit, or key an empty
-// one. Only a key created just now may adopt: a log that is unkeyed while
-// its key exists was reset behind openprogram's back. Without create, a
-// missing key opens the store without one, so audit commands fail closed.
+// directory: host.OpenStore, the one place a store is opened (with create,
+// what a first run needs is created).
 func openStoreKey(ctx context.Context, app *App, cfg *Config, stateDir string, create bool) (sessions.Store, error) {
-	u := storeURL(app.Env, cfg, stateDir)
-	if strings.HasPrefix(u, "sqlite:") {
-		if err := ensureStateDir(stateDir); err != nil {
-			return nil, err
-		}
-	}
-	opts, err := auditKeyOptions(tokenauth.KeyPath(stateDir), create)
-	if err != nil {
-		return nil, err
-	}
-	st, err := sessions.OpenWith(ctx, u, opts)
-	clear(opts.AuditKey) // the stores keep their own copy
-	if err != nil {
-		return nil, fmt.Errorf("open the session store: %w", err)
-	}
-	return st, nil
-}
-
-// auditKeyOptions reads (with create: reads or creates) the audit key at
-// path into store options.
-func auditKeyOptions(path string, create bool) (*sessions.Options, error) {
-	if create {
-		key, created, err := tokenauth.LoadOrCreateKey(path)
-		if err != nil {
-			return nil, fmt.Errorf("load the audit key: %w", err)
-		}
-		return &sessions.Options{AuditKey: key, AdoptUnkeyedLog: created}, nil
-	}
-	key, err := tokenauth.ReadKey(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return &sessions.Options{}, nil
-	case err != nil:
-		return nil, fmt.Errorf("load the audit key: %w", err)
-	}
-	return &sessions.Options{AuditKey: key}, nil
+	return host.OpenStore(ctx, stateDir, storeURL(app.Env, cfg, stateDir), create)
 }
 
 type sessionsCmd struct {

@@ -4,17 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"time"
 
 	"github.com/openprogram/openprogram/runtime"
-	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/provider/anthropic"
-	"github.com/openprogram/openprogram/runtime/questions"
-	"github.com/openprogram/openprogram/runtime/tool"
-	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -190,39 +185,6 @@ func modelProvider(app *App, cfg *Config) (provider.Provider, error) {
 	pc := providerConfig(cfg)
 	pc.Version = app.Version
 	return runtime.NewProvider(pc, app.Env.Get)
-}
-
-// modelOptions sets the runtime options that come from config.json's
-// model.* and agent.* keys: the step limit, the history budget and the turn
-// timeout.
-func modelOptions(cfg *Config, o *runtime.Options) {
-	o.MaxSteps = cfg.integer("agent.max_steps")
-	o.ContextTokens = cfg.integer("model.context_tokens")
-	o.MaxOutputTokens = cfg.integer("model.max_output_tokens")
-	o.TurnTimeout = cfg.duration("model.turn_timeout")
-	o.SystemPrompt = cfg.String("agent.system_prompt")
-}
-
-// newRuntime builds the runtime of every command that runs turns (mcp
-// serve, chat, prompt), so they all reach the model alike: the provider and
-// every model.* and agent.* setting come from cfg. qs may be nil (nobody
-// answers questions). The error is the provider's when none could be
-// built; the runtime is returned anyway, and its turns then complete with
-// failed:true and a text naming the keys to set.
-func newRuntime(app *App, cfg *Config, st sessions.Store, reg *tool.Registry, bus *events.Bus, qs *questions.Registry, log *slog.Logger) (*runtime.Runtime, error) {
-	prov, provErr := modelProvider(app, cfg)
-	o := runtime.Options{
-		Store:       st,
-		Registry:    reg,
-		Executor:    tool.NewExecutor(&tool.ExecutorOptions{Logger: log}),
-		Bus:         bus,
-		Questions:   qs,
-		Provider:    prov,
-		ProviderErr: provErr,
-		Logger:      log,
-	}
-	modelOptions(cfg, &o)
-	return runtime.New(o), provErr
 }
 
 // checkModelSettings refuses a combination of settings the configured

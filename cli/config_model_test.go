@@ -163,18 +163,21 @@ func TestModelProviderFromConfig(t *testing.T) {
 		}
 	}
 
-	var o runtime.Options
-	modelOptions(cfg, &o)
-	want := runtime.Options{MaxSteps: 7, ContextTokens: 16000, MaxOutputTokens: 512, TurnTimeout: 10 * time.Minute}
-	if o.MaxSteps != want.MaxSteps || o.ContextTokens != want.ContextTokens || o.MaxOutputTokens != want.MaxOutputTokens || o.TurnTimeout != want.TurnTimeout {
-		t.Errorf("runtime options = steps %d, context %d, output %d, turn %s", o.MaxSteps, o.ContextTokens, o.MaxOutputTokens, o.TurnTimeout)
+	hc, err := hostConfig(&App{}, cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := hc.Agent; a.MaxSteps != 7 || a.ContextTokens != 16000 || hc.Model.MaxOutputTokens != 512 || a.TurnTimeout != 10*time.Minute {
+		t.Errorf("host config = steps %d, context %d, output %d, turn %s", a.MaxSteps, a.ContextTokens, hc.Model.MaxOutputTokens, a.TurnTimeout)
 	}
 
 	// Unset: the defaults (20 steps, no budget, no turn timeout).
-	o = runtime.Options{}
-	modelOptions(configOf(t, nil), &o)
-	if o.MaxSteps != runtime.DefaultMaxSteps || o.ContextTokens != 0 || o.TurnTimeout != 0 {
-		t.Errorf("default runtime options = %+v", o)
+	hc, err = hostConfig(&App{}, configOf(t, nil), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := hc.Agent; a.MaxSteps != runtime.DefaultMaxSteps || a.ContextTokens != 0 || a.TurnTimeout != 0 {
+		t.Errorf("default host config = %+v", a)
 	}
 	if pc := providerConfig(configOf(t, nil)); pc.Temperature != nil || pc.TopP != nil || pc.MaxOutputTokens != 0 || pc.Headers != nil ||
 		pc.Timeout != runtime.DefaultModelTimeout {

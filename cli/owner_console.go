@@ -7,14 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/runtime"
-	"github.com/openprogram/openprogram/runtime/builtin"
 	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/sessions"
@@ -60,9 +58,10 @@ type OwnerSessionCreatedPayload struct {
 // ownerAgent is the agent of the sessions the owner's console creates.
 const ownerAgent = "main"
 
-// ownerConsole is what `chat` and `prompt` share: the store, the runtime
-// and the owner's gate request (source cli, owner tier).
+// ownerConsole is what `chat` and `prompt` share: the host and the
+// owner's speaker (source cli, owner tier).
 type ownerConsole struct {
+	host  *host.Host
 	store sessions.Store
 	rt    *runtime.Runtime
 	bus   *events.Bus
@@ -71,87 +70,40 @@ type ownerConsole struct {
 	log   *slog.Logger
 }
 
-// openOwnerConsole wires the store and the runtime for the owner.
-// Interactive consoles get a question registry and an interactive
-// authority; a non-interactive one has approvals denied at once, like MCP.
-// The working directories are config agent.work_dirs, or the current
-// directory when that is empty.
+// openOwnerConsole builds the host and the owner's speaker. Interactive
+// consoles answer approval questions; a non-interactive one has approvals
+// denied at once, like MCP. The working directories are config
+// agent.work_dirs, or the current directory when that is empty.
 func openOwnerConsole(ctx context.Context, app *App, interactive bool) (*ownerConsole, error) {
 	dir, err := app.StateDir()
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := LoadConfig(dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := ensureStateDir(dir); err != nil {
-		return nil, err
-	}
-	principal, err := authz.LoadOrCreateOwnerPrincipal(dir)
-	if err != nil {
-		return nil, fmt.Errorf("load the owner principal: %w", err)
-	}
-	authority, err := authz.OwnerAuthority(principal)
-	if err != nil {
-		return nil, fmt.Errorf("build the owner authority: %w", err)
-	}
-	if !interactive {
-		authority.Interaction = authz.InteractionNonInteractive
-	}
-	rules, err := cfg.Rules()
-	if err != nil {
-		return nil, fmt.Errorf("tools.permission_rules: %w", err)
-	}
-	workDirs, err := ownerWorkDirs(cfg)
-	if err != nil {
-		return nil, err
-	}
-	st, err := openStore(ctx, app, cfg, dir)
-	if err != nil {
-		return nil, err
-	}
-	reg, err := newRegistry(st, builtin.Deps{WorkDirs: workDirs, StateDir: dir, Logger: app.Logger})
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	log := app.Logger
+	wd, wdErr := currentDir()
 	// A terminal may be slower than the model: room for long replies.
-	bus := events.NewBus(&events.BusOptions{Buffer: 4096, Logger: log})
-	var qs *questions.Registry
-	if interactive {
-		qs = questions.New(&questions.Options{Bus: bus})
-	}
-	rt, provErr := newRuntime(app, cfg, st, reg, bus, qs, log)
-	if provErr != nil {
-		log.Debug("no model provider: turns will complete with failed:true", "why", provErr.Error())
-	}
-	return &ownerConsole{
-		store: st, rt: rt, bus: bus, qs: qs, log: log,
-		req: authz.Request{Source: authz.SourceCLI, PermissionMode: authz.ModeAsk, Authority: authority, Rules: rules, WorkDirs: workDirs},
-	}, nil
-}
-
-// ownerWorkDirs is agent.work_dirs, or the current directory.
-func ownerWorkDirs(cfg *Config) ([]string, error) {
-	if dirs := cfg.Strings("agent.work_dirs"); len(dirs) > 0 {
-		return dirs, nil
-	}
-	wd, err := os.Getwd()
+	h, err := openHost(ctx, app, dir, host.Options{EventBuffer: 4096})
 	if err != nil {
-		return nil, fmt.Errorf("find the current directory (the working directory when agent.work_dirs is empty): %w", err)
+		return nil, err
 	}
-	if resolved, err := filepath.EvalSymlinks(wd); err == nil {
-		wd = resolved
+	if err := h.ProviderErr(); err != nil {
+		app.Logger.Debug("no model provider: turns will complete with failed:true", "why", err.Error())
 	}
-	return []string{wd}, nil
+	owner, err := h.Owner(host.OwnerOptions{Interactive: interactive, WorkDir: wd})
+	if err != nil {
+		h.Close()
+		if wdErr != nil {
+			return nil, wdErr
+		}
+		return nil, err
+	}
+	oc := &ownerConsole{host: h, store: h.Store(), rt: h.Runtime(), bus: h.Bus(), req: owner.Request, log: app.Logger}
+	if interactive {
+		oc.qs = h.Questions()
+	}
+	return oc, nil
 }
 
-func (c *ownerConsole) Close() {
-	c.bus.Close()
-	c.store.Close()
-}
+func (c *ownerConsole) Close() { c.host.Close() }
 
 // session loads session id, with a message that says what to do when it
 // does not exist.

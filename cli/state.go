@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/openprogram/openprogram/cli/host"
 )
 
 // Environment variables the CLI reads.
 const (
 	// EnvHome selects the state directory outright.
-	EnvHome = "OPENPROGRAM_HOME"
+	EnvHome = host.EnvHome
 	// EnvProfile selects ~/.openprogram-<profile> when EnvHome is unset.
 	EnvProfile = "OPENPROGRAM_PROFILE"
 	// EnvDatabaseURL overrides the store URL of config.json (store.url).
@@ -101,21 +103,5 @@ func defaultStateDir(env Env, dir string) bool {
 	return err == nil && env.Get("HOME") != "" && def == dir
 }
 
-// ensureStateDir creates dir (and missing parents) with mode 0700 and refuses a
-// state directory that is a symlink, not a directory, or open to group/others.
-func ensureStateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create state directory %s: %w", dir, err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("inspect state directory %s: %w", dir, err)
-	}
-	if fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
-		return fmt.Errorf("state directory %s is not a plain directory; point %s at a real directory", dir, EnvHome)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("state directory %s has mode %04o; run: chmod 700 %s", dir, fi.Mode().Perm(), dir)
-	}
-	return nil
-}
+// ensureStateDir is host.EnsureStateDir: mode 0700, no symlink.
+func ensureStateDir(dir string) error { return host.EnsureStateDir(dir) }

@@ -21,7 +21,9 @@ type Deps struct {
 	// call carries none.
 	WorkDirs []string
 	// StateDir is the state directory: the file tools refuse writes into
-	// it from constrained sources wherever it is (files.Options.StateDir).
+	// it from every speaker wherever it is (files.Options.StateDir), and
+	// bash refuses to run with its working directory inside it
+	// (bash.Options.StateDir).
 	StateDir string
 	// Logger receives the file tools' debug records (the full resolution
 	// behind a refused path, files.Options.Logger). Nil discards.
@@ -63,6 +65,9 @@ func Register(reg *tool.Registry, deps Deps) error {
 	}
 	if len(bo.WorkDirs) == 0 {
 		bo.WorkDirs = deps.WorkDirs
+	}
+	if bo.StateDir == "" {
+		bo.StateDir = deps.StateDir
 	}
 	ts = append(ts, bash.New(&bo))
 	todos := deps.Todos

@@ -176,14 +176,26 @@ func (f *Func) Execute(ctx context.Context, callID string, args json.RawMessage,
 }
 
 // CallInfo is what a tool may know about the call it serves: the session,
-// the speaker's authority, the request source ("mcp", "cli", ...) and the
-// working directories. runtime.Runtime.RunTool and the gate attach it to
-// the context.
+// the speaker's authority, the request source ("mcp", "cli", ...), the
+// working directories, the permission rules and the state directory.
+// runtime.Runtime.RunTool and the gate attach it to the context.
 type CallInfo struct {
 	SessionID string
 	Authority authz.Authority
 	Source    string
 	WorkDirs  []string
+	// Rules are the call's permission rules: a file tool asks
+	// authz.Request.WriteTarget with them whether an exact-path rule lets
+	// the owner write a dangerous file.
+	Rules []authz.Rule
+	// StateDir is the state directory, never written by any speaker.
+	StateDir string
+}
+
+// Request is the gate request info describes: what the file tools and bash
+// check a path or a working directory against.
+func (info CallInfo) Request() authz.Request {
+	return authz.Request{Source: info.Source, Authority: info.Authority, Rules: info.Rules, WorkDirs: info.WorkDirs, StateDir: info.StateDir}
 }
 
 type callKey struct{}

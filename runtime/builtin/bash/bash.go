@@ -34,6 +34,9 @@ const (
 	ReasonExitNonZero = "EXIT_NONZERO"
 	ReasonNoWorkDir   = "NO_WORKDIR"
 	ReasonStart       = "START_FAILED"
+	// ReasonProtectedDir: the working directory is inside the state
+	// directory, which no speaker's command may run in.
+	ReasonProtectedDir = "PROTECTED_WORKDIR"
 )
 
 // Options configure the bash tool. Zero values mean defaults.
@@ -41,6 +44,9 @@ type Options struct {
 	// WorkDirs: the command runs in the first one when the call's
 	// tool.CallInfo has none. With neither, calls fail with NO_WORKDIR.
 	WorkDirs []string
+	// StateDir is the state directory when the call's tool.CallInfo has
+	// none: a command never runs with its working directory inside it.
+	StateDir string
 	// Shell is the program run as `<Shell> -c <command>` (default "bash").
 	Shell string
 	// Env is the base environment (default os.Environ()). Secrets are
@@ -152,12 +158,20 @@ func (b *bashTool) Execute(ctx context.Context, _ string, raw json.RawMessage, u
 	if update == nil {
 		update = func(string) {}
 	}
-	dirs := b.o.WorkDirs
-	if info, ok := tool.CallFrom(ctx); ok && len(info.WorkDirs) > 0 {
-		dirs = info.WorkDirs
+	dirs, stateDir := b.o.WorkDirs, b.o.StateDir
+	if info, ok := tool.CallFrom(ctx); ok {
+		if len(info.WorkDirs) > 0 {
+			dirs = info.WorkDirs
+		}
+		if info.StateDir != "" {
+			stateDir = info.StateDir
+		}
 	}
 	if len(dirs) == 0 {
 		return tool.ErrorResult(ReasonNoWorkDir, "bash: no working directory is configured"), nil
+	}
+	if wd, err := authz.ResolvePath("", dirs[0]); err == nil && authz.InStateDir(stateDir, wd) {
+		return tool.ErrorResult(ReasonProtectedDir, "bash: the working directory is inside "+authz.PhraseProtectedDir+"; set agent.work_dirs to a directory outside the state directory"), nil
 	}
 	if err := ctx.Err(); err != nil {
 		return tool.Result{}, err

@@ -58,6 +58,51 @@ func TestBashOutputExitCodeAndUpdates(t *testing.T) {
 	}
 }
 
+// TestBashNeverRunsInTheStateDir: whoever speaks, a command never starts
+// with its working directory in the state directory (given by the call or
+// the options, reached directly or through a symlink), so `> token` cannot
+// replace the MCP token.
+func TestBashNeverRunsInTheStateDir(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(root, "home")
+	if err := os.MkdirAll(filepath.Join(state, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(state, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	raw := json.RawMessage(`{"command":"echo x > planted"}`)
+	for _, c := range []struct {
+		name string
+		opts bash.Options
+		info tool.CallInfo
+	}{
+		{"options", bash.Options{WorkDirs: []string{state}, StateDir: state}, tool.CallInfo{Source: authz.SourceCLI}},
+		{"call", bash.Options{}, tool.CallInfo{Source: authz.SourceCLI, WorkDirs: []string{filepath.Join(state, "sub")}, StateDir: state}},
+		{"symlink", bash.Options{StateDir: state}, tool.CallInfo{Source: authz.SourceCLI, WorkDirs: []string{filepath.Join(root, "link")}}},
+		{"state dir given through a symlink", bash.Options{StateDir: filepath.Join(root, "link")}, tool.CallInfo{WorkDirs: []string{state}}},
+	} {
+		ctx := tool.WithCall(context.Background(), c.info)
+		res := tool.NewExecutor(nil).Execute(ctx, bash.New(&c.opts), "c", raw, nil)
+		if !res.IsError || res.ReasonCode() != bash.ReasonProtectedDir || !strings.Contains(res.Text(), "inside a protected directory") {
+			t.Errorf("%s: result = %+v, want PROTECTED_WORKDIR", c.name, res)
+		}
+	}
+	for _, p := range []string{"planted", "sub/planted"} {
+		if _, err := os.Lstat(filepath.Join(state, p)); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+	// Beside the state directory, commands run as before.
+	ctx := tool.WithCall(context.Background(), tool.CallInfo{Source: authz.SourceCLI, WorkDirs: []string{root}, StateDir: state})
+	if res := tool.NewExecutor(nil).Execute(ctx, bash.New(nil), "c", json.RawMessage(`{"command":"true"}`), nil); res.IsError {
+		t.Errorf("beside the state directory: %+v", res)
+	}
+}
+
 func TestBashNonZeroExitIsError(t *testing.T) {
 	res, _ := run(t, context.Background(), opts(t), map[string]any{"command": "echo failing; exit 3"})
 	if !res.IsError || res.ReasonCode() != bash.ReasonExitNonZero || res.Details["exit_code"] != 3 {

@@ -67,8 +67,9 @@ func TestErrorsRevealNothing(t *testing.T) {
 // TestConstrainedWritesAreProtected: a constrained source (every source
 // but cli, and a call without CallInfo) cannot write dangerous files,
 // into dangerous directories (also through a symlink inside the working
-// directory) or into the state directory wherever it is; the owner at the
-// CLI can.
+// directory) or into the state directory wherever it is. The owner at the
+// CLI cannot write the state directory either, whatever the rules say, and
+// a dangerous path only with an allow rule naming that exact path.
 func TestConstrainedWritesAreProtected(t *testing.T) {
 	work, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -105,11 +106,31 @@ func TestConstrainedWritesAreProtected(t *testing.T) {
 			t.Errorf("%s was written by a constrained source", p)
 		}
 	}
-	e.ctx = tool.WithCall(context.Background(), tool.CallInfo{Source: authz.SourceCLI})
-	wantOK(t, e.call("write", map[string]any{"path": "home/op/config.json", "content": "{}"}))
+	allowAll := []authz.Rule{{Tool: "*", Action: authz.ActionAllow}}
+	e.ctx = tool.WithCall(context.Background(), tool.CallInfo{Source: authz.SourceCLI, Rules: allowAll})
+	for _, p := range targets {
+		wantErr(t, e.call("write", map[string]any{"path": p, "content": "x"}), files.ReasonProtected)
+		wantErr(t, e.call("edit", map[string]any{"path": p, "old_string": "a", "new_string": "b"}), files.ReasonProtected)
+		wantErr(t, e.call("apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Add File: " + p + "\n+x\n*** End Patch"}), files.ReasonProtected)
+	}
+	// The call's own state directory counts even where Options has another.
+	e.ctx = tool.WithCall(context.Background(), tool.CallInfo{Source: authz.SourceCLI, Rules: allowAll, StateDir: filepath.Join(work, "sub")})
+	wantErr(t, e.call("write", map[string]any{"path": "sub/x", "content": "x"}), files.ReasonProtected)
+	exact := []authz.Rule{
+		{Tool: "write(.git/info)", Action: authz.ActionAllow}, // rules match the resolved path
+		{Tool: "write(" + filepath.Join(state, "config.json") + ")", Action: authz.ActionAllow},
+	}
+	e.ctx = tool.WithCall(context.Background(), tool.CallInfo{Source: authz.SourceCLI, Rules: exact})
 	wantOK(t, e.call("write", map[string]any{"path": "g/info", "content": "x"}))
 	if got := e.read(".git/info"); got != "x" {
-		t.Errorf(".git/info = %q, want the owner's write", got)
+		t.Errorf(".git/info = %q, want the owner's write under an exact rule", got)
+	}
+	wantErr(t, e.call("write", map[string]any{"path": "home/op/config.json", "content": "{}"}), files.ReasonProtected)
+	wantErr(t, e.call("write", map[string]any{"path": ".bashrc", "content": "x"}), files.ReasonProtected)
+	for _, p := range []string{"home/op/config.json", "home/op/x", ".bashrc", ".git/x", "sub/x"} {
+		if _, err := os.Lstat(filepath.Join(work, p)); err == nil {
+			t.Errorf("%s was written", p)
+		}
 	}
 }
 

@@ -24,9 +24,11 @@
 // before, so a swapped-in symlink cannot redirect it into .git or the
 // state directory either; the new content is staged in that directory
 // and renamed onto the name (a rename replaces a symlink, never follows
-// it). Writes by a constrained source (authz.IsConstrained: every source
-// but cli, and calls without CallInfo) are refused with PATH_PROTECTED
-// for dangerous files, dangerous directories and Options.StateDir.
+// it). Every write is checked with the call's authz.Request.WriteTarget,
+// the gate's own answer: the state directory (the call's, else
+// Options.StateDir) is refused with PATH_PROTECTED for every speaker,
+// and dangerous files and directories too, except for the owner's
+// console (source cli) when an allow rule names that exact path.
 //
 // A refusal names the path only as the call gave it, with one fixed
 // phrase ("is outside the working directories", "cannot be resolved",

@@ -57,10 +57,10 @@ type Options struct {
 	MaxImageBytes int64
 	// MaxResults bounds the entries of glob, grep and list (default DefaultMaxResults).
 	MaxResults int
-	// StateDir is the state directory. Writes by a constrained source
-	// (authz.IsConstrained of the call's source) are refused inside it
-	// wherever it is, as inside .git or .ssh. Empty: only its default
-	// names (.openprogram, .openprogram-<profile>) are protected.
+	// StateDir is the state directory when the call's tool.CallInfo has
+	// none. Writes by every speaker are refused inside it wherever it is.
+	// Empty (in both): only its default names (.openprogram,
+	// .openprogram-<profile>) are protected, as dangerous directories.
 	StateDir string
 	// Logger receives, at debug level, the full resolution behind a
 	// refused path, which results never show. Nil discards.
@@ -113,48 +113,50 @@ func Tools(opts *Options) []tool.Tool {
 	}
 }
 
-// scope is the confinement of one call: its working directories, the
-// first resolved (relative paths and displayed paths use it), and whether
-// its source meets the hard constraints on writes.
+// scope is the confinement of one call: the call's request (working
+// directories, source, rules, state directory) and the first working
+// directory resolved (relative paths and displayed paths use it).
 type scope struct {
-	dirs        []string
-	base        string // resolved dirs[0]
-	constrained bool
-	stateDir    string
-	log         *slog.Logger
+	req  authz.Request
+	base string // resolved req.WorkDirs[0]
+	log  *slog.Logger
 }
 
 func (c *config) scope(ctx context.Context) (scope, error) {
-	dirs := c.workDirs
 	info, _ := tool.CallFrom(ctx)
-	if len(info.WorkDirs) > 0 {
-		dirs = info.WorkDirs
+	req := info.Request()
+	if len(req.WorkDirs) == 0 {
+		req.WorkDirs = c.workDirs
 	}
-	if len(dirs) == 0 {
+	if req.StateDir == "" {
+		req.StateDir = c.stateDir
+	}
+	if len(req.WorkDirs) == 0 {
 		return scope{}, tooldef.Fail(ReasonNoWorkDir, "no working directory is configured, so file tools cannot run")
 	}
-	base, err := authz.ResolvePath("", dirs[0])
+	base, err := authz.ResolvePath("", req.WorkDirs[0])
 	if err != nil {
 		c.log.Debug("working directory cannot be resolved", "resolution", err.Error())
 		return scope{}, tooldef.Fail(ReasonNoWorkDir, "the working directory cannot be resolved, so file tools cannot run")
 	}
-	return scope{dirs: dirs, base: base, constrained: authz.IsConstrained(info.Source), stateDir: c.stateDir, log: c.log}, nil
+	return scope{req: req, base: base, log: c.log}, nil
 }
 
 // confine resolves p (relative to the first working directory) with
-// authz.Confine, the resolution the gate checked with; for a write by a
-// constrained source with authz.ConfineWrite. A refusal names p only as
-// given; the resolution goes to the debug log.
-func (s scope) confine(p string, write bool) (authz.Target, error) {
+// authz.Confine, the resolution the gate checked with; for a write by the
+// tool writer ("" for a read) with the call's authz.Request.WriteTarget,
+// the one answer to "may this call write there" for every speaker. A
+// refusal names p only as given; the resolution goes to the debug log.
+func (s scope) confine(p, writer string) (authz.Target, error) {
 	if p == "" {
 		p = "."
 	}
 	var t authz.Target
 	var err error
-	if write && s.constrained {
-		t, err = authz.ConfineWrite(s.dirs, s.stateDir, p)
+	if writer != "" {
+		t, err = s.req.WriteTarget(writer, p)
 	} else {
-		t, err = authz.Confine(s.dirs, p)
+		t, err = authz.Confine(s.req.WorkDirs, p)
 	}
 	var pe *authz.PathError
 	if errors.As(err, &pe) {

@@ -183,7 +183,7 @@ func (c *config) applyPatch(ctx context.Context, _ string, a applyPatchArgs, _ f
 	dirs := map[string]bool{}
 	// place confines p for writing, claims it once, and returns where it is.
 	place := func(p string) (loc, error) {
-		t, err := sc.confine(p, true)
+		t, err := sc.confine(p, "apply_patch")
 		if err != nil {
 			return loc{}, err
 		}

@@ -47,7 +47,7 @@ func (c *config) readTool() tool.Tool {
 }
 
 func (c *config) read(ctx context.Context, _ string, a readArgs, _ func(string)) (tool.Result, error) {
-	root, t, shown, err := c.target(ctx, a.Path, false)
+	root, t, shown, err := c.target(ctx, a.Path, "")
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -168,7 +168,7 @@ func (c *config) writeTool() tool.Tool {
 }
 
 func (c *config) write(ctx context.Context, _ string, a writeArgs, _ func(string)) (tool.Result, error) {
-	dir, name, shown, err := c.targetDir(ctx, a.Path, true)
+	dir, name, shown, err := c.targetDir(ctx, a.Path, "write", true)
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -231,7 +231,7 @@ func (c *config) edit(ctx context.Context, _ string, a editArgs, _ func(string))
 	if a.OldString == a.NewString {
 		return tool.Result{}, tooldef.Fail(ReasonNoMatch, "old_string and new_string are identical; nothing to change")
 	}
-	dir, name, shown, err := c.targetDir(ctx, a.Path, false)
+	dir, name, shown, err := c.targetDir(ctx, a.Path, "edit", false)
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -282,7 +282,7 @@ func (c *config) listTool() tool.Tool {
 }
 
 func (c *config) list(ctx context.Context, _ string, a listArgs, _ func(string)) (tool.Result, error) {
-	root, t, shown, err := c.target(ctx, a.Path, false)
+	root, t, shown, err := c.target(ctx, a.Path, "")
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -337,20 +337,21 @@ func (c *config) list(ctx context.Context, _ string, a listArgs, _ func(string))
 	}, nil
 }
 
-// target confines path to the call's scope (for a write with the write
-// checks) and opens the root of the working directory that holds it: the
-// caller closes the root. shown is how to show the path to the model.
-func (c *config) target(ctx context.Context, path string, write bool) (root *os.Root, t authz.Target, shown string, err error) {
+// target confines path to the call's scope (for a write by the tool writer,
+// with the write checks; "" for a read) and opens the root of the working
+// directory that holds it: the caller closes the root. shown is how to
+// show the path to the model.
+func (c *config) target(ctx context.Context, path, writer string) (root *os.Root, t authz.Target, shown string, err error) {
 	sc, err := c.scope(ctx)
 	if err != nil {
 		return nil, authz.Target{}, "", err
 	}
-	return sc.open(path, write)
+	return sc.open(path, writer)
 }
 
 // open is target in a scope already made.
-func (s scope) open(path string, write bool) (root *os.Root, t authz.Target, shown string, err error) {
-	if t, err = s.confine(path, write); err != nil {
+func (s scope) open(path, writer string) (root *os.Root, t authz.Target, shown string, err error) {
+	if t, err = s.confine(path, writer); err != nil {
 		return nil, authz.Target{}, "", err
 	}
 	shown = s.display(t.Resolved)
@@ -360,11 +361,11 @@ func (s scope) open(path string, write bool) (root *os.Root, t authz.Target, sho
 	return root, t, shown, nil
 }
 
-// targetDir confines path for writing and opens the directory that holds
-// it with openDir (creating missing directories with create): the caller
-// writes name in dir and closes dir.
-func (c *config) targetDir(ctx context.Context, path string, create bool) (dir *os.Root, name, shown string, err error) {
-	root, t, shown, err := c.target(ctx, path, true)
+// targetDir confines path for a write by the tool writer and opens the
+// directory that holds it with openDir (creating missing directories with
+// create): the caller writes name in dir and closes dir.
+func (c *config) targetDir(ctx context.Context, path, writer string, create bool) (dir *os.Root, name, shown string, err error) {
+	root, t, shown, err := c.target(ctx, path, writer)
 	if err != nil {
 		return nil, "", "", err
 	}

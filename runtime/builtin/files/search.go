@@ -188,7 +188,7 @@ func (c *config) glob(ctx context.Context, _ string, a globArgs, _ func(string))
 	if err != nil {
 		return tool.Result{}, tooldef.Fail(ReasonBadPattern, "glob: %v", err)
 	}
-	root, t, shown, err := sc.open(a.Path, false)
+	root, t, shown, err := sc.open(a.Path, "")
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -307,7 +307,7 @@ func (c *config) grep(ctx context.Context, _ string, a grepArgs, _ func(string))
 	if limit <= 0 {
 		limit = defaultGrepResults
 	}
-	root, t, shownRoot, err := sc.open(a.Path, false)
+	root, t, shownRoot, err := sc.open(a.Path, "")
 	if err != nil {
 		return tool.Result{}, err
 	}

@@ -1,0 +1,62 @@
+package host
+
+import (
+	"time"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/runtime/provider"
+)
+
+// Config is everything the host is built from, typed. The `openprogram`
+// command's loader produces it once from config.json, the environment and
+// flags, and has validated every value; nothing the host builds checks it
+// again.
+type Config struct {
+	// StateDir is the absolute state directory ($OPENPROGRAM_HOME or its
+	// default). No speaker's tool ever writes it.
+	StateDir string
+	// StoreURL is the store: sqlite:<path> or postgres://... (config
+	// store.url, OPENPROGRAM_DATABASE_URL, or SQLite in the state
+	// directory).
+	StoreURL string
+	// Model configures the model provider (config model.*). Version is
+	// filled in from [Options.Version].
+	Model provider.Config
+	// Agent configures the turn loop (config agent.*, model.context_tokens,
+	// model.turn_timeout).
+	Agent AgentConfig
+	// MCPServer configures what MCP clients reach (config mcp_server.*).
+	MCPServer MCPServerConfig
+	// Tools configures the gate (config tools.*).
+	Tools ToolsConfig
+}
+
+// AgentConfig configures the turn loop.
+type AgentConfig struct {
+	// SystemPrompt is agent.system_prompt ("": the runtime's default).
+	SystemPrompt string
+	// WorkDirs are agent.work_dirs: absolute directories the file tools are
+	// confined to. Empty: MCP clients' turns cannot write; the owner's
+	// console uses the directory it was started in ([OwnerOptions.WorkDir]).
+	WorkDirs []string
+	// MaxSteps is agent.max_steps (0: the runtime's default).
+	MaxSteps int
+	// ContextTokens is model.context_tokens (0: send the whole session).
+	ContextTokens int
+	// TurnTimeout is model.turn_timeout (0: no limit).
+	TurnTimeout time.Duration
+}
+
+// MCPServerConfig configures the MCP surface.
+type MCPServerConfig struct {
+	// ExposedTools is mcp_server.exposed_tools, the allowlist of runtime
+	// tools an MCP client may discover and call, in order. Empty exposes
+	// none.
+	ExposedTools []string
+}
+
+// ToolsConfig configures the gate.
+type ToolsConfig struct {
+	// PermissionRules is tools.permission_rules, parsed.
+	PermissionRules []authz.Rule
+}

@@ -1,0 +1,228 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/mcpserver"
+	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/builtin"
+	"github.com/openprogram/openprogram/runtime/events"
+	"github.com/openprogram/openprogram/runtime/questions"
+	"github.com/openprogram/openprogram/runtime/tool"
+	"github.com/openprogram/openprogram/sessions"
+)
+
+// Options tune [Open]. The zero value works.
+type Options struct {
+	// Getenv reads the environment: the model's API key and the ${NAME}
+	// references of model.headers. Nil reads nothing.
+	Getenv func(string) string
+	// Version is the build's version, sent in the model requests'
+	// User-Agent and as the MCP serverInfo.version.
+	Version string
+	// Logger receives the runtime's and the tools' diagnostics. Nil
+	// discards.
+	Logger *slog.Logger
+	// EventBuffer is each event subscription's capacity (0:
+	// events.DefaultBuffer). A terminal that may be slower than the model
+	// wants room for long replies.
+	EventBuffer int
+}
+
+// Host is the runtime built once: the store, the tool registry, the event
+// bus, the question registry and the turn loop with its model provider. It
+// hands out speakers ([Host.Owner], [Host.MCPClient]). Close it when done.
+type Host struct {
+	cfg         Config
+	store       sessions.Store
+	reg         *tool.Registry
+	bus         *events.Bus
+	qs          *questions.Registry
+	rt          *runtime.Runtime
+	principal   string
+	providerErr error
+	version     string
+	log         *slog.Logger
+}
+
+// Open builds the host from cfg: it loads (or creates) the owner principal
+// of the state directory, opens the store ([OpenStore], creating what a
+// first run needs), registers the built-in tools and builds the runtime. A
+// model configuration that cannot work is not an error: the runtime then
+// has no provider and [Host.ProviderErr] says why.
+func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if cfg.StateDir == "" || !filepath.IsAbs(cfg.StateDir) {
+		return nil, fmt.Errorf("host: the state directory %q is not an absolute path", cfg.StateDir)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := EnsureStateDir(cfg.StateDir); err != nil {
+		return nil, err
+	}
+	principal, err := authz.LoadOrCreateOwnerPrincipal(cfg.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("load the owner principal: %w", err)
+	}
+	st, err := OpenStore(ctx, cfg.StateDir, cfg.StoreURL, true)
+	if err != nil {
+		return nil, err
+	}
+	reg := tool.NewRegistry()
+	if err := builtin.Register(reg, builtin.Deps{Store: st, WorkDirs: cfg.Agent.WorkDirs, StateDir: cfg.StateDir, Logger: log}); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("register the built-in tools: %w", err)
+	}
+	bus := events.NewBus(&events.BusOptions{Buffer: opts.EventBuffer, Logger: log})
+	qs := questions.New(&questions.Options{Bus: bus})
+	pc := cfg.Model
+	pc.Version = opts.Version
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	prov, provErr := runtime.NewProvider(pc, getenv)
+	rt := runtime.New(runtime.Options{
+		Store:           st,
+		Registry:        reg,
+		Executor:        tool.NewExecutor(&tool.ExecutorOptions{Logger: log}),
+		Bus:             bus,
+		Questions:       qs,
+		Provider:        prov,
+		ProviderErr:     provErr,
+		SystemPrompt:    cfg.Agent.SystemPrompt,
+		MaxSteps:        cfg.Agent.MaxSteps,
+		ContextTokens:   cfg.Agent.ContextTokens,
+		MaxOutputTokens: cfg.Model.Settings.MaxOutputTokens,
+		TurnTimeout:     cfg.Agent.TurnTimeout,
+		Logger:          log,
+	})
+	return &Host{cfg: cfg, store: st, reg: reg, bus: bus, qs: qs, rt: rt, principal: principal,
+		providerErr: provErr, version: opts.Version, log: log}, nil
+}
+
+// Close stops the event bus and closes the store.
+func (h *Host) Close() error {
+	h.bus.Close()
+	return h.store.Close()
+}
+
+// Config returns the configuration the host was built from.
+func (h *Host) Config() Config { return h.cfg }
+
+// Store returns the session store.
+func (h *Host) Store() sessions.Store { return h.store }
+
+// Runtime returns the turn loop.
+func (h *Host) Runtime() *runtime.Runtime { return h.rt }
+
+// Registry returns the runtime tool registry.
+func (h *Host) Registry() *tool.Registry { return h.reg }
+
+// Bus returns the event bus the runtime publishes on.
+func (h *Host) Bus() *events.Bus { return h.bus }
+
+// Questions returns the question registry (approvals of an interactive
+// owner; MCP connections decline the questions of their sessions).
+func (h *Host) Questions() *questions.Registry { return h.qs }
+
+// ProviderErr is why the runtime has no model provider (usually a
+// *runtime.ConfigError naming the keys to set), or nil.
+func (h *Host) ProviderErr() error { return h.providerErr }
+
+// Principal returns the install's owner principal (owner.json).
+func (h *Host) Principal() string { return h.principal }
+
+// Speaker is one party that talks to the runtime: its gate request is the
+// authority, source, rules, working directories and state directory every
+// turn and tool call it makes runs with.
+type Speaker struct {
+	// Request is the speaker's gate request. The state directory is always
+	// set: no speaker's tool writes it.
+	Request authz.Request
+}
+
+// OwnerOptions choose the owner's speaker.
+type OwnerOptions struct {
+	// Interactive is a person at a terminal who answers approval questions
+	// (`chat`); false denies what would need an approval at once (`prompt`).
+	Interactive bool
+	// WorkDir is the owner's working directory when agent.work_dirs is
+	// empty: the directory the console was started in. It must be absolute.
+	WorkDir string
+}
+
+// Owner returns the owner's speaker: source cli, the owner tier, the
+// principal of owner.json, the permission rules, agent.work_dirs (or
+// o.WorkDir) and the state directory.
+func (h *Host) Owner(o OwnerOptions) (Speaker, error) {
+	authority, err := authz.OwnerAuthority(h.principal)
+	if err != nil {
+		return Speaker{}, fmt.Errorf("build the owner authority: %w", err)
+	}
+	if !o.Interactive {
+		authority.Interaction = authz.InteractionNonInteractive
+	}
+	dirs := h.cfg.Agent.WorkDirs
+	if len(dirs) == 0 {
+		if o.WorkDir == "" || !filepath.IsAbs(o.WorkDir) {
+			return Speaker{}, errors.New("host: the owner needs a working directory: set agent.work_dirs, or start from an absolute directory")
+		}
+		dirs = []string{o.WorkDir}
+	}
+	return Speaker{Request: h.request(authz.SourceCLI, authority, dirs)}, nil
+}
+
+// MCPClient returns the speaker of the MCP client with clientID (the token
+// fingerprint): source mcp, the paired tier, non-interactive, as docs/contract.md
+// section 3 fixes it.
+func (h *Host) MCPClient(clientID string) (Speaker, error) {
+	authority, err := authz.MCPClientAuthority(clientID, h.principal)
+	if err != nil {
+		return Speaker{}, fmt.Errorf("build the MCP client authority: %w", err)
+	}
+	return Speaker{Request: h.request(authz.SourceMCP, authority, h.cfg.Agent.WorkDirs)}, nil
+}
+
+// request is the one place a speaker's gate request is made.
+func (h *Host) request(source string, authority authz.Authority, workDirs []string) authz.Request {
+	return authz.Request{
+		Source: source, PermissionMode: authz.ModeAsk, Authority: authority,
+		Rules: h.cfg.Tools.PermissionRules, WorkDirs: workDirs, StateDir: h.cfg.StateDir,
+	}
+}
+
+// MCPServer returns the MCP service for the client with clientID, over this
+// host's store and runtime, with the client's speaker and
+// mcp_server.exposed_tools. logger receives its diagnostics (it adds the
+// client id itself); nil uses the host's.
+func (h *Host) MCPServer(clientID string, logger *slog.Logger) (*mcpserver.Server, error) {
+	sp, err := h.MCPClient(clientID)
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = h.log
+	}
+	return mcpserver.New(mcpserver.Options{
+		Store:        h.store,
+		Runtime:      h.rt,
+		ClientID:     clientID,
+		Authority:    sp.Request.Authority,
+		ExposedTools: h.cfg.MCPServer.ExposedTools,
+		Rules:        sp.Request.Rules,
+		WorkDirs:     sp.Request.WorkDirs,
+		StateDir:     sp.Request.StateDir,
+		Version:      h.version,
+		Logger:       logger,
+	})
+}
