@@ -125,7 +125,7 @@ func (c *ownerConsole) newSession(ctx context.Context, text, command string) (se
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	now := time.Now()
 	s, err := c.store.CreateSession(ctx, sessions.Session{
-		ID: "cli_" + hex.EncodeToString(b[:]), AgentID: ownerAgent, Title: ownerTitle(text), Source: authz.SourceCLI,
+		ID: "cli_" + hex.EncodeToString(b[:]), AgentID: ownerAgent, Title: sessions.Title(text, "Owner session"), Source: authz.SourceCLI,
 		CreatedAt: now, UpdatedAt: now,
 	})
 	if err != nil {
@@ -136,16 +136,6 @@ func (c *ownerConsole) newSession(ctx context.Context, text, command string) (se
 		PrincipalID: c.req.Authority.PrincipalID, Command: command,
 	})
 	return s, nil
-}
-
-// ownerTitle is the first line of text, its spaces collapsed, clipped.
-func ownerTitle(text string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-	line = strings.Join(strings.Fields(line), " ")
-	if line == "" {
-		return "Owner session"
-	}
-	return authz.Clip(line, 60)
 }
 
 // turn runs one turn as the owner on s.

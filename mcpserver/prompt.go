@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -157,7 +155,7 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 	if created {
 		now := s.now()
 		sess, err = s.store.CreateSession(ctx, sessions.Session{
-			ID: s.newSessionID(), AgentID: mainAgent, Title: sessionTitle(a.Prompt), Source: authz.SourceMCP,
+			ID: s.newSessionID(), AgentID: mainAgent, Title: sessions.Title(a.Prompt, "MCP session"), Source: authz.SourceMCP,
 			CreatedAt: now, UpdatedAt: now,
 		})
 		if err != nil {
@@ -319,18 +317,4 @@ func (c *connection) dropIfEmpty(ctx context.Context, sessionID string) {
 // event of one turn; progress is matched to its request by it.
 func newTurnRequestID() string {
 	return "mcp_turn_" + rand.Text()
-}
-
-// sessionTitle derives a session title from the first line of a prompt.
-func sessionTitle(prompt string) string {
-	const maxRunes = 60
-	line, _, _ := strings.Cut(strings.TrimSpace(prompt), "\n")
-	line = strings.Join(strings.FieldsFunc(line, unicode.IsSpace), " ")
-	if line == "" {
-		return "MCP session"
-	}
-	if r := []rune(line); len(r) > maxRunes {
-		return strings.TrimSpace(string(r[:maxRunes-1])) + "…"
-	}
-	return line
 }

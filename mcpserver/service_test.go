@@ -430,20 +430,6 @@ func TestDuplicateRequestIDs(t *testing.T) {
 	}
 }
 
-func TestSessionTitle(t *testing.T) {
-	for in, want := range map[string]string{
-		"  Fix the build\nthen more":               "Fix the build",
-		"\t\n ":                                    "MCP session",
-		"tabs\tand   spaces":                       "tabs and spaces",
-		strings.Repeat("é", 70):                    strings.Repeat("é", 59) + "…",
-		"exactly sixty " + strings.Repeat("x", 46): "exactly sixty " + strings.Repeat("x", 46),
-	} {
-		if got := sessionTitle(in); got != want {
-			t.Errorf("sessionTitle(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestNewRefusesAnythingButTheMCPClientAuthority(t *testing.T) {
 	owner, err := authz.OwnerAuthority(testPrincipal)
 	if err != nil {
