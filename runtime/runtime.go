@@ -40,7 +40,8 @@ type Options struct {
 	// tool.NewExecutor(nil)).
 	Executor *tool.Executor
 	// Bus receives turn.start, turn.text (every streamed fragment), tool.start,
-	// tool.end and turn.end events, and the gate's tool.denied (nil: none).
+	// tool.end and turn.end events (nil: none). tool.end says whether the
+	// call was denied.
 	Bus *events.Bus
 	// Questions is used for approval questions of interactive speakers, and
 	// its pending questions of a session are declined when a turn there is

@@ -15,7 +15,6 @@ const (
 	TurnEnd          = "turn.end"          // TurnEndData
 	ToolStart        = "tool.start"        // ToolStartData
 	ToolEnd          = "tool.end"          // ToolEndData
-	ToolDenied       = "tool.denied"       // ToolDeniedData
 	TextProgress     = "turn.text"         // TextData
 	QuestionAsked    = "question.asked"    // QuestionData
 	QuestionResolved = "question.resolved" // QuestionData (with Status)
@@ -46,8 +45,7 @@ type TurnEndData struct {
 }
 
 // The lengths, in bytes, the model-supplied tool name and call id are
-// clipped to (authz.Clip) in [ToolStartData], [ToolEndData] and
-// [ToolDeniedData].
+// clipped to (authz.Clip) in [ToolStartData] and [ToolEndData].
 const (
 	MaxToolLen   = 64
 	MaxCallIDLen = 128
@@ -70,15 +68,6 @@ type ToolEndData struct {
 	Tool       string
 	IsError    bool
 	Denied     bool
-	ReasonCode string
-	Capability string
-}
-
-// ToolDeniedData is the payload of [ToolDenied], published by the gate.
-// CallID is clipped to [MaxCallIDLen]; Tool is the registered tool's name.
-type ToolDeniedData struct {
-	CallID     string
-	Tool       string
 	ReasonCode string
 	Capability string
 }

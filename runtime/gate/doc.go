@@ -3,7 +3,7 @@
 //
 //	req := authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk,
 //		Authority: clientAuthority, WorkDirs: []string{"/home/me/project"}}
-//	guard := gate.Guard(t, req, &gate.Options{SessionID: sessionID, Bus: bus})
+//	guard := gate.Guard(t, req, &gate.Options{SessionID: sessionID})
 //	res := executor.Run(ctx, t, tool.Call{ID: callID, Args: args, Update: update, Guard: guard})
 //	if d, denied := res.Denial(); denied { ... }
 //

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/authz"
-	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
@@ -35,8 +34,6 @@ type Options struct {
 	// SessionID is the session approval questions are raised on, and the
 	// CallInfo session when the context carries none.
 	SessionID string
-	// Bus receives a tool.denied event for every denial.
-	Bus *events.Bus
 	// ApprovalTimeout bounds an approval question (0: the registry default).
 	ApprovalTimeout time.Duration
 }
@@ -78,7 +75,7 @@ func (g *gated) check(ctx context.Context, callID string, args json.RawMessage) 
 		d = g.approve(ctx, callID, args, d)
 	}
 	if !d.Allowed {
-		return nil, g.deny(ctx, callID, d), false
+		return nil, tool.DeniedResult(d), false
 	}
 	return g.withCall(ctx), tool.Result{}, true
 }
@@ -129,25 +126,14 @@ func (g *gated) withCall(ctx context.Context) context.Context {
 	if len(g.req.WorkDirs) > 0 {
 		info.WorkDirs = slices.Clone(g.req.WorkDirs)
 	}
+	if len(g.req.Rules) > 0 {
+		info.Rules = slices.Clone(g.req.Rules)
+	}
+	if g.req.StateDir != "" {
+		info.StateDir = g.req.StateDir
+	}
 	if info.SessionID == "" {
 		info.SessionID = g.opts.SessionID
 	}
 	return tool.WithCall(ctx, info)
-}
-
-func (g *gated) deny(ctx context.Context, callID string, d authz.Decision) tool.Result {
-	g.opts.Bus.Publish(events.Event{
-		Type:      events.ToolDenied,
-		SessionID: g.sessionID(ctx),
-		Data:      events.ToolDeniedData{Tool: g.inner.Name(), CallID: authz.Clip(callID, events.MaxCallIDLen), ReasonCode: d.ReasonCode, Capability: string(d.Capability)},
-	})
-	return tool.Result{
-		Content: []tool.Content{tool.Text(d.Message)},
-		IsError: true,
-		Details: map[string]any{
-			tool.DetailDenied:     true,
-			tool.DetailReasonCode: d.ReasonCode,
-			tool.DetailCapability: string(d.Capability),
-		},
-	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -155,30 +154,19 @@ func TestDenialMatrixNeverExecutes(t *testing.T) {
 			req := authz.Request{Source: source, PermissionMode: authz.ModeAsk, Authority: auth(t), Rules: c.rules, WorkDirs: []string{work}}
 			bus := events.NewBus(nil)
 			defer bus.Close()
-			sub := bus.Subscribe(events.ToolDenied)
-			defer sub.Close()
 			// A question registry is present: MCP must still never ask.
 			qs := questions.New(&questions.Options{Bus: bus})
 			asked := bus.Subscribe(events.QuestionAsked)
 			defer asked.Close()
-			g := wrap(forbidden(t, c.tool), req, &gate.Options{Questions: qs, SessionID: "s1", Bus: bus})
+			g := wrap(forbidden(t, c.tool), req, &gate.Options{Questions: qs, SessionID: "s1"})
 
 			res := g.Execute(context.Background(), "call-1", json.RawMessage(c.args(work)), nil)
 			wantCap := string(authz.ToolCapability(c.tool))
-			want := map[string]any{"denied": true, "reason_code": c.reason, "capability": wantCap}
-			if diff := cmp.Diff(want, res.Details); diff != "" || !res.IsError {
-				t.Errorf("denial IsError=%v Details mismatch (-want +got):\n%s\ntext: %s", res.IsError, diff, res.Text())
+			if !res.IsError || res.Reason != c.reason || res.Details != nil {
+				t.Errorf("denial IsError=%v Reason=%q Details=%v, want IsError, %q and no diagnostics\ntext: %s", res.IsError, res.Reason, res.Details, c.reason, res.Text())
 			}
 			if d, ok := res.Denial(); !ok || d.ReasonCode != c.reason || string(d.Capability) != wantCap || d.Message != res.Text() || res.Text() == "" {
 				t.Errorf("content %q, Denial() = %+v, %v: want the decision", res.Text(), d, ok)
-			}
-			select {
-			case e := <-sub.C():
-				if d := e.Data.(events.ToolDeniedData); d.ReasonCode != c.reason || d.Tool != c.tool || d.CallID != "call-1" {
-					t.Errorf("tool.denied event = %+v", e)
-				}
-			default:
-				t.Errorf("no tool.denied event")
 			}
 			select {
 			case e := <-asked.C():
@@ -208,7 +196,7 @@ func TestDeclaredCapabilityIsAlsoChecked(t *testing.T) {
 	f.(*tool.Func).Cap = authz.CapProcessExec
 	req := authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}
 	res := wrap(f, req, nil).Execute(context.Background(), "c", json.RawMessage(`{}`), nil)
-	if !res.IsError || res.ReasonCode() != authz.ReasonCapability || res.Details["capability"] != string(authz.CapProcessExec) {
+	if !res.IsError || res.ReasonCode() != authz.ReasonCapability || res.Denied == nil || res.Denied.Capability != authz.CapProcessExec {
 		t.Errorf("Execute = %+v, want AUTHORITY_CAPABILITY_DENIED for process.exec", res)
 	}
 }
@@ -253,7 +241,7 @@ func TestApprovalWithoutRegistryDenies(t *testing.T) {
 	work := t.TempDir()
 	res := wrap(forbidden(t, "write"), ownerCLI(t, work), &gate.Options{SessionID: "s"}).
 		Execute(context.Background(), "c", json.RawMessage(`{"path":"a.txt"}`), nil)
-	if !res.IsError || res.ReasonCode() != authz.ReasonApprovalUnavailable || res.Details["denied"] != true {
+	if !res.IsError || res.ReasonCode() != authz.ReasonApprovalUnavailable || res.Denied == nil {
 		t.Errorf("Execute = %+v, want APPROVAL_UNAVAILABLE_NON_INTERACTIVE", res)
 	}
 }
@@ -304,7 +292,7 @@ func TestApprovalQuestion(t *testing.T) {
 					}
 					return
 				}
-				if ran != 0 || !res.IsError || res.ReasonCode() != gate.ReasonApprovalDenied || res.Details["denied"] != true {
+				if ran != 0 || !res.IsError || res.ReasonCode() != gate.ReasonApprovalDenied || res.Denied == nil {
 					t.Errorf("Execute = %+v (ran %d), want APPROVAL_DENIED", res, ran)
 				}
 			})
@@ -418,25 +406,3 @@ func TestApprovalQuestionCarriesArguments(t *testing.T) {
 	})
 }
 
-// The call id comes from the model: tool.denied carries it clipped, as
-// tool.start and tool.end do.
-func TestDeniedEventClipsCallID(t *testing.T) {
-	bus := events.NewBus(nil)
-	defer bus.Close()
-	sub := bus.Subscribe(events.ToolDenied)
-	defer sub.Close()
-	req := authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}
-	long := strings.Repeat("é", events.MaxCallIDLen)
-	res := wrap(forbidden(t, "bash"), req, &gate.Options{Bus: bus}).Execute(context.Background(), long, json.RawMessage(`{"command":"true"}`), nil)
-	if _, denied := res.Denial(); !denied {
-		t.Fatalf("Execute = %+v, want a denial", res)
-	}
-	select {
-	case e := <-sub.C():
-		if d := e.Data.(events.ToolDeniedData); d.CallID != authz.Clip(long, events.MaxCallIDLen) {
-			t.Errorf("tool.denied CallID = %q, want it clipped to %d bytes", d.CallID, events.MaxCallIDLen)
-		}
-	default:
-		t.Errorf("no tool.denied event")
-	}
-}

@@ -222,13 +222,13 @@ func (e *Executor) Run(ctx context.Context, t Tool, call Call) Result {
 		res = ErrorResult(ReasonToolError, fmt.Sprintf("tool %s failed: %v", t.Name(), o.err))
 	default:
 		res = o.res
-		if res.IsError && cctx.Err() != nil && res.ReasonCode() == "" {
-			res.Details = withDetail(res.Details, DetailReasonCode, ReasonCancelled)
+		if res.IsError && cctx.Err() != nil && res.Reason == "" {
 			if ownTimeout {
-				res.Details[DetailReasonCode] = ReasonTimeout
-				res.Details[DetailTimeout] = true
+				res.Reason = ReasonTimeout
+				res.Details = withDetail(res.Details, DetailTimeout, true)
 			} else {
-				res.Details[DetailCancelled] = true
+				res.Reason = ReasonCancelled
+				res.Details = withDetail(res.Details, DetailCancelled, true)
 			}
 		}
 		if res.IsError && len(res.Content) == 0 {
@@ -274,18 +274,18 @@ func checkArgs(t Tool, args json.RawMessage) (Result, bool) {
 		return ErrorResult(ReasonToolError, err.Error()), false
 	}
 	res := ErrorResult(ReasonInvalidArguments, err.Error())
-	res.Details[DetailInvalidArguments] = true
+	res.InvalidArguments = true
 	return res, false
 }
 
 func cancelledResult(name string, timeout bool) Result {
 	if timeout {
 		r := ErrorResult(ReasonTimeout, fmt.Sprintf("tool %s timed out", name))
-		r.Details[DetailTimeout] = true
+		r.Details = map[string]any{DetailTimeout: true}
 		return r
 	}
 	r := ErrorResult(ReasonCancelled, fmt.Sprintf("tool %s was cancelled", name))
-	r.Details[DetailCancelled] = true
+	r.Details = map[string]any{DetailCancelled: true}
 	return r
 }
 

@@ -32,21 +32,16 @@ func Image(data []byte, mediaType string) Content {
 	return Content{Type: TypeImage, Data: data, MediaType: mediaType}
 }
 
-// Keys and values used in [Result.Details]. Details are diagnostics only:
-// [Result.IsError] is the one failure flag.
+// Keys used in [Result.Details]. Details are diagnostics only: nothing
+// decides on them ([Result.IsError], [Result.Reason], [Result.Denied] and
+// [Result.InvalidArguments] are the typed outcome).
 const (
-	DetailReasonCode = "reason_code"
-	DetailDenied     = "denied"
-	DetailTimeout    = "timeout"
-	DetailCancelled  = "cancelled"
-	DetailTruncated  = "truncated"
-	DetailCapability = "capability"
-	// DetailInvalidArguments marks a call the input schema refused before
-	// anything ran (a tool's own INVALID_ARGUMENTS result lacks it).
-	DetailInvalidArguments = "invalid_arguments"
+	DetailTimeout   = "timeout"
+	DetailCancelled = "cancelled"
+	DetailTruncated = "truncated"
 )
 
-// Reason codes the [Executor] sets in Details["reason_code"].
+// Reason codes the [Executor] sets in [Result.Reason].
 const (
 	ReasonInvalidArguments = "INVALID_ARGUMENTS"
 	ReasonToolError        = "TOOL_ERROR"
@@ -58,11 +53,25 @@ const (
 
 // Result is what a tool execution produced. IsError is the only failure
 // flag: timeouts, panics, non-zero exits, denials and failures a tool
-// reports all set it. Details holds diagnostics (reason_code, denied,
-// timeout, ...) and is never the source of truth.
+// reports all set it. Reason, Denied and InvalidArguments say why, typed;
+// Details holds diagnostics (exit code, timeout, ...) and is never the
+// source of truth.
 type Result struct {
 	Content []Content
 	IsError bool
+	// Reason is the reason code of a failure: a tool's own (each tool
+	// package lists its codes), the executor's (the Reason constants here)
+	// or the gate's (an authz reason code). Empty on success.
+	Reason string
+	// Denied is the gate's decision when the call was denied before the
+	// tool ran (or the tool refused the caller's authority itself); nil
+	// otherwise. A denied result has IsError set.
+	Denied *authz.Decision
+	// InvalidArguments reports that the tool's input schema refused the
+	// call's arguments, so nothing ran (a tool's own INVALID_ARGUMENTS
+	// failure leaves it false).
+	InvalidArguments bool
+	// Details are diagnostics only.
 	Details map[string]any
 }
 
@@ -88,40 +97,35 @@ func (r Result) Text() string {
 	return string(b)
 }
 
-// ReasonCode returns Details["reason_code"] as a string ("" if absent).
-func (r Result) ReasonCode() string {
-	s, _ := r.Details[DetailReasonCode].(string)
-	return s
-}
+// ReasonCode returns [Result.Reason].
+func (r Result) ReasonCode() string { return r.Reason }
 
-// Denial returns the gate's decision when the result is a denial
-// (Details["denied"]): its reason code, capability and message.
+// Denial returns the decision of a denied call ([Result.Denied]): its
+// reason code, capability and message.
 func (r Result) Denial() (authz.Decision, bool) {
-	if denied, _ := r.Details[DetailDenied].(bool); !denied {
+	if r.Denied == nil {
 		return authz.Decision{}, false
 	}
-	capab, _ := r.Details[DetailCapability].(string)
-	return authz.Decision{ReasonCode: r.ReasonCode(), Capability: authz.Capability(capab), Message: r.Text()}, true
+	return *r.Denied, true
 }
 
-// ArgumentsRejected reports whether the tool's input schema refused the
-// call's arguments, so nothing ran.
-func (r Result) ArgumentsRejected() bool {
-	b, _ := r.Details[DetailInvalidArguments].(bool)
-	return b
+// ArgumentsRejected reports [Result.InvalidArguments]: the tool's input
+// schema refused the call's arguments, so nothing ran.
+func (r Result) ArgumentsRejected() bool { return r.InvalidArguments }
+
+// DeniedResult is the result of a call refused by d: IsError, the
+// decision's message as the text, d's reason code and d itself.
+func DeniedResult(d authz.Decision) Result {
+	return Result{Content: []Content{Text(d.Message)}, IsError: true, Reason: d.ReasonCode, Denied: &d}
 }
 
 // TextResult returns a successful result holding one text block.
 func TextResult(s string) Result { return Result{Content: []Content{Text(s)}} }
 
-// ErrorResult returns a failed result holding one text block and, when
-// reasonCode is not empty, Details["reason_code"].
+// ErrorResult returns a failed result holding one text block, with
+// reasonCode as its [Result.Reason].
 func ErrorResult(reasonCode, msg string) Result {
-	r := Result{Content: []Content{Text(msg)}, IsError: true}
-	if reasonCode != "" {
-		r.Details = map[string]any{DetailReasonCode: reasonCode}
-	}
-	return r
+	return Result{Content: []Content{Text(msg)}, IsError: true, Reason: reasonCode}
 }
 
 // Tool is a runtime tool. Execute is called by an [Executor] (never

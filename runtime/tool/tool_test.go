@@ -297,7 +297,8 @@ func TestExecutorTimeout(t *testing.T) {
 		want := tool.Result{
 			Content: []tool.Content{tool.Text("tool slow timed out")},
 			IsError: true,
-			Details: map[string]any{"reason_code": "TIMEOUT", "timeout": true},
+			Reason:  "TIMEOUT",
+			Details: map[string]any{"timeout": true},
 		}
 		if diff := cmp.Diff(want, res); diff != "" {
 			t.Errorf("Execute(timeout) mismatch (-want +got):\n%s", diff)

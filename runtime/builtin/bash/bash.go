@@ -29,7 +29,7 @@ const (
 	DefaultMaxUpdateLines = 10_000
 )
 
-// Reason codes bash reports in Details["reason_code"].
+// Reason codes bash reports in tool.Result.Reason.
 const (
 	ReasonExitNonZero = "EXIT_NONZERO"
 	ReasonNoWorkDir   = "NO_WORKDIR"
@@ -266,16 +266,13 @@ func (b *bashTool) Execute(ctx context.Context, _ string, raw json.RawMessage, u
 	}
 	switch {
 	case timedOut:
-		res.IsError = true
-		res.Details[tool.DetailReasonCode] = tool.ReasonTimeout
+		res.IsError, res.Reason = true, tool.ReasonTimeout
 		res.Details[tool.DetailTimeout] = true
 	case cancelled:
-		res.IsError = true
-		res.Details[tool.DetailReasonCode] = tool.ReasonCancelled
+		res.IsError, res.Reason = true, tool.ReasonCancelled
 		res.Details[tool.DetailCancelled] = true
 	case code != 0:
-		res.IsError = true
-		res.Details[tool.DetailReasonCode] = ReasonExitNonZero
+		res.IsError, res.Reason = true, ReasonExitNonZero
 	}
 	return res, nil
 }

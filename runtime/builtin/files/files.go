@@ -15,7 +15,7 @@ import (
 	"github.com/openprogram/openprogram/runtime/tool"
 )
 
-// Reason codes the file tools report in Details["reason_code"].
+// Reason codes the file tools report in tool.Result.Reason.
 const (
 	ReasonNoWorkDir      = "NO_WORKDIR"
 	ReasonOutsideWorkDir = "PATH_OUTSIDE_WORKDIRS"

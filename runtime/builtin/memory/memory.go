@@ -12,7 +12,7 @@ import (
 	"github.com/openprogram/openprogram/sessions"
 )
 
-// Reason codes the memory tools report in Details["reason_code"].
+// Reason codes the memory tools report in tool.Result.Reason.
 const (
 	ReasonNotFound    = "NOT_FOUND"
 	ReasonConflict    = "CONFLICT"
@@ -326,11 +326,8 @@ func (m *mem) promote(ctx context.Context, _ string, a promoteArgs, _ func(strin
 	// depth for a caller that skipped it.
 	info, ok := tool.CallFrom(ctx)
 	if !ok || info.Authority.Validate() != nil || info.Authority.Tier != authz.TierOwner {
-		return tool.Result{}, &tooldef.Failure{
-			Reason:  authz.ReasonCapability,
-			Msg:     "memory_promote is for the owner only",
-			Details: map[string]any{tool.DetailDenied: true, tool.DetailCapability: string(authz.CapMemoryTrustedPromote)},
-		}
+		return tool.DeniedResult(authz.Decision{ReasonCode: authz.ReasonCapability, Capability: authz.CapMemoryTrustedPromote,
+			Message: "memory_promote is for the owner only"}), nil
 	}
 	base := int64(-1)
 	if a.BaseRevision != nil {

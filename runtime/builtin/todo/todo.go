@@ -19,7 +19,7 @@ const (
 	StatusCancelled  = "cancelled"
 )
 
-// Reason codes the todo tools report in Details["reason_code"].
+// Reason codes the todo tools report in tool.Result.Reason.
 const (
 	ReasonNoSession = "NO_SESSION"
 	ReasonNotFound  = "NOT_FOUND"

@@ -44,7 +44,7 @@ func TestNew(t *testing.T) {
 		t.Errorf("run(empty) = %+v, %v", res, err)
 	}
 	res, err := run(`{"mode":"fail"}`)
-	want := tool.Result{Content: []tool.Content{tool.Text("no")}, IsError: true, Details: map[string]any{"reason_code": "NOPE", "extra": 1}}
+	want := tool.Result{Content: []tool.Content{tool.Text("no")}, IsError: true, Reason: "NOPE", Details: map[string]any{"extra": 1}}
 	if diff := cmp.Diff(want, res); diff != "" || err != nil {
 		t.Errorf("run(fail) err %v (-want +got):\n%s", err, diff)
 	}

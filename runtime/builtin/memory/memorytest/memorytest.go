@@ -265,9 +265,10 @@ func promoteOwnerOnly(t *testing.T, s sessions.Store) {
 	// Defence in depth: called without the gate, a non-owner is still refused.
 	for name, who := range map[string]*tool.CallInfo{"no caller": nil, "paired": client} {
 		res := h.call(who, "memory_promote", map[string]any{"source_id": u.SourceID})
-		want := map[string]any{"reason_code": authz.ReasonCapability, "denied": true, "capability": "memory.trusted.promote"}
-		if diff := cmp.Diff(want, res.Details); diff != "" || !res.IsError {
-			t.Errorf("memory_promote as %s: IsError %v (-want +got):\n%s", name, res.IsError, diff)
+		want := authz.Decision{ReasonCode: authz.ReasonCapability, Capability: authz.CapMemoryTrustedPromote, Message: "memory_promote is for the owner only"}
+		got, denied := res.Denial()
+		if diff := cmp.Diff(want, got); diff != "" || !res.IsError || !denied || res.Reason != authz.ReasonCapability {
+			t.Errorf("memory_promote as %s: IsError %v, denied %v (-want +got):\n%s", name, res.IsError, denied, diff)
 		}
 	}
 	var st status
