@@ -405,4 +405,3 @@ func TestApprovalQuestionCarriesArguments(t *testing.T) {
 		<-done
 	})
 }
-
