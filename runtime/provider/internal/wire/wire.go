@@ -107,13 +107,33 @@ func Classify(status int, b Body) provider.Class {
 	return provider.ClassServer
 }
 
+// contextLengthCodes are the error codes and types APIs use for a request
+// that does not fit the model's context: matched exactly (case folded),
+// before anything else.
+var contextLengthCodes = []struct{ code, source string }{
+	{"context_length_exceeded", "OpenAI API error codes: error.code of a 400 (also OpenRouter, Azure OpenAI)"},
+	{"exceed_context_size_error", "llama.cpp server: error.type when the prompt exceeds the slot's context size"},
+}
+
+// contextLengthPhrases are for APIs that say it only in the message: a
+// phrase match is unavoidable there, so each phrase names where it comes
+// from. Nothing else in the package reads a provider's English.
+var contextLengthPhrases = []struct{ phrase, source string }{
+	{"prompt is too long", "Anthropic Messages API: a 400 invalid_request_error whose message reads \"prompt is too long: N tokens > M maximum\""},
+	{"maximum context length", "OpenAI-compatible servers (vLLM, LM Studio, older OpenAI models): \"This model's maximum context length is N tokens\""},
+}
+
+// isContextLength reports whether b says the request does not fit the
+// model's context: by its code or type first, then by the phrase table.
 func isContextLength(b Body) bool {
-	if strings.Contains(strings.ToLower(b.Code), "context_length") {
-		return true
+	for _, c := range contextLengthCodes {
+		if strings.EqualFold(b.Code, c.code) || strings.EqualFold(b.Type, c.code) {
+			return true
+		}
 	}
 	m := strings.ToLower(b.Message)
-	for _, s := range []string{"context length", "context_length", "context window", "maximum context", "prompt is too long", "too many tokens", "exceeds the context"} {
-		if strings.Contains(m, s) {
+	for _, p := range contextLengthPhrases {
+		if strings.Contains(m, p.phrase) {
 			return true
 		}
 	}

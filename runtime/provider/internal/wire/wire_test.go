@@ -65,6 +65,10 @@ func TestClassify(t *testing.T) {
 		{400, Body{Type: "invalid_request_error", Message: "prompt is too long: 210843 tokens > 200000 maximum"}, provider.ClassContextLength},
 		{400, Body{Message: "This model's maximum context length is 4096 tokens."}, provider.ClassContextLength},
 		{413, Body{Type: "request_too_large"}, provider.ClassContextLength},
+		{400, Body{Type: "exceed_context_size_error", Message: "the request exceeds the available context size"}, provider.ClassContextLength},
+		{400, Body{Code: "CONTEXT_LENGTH_EXCEEDED"}, provider.ClassContextLength},
+		// A message that merely mentions context is not enough.
+		{400, Body{Type: "invalid_request_error", Message: "the context window field is unknown"}, provider.ClassInvalidRequest},
 		{400, Body{Type: "invalid_request_error", Message: "messages: roles must alternate"}, provider.ClassInvalidRequest},
 		{404, Body{Code: "model_not_found"}, provider.ClassInvalidRequest},
 		{422, Body{}, provider.ClassInvalidRequest},
