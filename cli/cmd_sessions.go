@@ -60,6 +60,32 @@ func openStore(ctx context.Context, app *App, cfg *Config, stateDir string) (ses
 	return openStoreKey(ctx, app, cfg, stateDir, true)
 }
 
+// inspectStore opens the configured store for a command that changes
+// nothing (doctor, tools list): no state directory, database, table or
+// audit key is created and no migration runs. A store that does not exist
+// yet is an error wrapping sessions.ErrNoStore, one an older version wrote
+// sessions.ErrMigrationsPending.
+func inspectStore(ctx context.Context, app *App, cfg *Config, stateDir string) (sessions.Store, error) {
+	opts, err := auditKeyOptions(tokenauth.KeyPath(stateDir), false)
+	if err != nil {
+		return nil, err
+	}
+	return openWith(ctx, app, storeURL(app.Env, cfg, stateDir), opts, true)
+}
+
+// openWith opens the store at u with opts, the logger of app (a wait for
+// the database is said on stderr) and, with look, without changing it.
+func openWith(ctx context.Context, app *App, u string, opts *sessions.Options, look bool) (sessions.Store, error) {
+	opts.Logger = app.Logger
+	opts.NoMigrate = look
+	st, err := sessions.OpenWith(ctx, u, opts)
+	clear(opts.AuditKey) // the stores keep their own copy
+	if err != nil {
+		return nil, fmt.Errorf("open the session store: %w", err)
+	}
+	return st, nil
+}
+
 // openStoreKey opens the configured store with the audit key of the state
 // directory (tokenauth.KeyFileName). With create, a missing key is created
 // (with the token file's no-replace procedure) and the store may adopt an
@@ -78,12 +104,7 @@ func openStoreKey(ctx context.Context, app *App, cfg *Config, stateDir string, c
 	if err != nil {
 		return nil, err
 	}
-	st, err := sessions.OpenWith(ctx, u, opts)
-	clear(opts.AuditKey) // the stores keep their own copy
-	if err != nil {
-		return nil, fmt.Errorf("open the session store: %w", err)
-	}
-	return st, nil
+	return openWith(ctx, app, u, opts, false)
 }
 
 // auditKeyOptions reads (with create: reads or creates) the audit key at
