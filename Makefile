@@ -114,7 +114,9 @@ dist: ## release archives dist/openprogram_<os>_<arch>.tar.gz (linux, darwin × 
 	@cat $(CURDIR)/dist/SHA256SUMS
 
 .PHONY: run
-run: build ## the main job: a fresh state dir, a token, and a real MCP client driving `openprogram mcp serve`
+run: ## the main job: a fresh state dir, a token, and a real MCP client driving `openprogram mcp serve`
+	@echo "== make run: building bin/openprogram and the demo client (a first build downloads and compiles modules, ~1-3 min; later runs take seconds)"
+	@$(MAKE) --no-print-directory build
 	./scripts/run-demo.sh
 
 .PHONY: release

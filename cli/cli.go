@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	goruntime "runtime"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -86,7 +88,7 @@ func Main(ctx context.Context, app *App, args []string) (code int) {
 			code = e.code
 		}
 	}()
-	kctx, err := parser.Parse(args)
+	kctx, err := parser.Parse(negativeValues(args))
 	if err != nil {
 		return parseFailed(app, err)
 	}
@@ -149,6 +151,43 @@ func newParser(ctx context.Context, app *App, cmd *root) (*kong.Kong, error) {
 		kong.Bind(app),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 	)
+}
+
+// negativeValues lets a negative number be a value: kong reads "-3" as a
+// short flag, though no flag of the grammar is a digit. When the arguments
+// end in a run of plain words holding a negative number (`config set
+// agent.max_steps -3`), a "--" goes before that number so that it reaches
+// the command, and its validator, as a value. A number right after a flag
+// is that flag's value and is left to kong.
+func negativeValues(args []string) []string {
+	for i, a := range args {
+		if a == "--" {
+			return args
+		}
+		if !isNegativeNumber(a) {
+			continue
+		}
+		if i > 0 && strings.HasPrefix(args[i-1], "-") && !isNegativeNumber(args[i-1]) {
+			return args
+		}
+		for _, rest := range args[i+1:] {
+			if strings.HasPrefix(rest, "-") && !isNegativeNumber(rest) {
+				return args
+			}
+		}
+		return slices.Insert(slices.Clone(args), i, "--")
+	}
+	return args
+}
+
+// isNegativeNumber reports whether s is a number with a minus sign: -3,
+// -0.5, -.5, -1e3.
+func isNegativeNumber(s string) bool {
+	if len(s) < 2 || s[0] != '-' || !(s[1] >= '0' && s[1] <= '9' || s[1] == '.') {
+		return false
+	}
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }
 
 // parseFailed reports a command-line mistake: the usage of the command

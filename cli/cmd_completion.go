@@ -43,6 +43,19 @@ type grammarNode struct {
 	commands []string
 	flags    []string            // --long and -s forms
 	enums    map[string][]string // flag (both forms) -> its values
+	args     []string            // the values of the first positional argument
+}
+
+// completeValues are the value lists a positional argument names with its
+// complete:"..." tag (the config commands' KEY: every config key).
+var completeValues = map[string]func() []string{
+	"config-keys": func() []string {
+		names := make([]string, len(configKeys))
+		for i, k := range configKeys {
+			names[i] = k.name
+		}
+		return names
+	},
 }
 
 func completionGrammar(root *kong.Node) []grammarNode {
@@ -71,6 +84,11 @@ func completionGrammar(root *kong.Node) []grammarNode {
 			}
 		}
 		g.flags = append(g.flags, "--help")
+		if len(n.Positional) > 0 {
+			if values := completeValues[n.Positional[0].Tag.Get("complete")]; values != nil {
+				g.args = values()
+			}
+		}
 		var subs []grammarNode
 		for _, c := range n.Children {
 			if c.Type == kong.CommandNode && !c.Hidden {
@@ -111,6 +129,13 @@ func bashCompletion(g []grammarNode) string {
 		fmt.Fprintf(&b, "    %s) echo %s ;;\n", shellQuote(n.path), shellQuote(strings.Join(n.flags, " ")))
 	}
 	b.WriteString("  esac\n}\n")
+	b.WriteString("_openprogram_args() {\n  case \"$1\" in\n")
+	for _, n := range g {
+		if len(n.args) > 0 {
+			fmt.Fprintf(&b, "    %s) echo %s ;;\n", shellQuote(n.path), shellQuote(strings.Join(n.args, " ")))
+		}
+	}
+	b.WriteString("  esac\n}\n")
 	b.WriteString("_openprogram_values() {\n  case \"$1|$2\" in\n")
 	for _, n := range g {
 		for _, flag := range sortedKeys(n.enums) {
@@ -119,14 +144,15 @@ func bashCompletion(g []grammarNode) string {
 	}
 	b.WriteString("  esac\n}\n")
 	b.WriteString(`_openprogram() {
-  local cur prev path w i values
+  local cur prev path w i values last words
   cur="${COMP_WORDS[COMP_CWORD]}"
   prev="${COMP_WORDS[COMP_CWORD-1]}"
   path=""
+  last=0
   for ((i = 1; i < COMP_CWORD; i++)); do
     w="${COMP_WORDS[i]}"
     case " $(_openprogram_commands "$path") " in
-      *" $w "*) path="${path:+$path }$w" ;;
+      *" $w "*) path="${path:+$path }$w"; last=$i ;;
     esac
   done
   values="$(_openprogram_values "$path" "$prev")"
@@ -135,7 +161,11 @@ func bashCompletion(g []grammarNode) string {
   elif [[ "$cur" == -* ]]; then
     COMPREPLY=($(compgen -W "$(_openprogram_flags "$path")" -- "$cur"))
   else
-    COMPREPLY=($(compgen -W "$(_openprogram_commands "$path")" -- "$cur"))
+    words="$(_openprogram_commands "$path")"
+    if [ "$last" -eq $((COMP_CWORD - 1)) ]; then
+      words="$words $(_openprogram_args "$path")"
+    fi
+    COMPREPLY=($(compgen -W "$words" -- "$cur"))
   fi
 }
 complete -F _openprogram openprogram
@@ -156,6 +186,8 @@ func fishCompletion(g []grammarNode) string {
 			fishQuote(n.path), strings.Join(quoteAll(n.commands, fishQuote), " "))
 	}
 	b.WriteString("        end\n    end\n    echo $path\nend\n")
+	b.WriteString("function __openprogram_at_arg\n    set -l tokens (commandline -opc)\n    set -l path (string split ' ' -- (__openprogram_path))\n" +
+		"    test (count $tokens) -ge 2; and test \"$tokens[-1]\" = \"$path[-1]\"\nend\n")
 	b.WriteString("complete -c openprogram -f\n")
 	for _, n := range g {
 		cond := fmt.Sprintf("test (__openprogram_path) = %s", fishQuote(n.path))
@@ -164,6 +196,9 @@ func fishCompletion(g []grammarNode) string {
 		}
 		if len(n.commands) > 0 {
 			fmt.Fprintf(&b, "complete -c openprogram -n %s -a %s\n", fishQuote(cond), fishQuote(strings.Join(n.commands, " ")))
+		}
+		if len(n.args) > 0 {
+			fmt.Fprintf(&b, "complete -c openprogram -n %s -a %s\n", fishQuote(cond+"; and __openprogram_at_arg"), fishQuote(strings.Join(n.args, " ")))
 		}
 		for _, f := range n.flags {
 			if !strings.HasPrefix(f, "--") {

@@ -12,7 +12,7 @@ type configCmd struct {
 }
 
 type configGetCmd struct {
-	Key         string `arg:"" help:"Dotted key, e.g. mcp_server.exposed_tools."`
+	Key         string `arg:"" complete:"config-keys" help:"Dotted key, e.g. mcp_server.exposed_tools."`
 	Raw         bool   `name:"raw" help:"Print a string value as it is, without JSON quotes (lists and objects stay JSON)."`
 	ShowSecrets bool   `name:"show-secrets" help:"Show secrets (the store URL's password, header values) instead of hiding them."`
 }
@@ -41,7 +41,7 @@ func (c *configGetCmd) Run(app *App) error {
 }
 
 type configSetCmd struct {
-	Key   string `arg:"" help:"Dotted key, e.g. mcp_server.exposed_tools."`
+	Key   string `arg:"" complete:"config-keys" help:"Dotted key, e.g. mcp_server.exposed_tools."`
 	Value string `arg:"" help:"The value: JSON, or a plain string."`
 }
 
@@ -64,7 +64,14 @@ func (c *configSetCmd) Run(app *App) error {
 		return usagef("%v; config.json was not changed", err)
 	}
 	if err := checkModelSettings(cfg); err != nil {
-		return fmt.Errorf("%s cannot be set: %w; config.json was not changed", c.Key, err)
+		return usagef("%s cannot be set: %v; config.json was not changed", c.Key, err)
+	}
+	// Checked when set, not when loaded: a file that goes away later is
+	// reported by doctor and by the prompt that needs it.
+	if c.Key == "model.script" {
+		if err := checkScript(v); err != nil {
+			return usagef("invalid value for model.script: %v; config.json was not changed", err)
+		}
 	}
 	if err := ensureStateDir(dir); err != nil {
 		return err
@@ -73,7 +80,7 @@ func (c *configSetCmd) Run(app *App) error {
 }
 
 type configUnsetCmd struct {
-	Key string `arg:"" help:"Dotted key."`
+	Key string `arg:"" complete:"config-keys" help:"Dotted key."`
 }
 
 func (c *configUnsetCmd) Run(app *App) error {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/runtime/builtin"
 	"github.com/openprogram/openprogram/runtime/provider"
+	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -65,17 +65,17 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 	}
 
 	u := storeURL(app.Env, cfg, dir)
-	if path, ok := strings.CutPrefix(u, "sqlite:"); ok {
-		// Opening the embedded store would create the database (and the
-		// state directory): doctor reports, it does not install.
-		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
-			add(check{name: "store", warn: true, info: "not checked: " + path + " does not exist yet (mcp serve creates it)"})
-			return report(app, checks)
-		}
-	}
-	// Without create: doctor never makes the audit key (the first mcp serve does).
-	st, err := openStoreKey(ctx, app, cfg, dir, false)
-	if err != nil {
+	// doctor reports, it does not install: no database, table or audit key
+	// is created and no migration runs (the first mcp serve does that).
+	st, err := inspectStore(ctx, app, cfg, dir)
+	switch {
+	case errors.Is(err, sessions.ErrNoStore):
+		add(check{name: "store", warn: true, info: "no store yet: " + err.Error(), fix: "the first `openprogram mcp serve` creates it"})
+		return report(app, checks)
+	case errors.Is(err, sessions.ErrMigrationsPending):
+		add(check{name: "store", warn: true, info: "migrations pending: " + err.Error(), fix: "the next `openprogram mcp serve` runs them"})
+		return report(app, checks)
+	case err != nil:
 		add(check{name: "store", info: err.Error(), fix: "check store.url / OPENPROGRAM_DATABASE_URL and that the database is reachable"})
 		return report(app, checks)
 	}

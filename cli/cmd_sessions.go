@@ -56,11 +56,20 @@ func openStore(ctx context.Context, app *App, cfg *Config, stateDir string) (ses
 	return openStoreKey(ctx, app, cfg, stateDir, true)
 }
 
+// inspectStore opens the configured store for a command that changes
+// nothing (doctor, tools list): no state directory, database, table or
+// audit key is created and no migration runs. A store that does not exist
+// yet is an error wrapping sessions.ErrNoStore, one an older version wrote
+// sessions.ErrMigrationsPending.
+func inspectStore(ctx context.Context, app *App, cfg *Config, stateDir string) (sessions.Store, error) {
+	return host.OpenStore(ctx, stateDir, storeURL(app.Env, cfg, stateDir), &host.StoreOptions{Inspect: true, Logger: app.Logger})
+}
+
 // openStoreKey opens the configured store with the audit key of the state
 // directory: host.OpenStore, the one place a store is opened (with create,
 // what a first run needs is created).
 func openStoreKey(ctx context.Context, app *App, cfg *Config, stateDir string, create bool) (sessions.Store, error) {
-	return host.OpenStore(ctx, stateDir, storeURL(app.Env, cfg, stateDir), create)
+	return host.OpenStore(ctx, stateDir, storeURL(app.Env, cfg, stateDir), &host.StoreOptions{Create: create, Logger: app.Logger})
 }
 
 type sessionsCmd struct {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"text/tabwriter"
 
@@ -22,6 +21,13 @@ func newRegistry(store sessions.Store, deps builtin.Deps) (*tool.Registry, error
 	return reg, nil
 }
 
+// listingStore stands in for the session store when the registry is built
+// only to be listed (tools list, doctor before the first mcp serve): the
+// memory tools are registered over it as mcp serve registers them over the
+// real store. Listing calls no tool; a call would panic on the nil
+// embedded Store, so it is never handed to anything that runs tools.
+type listingStore struct{ sessions.Store }
+
 type toolsCmd struct {
 	List toolsListCmd `cmd:"" help:"List the runtime tools and whether MCP clients can see them."`
 }
@@ -30,13 +36,15 @@ type toolsListCmd struct {
 	Exposed bool `help:"Only the tools MCP clients see (mcp_server.exposed_tools ∩ registry ∩ paired tier), in configured order."`
 }
 
-func (c *toolsListCmd) Run(ctx context.Context, app *App) error {
-	cfg, st, err := openAppStore(ctx, app)
+// Run lists the tools from the configuration alone: it opens no store
+// (listing calls no tool), so it creates and changes nothing, and works
+// before the first mcp serve.
+func (c *toolsListCmd) Run(app *App) error {
+	cfg, _, err := loadAppConfig(app)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	reg, err := newRegistry(st, builtin.Deps{WorkDirs: cfg.Strings("agent.work_dirs")})
+	reg, err := newRegistry(listingStore{}, builtin.Deps{WorkDirs: cfg.Strings("agent.work_dirs")})
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,9 @@ func TestCompletionBash(t *testing.T) {
 		{"openprogram mcp install --client co", []string{"codex"}},
 		{"openprogram mcp serve --log-", []string{"--log-level", "--log-format", "--log-file"}},
 		{"openprogram completion ", []string{"bash", "zsh", "fish"}},
+		{"openprogram config set ", []string{"agent.max_steps", "model.script", "mcp_server.exposed_tools"}},
+		{"openprogram config get model.p", []string{"model.provider"}},
+		{"openprogram --home /tmp/x config unset age", []string{"agent.max_steps", "agent.work_dirs"}},
 	} {
 		words := strings.Split(tc.line, " ")
 		quoted := make([]string, len(words))

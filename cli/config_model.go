@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/openprogram/openprogram/runtime"
@@ -197,4 +200,24 @@ func checkModelSettings(cfg *Config) error {
 		}
 	}
 	return nil
+}
+
+// checkScript refuses a model.script value the scripted provider could not
+// replay: a relative path (mcp serve runs in whatever directory its client
+// starts it in), or a file that is missing, unreadable or not a script. It
+// loads the file exactly as the provider will. An empty value unsets.
+func checkScript(v any) error {
+	s, _ := v.(string)
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	if u, err := url.Parse(s); (err != nil || u.Scheme != "file") && !filepath.IsAbs(s) {
+		return fmt.Errorf("%q is not an absolute path; give the script file's full path", s)
+	}
+	_, err := runtime.NewProvider(provider.Config{Provider: runtime.ProviderScripted, Script: s}, func(string) string { return "" })
+	var ce *runtime.ConfigError
+	if errors.As(err, &ce) {
+		return errors.New(ce.Msg)
+	}
+	return err
 }

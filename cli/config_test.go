@@ -328,3 +328,64 @@ func TestConfigBadFile(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigSetNegativeNumbers: a negative number reaches the validator as
+// a value (it is not read as a flag) and is refused with exit 2 and a
+// message naming the key; config.json is not changed.
+func TestConfigSetNegativeNumbers(t *testing.T) {
+	env, state := fresh(t)
+	mustCLI(t, env, "config", "set", "agent.max_steps", "5")
+	for _, tc := range []struct{ key, value string }{
+		{"agent.max_steps", "-3"},
+		{"model.temperature", "-0.5"},
+		{"model.max_output_tokens", "-1e3"},
+	} {
+		r := runCLI(t, env, "config", "set", tc.key, tc.value)
+		if r.code != 2 || !strings.Contains(r.stderr, "invalid value for "+tc.key) || strings.Contains(r.stderr, "unknown flag") {
+			t.Errorf("config set %s %s: exit %d, stderr %q; want 2 naming the key", tc.key, tc.value, r.code, r.stderr)
+		}
+	}
+	if got := strings.TrimSpace(mustCLI(t, env, "config", "get", "agent.max_steps")); got != "5" {
+		t.Errorf("agent.max_steps after the refused values = %s, want 5", got)
+	}
+	data, err := os.ReadFile(filepath.Join(state, "config.json"))
+	if err != nil || strings.Contains(string(data), "-") {
+		t.Errorf("config.json = %q, %v; want no refused value in it", data, err)
+	}
+}
+
+// TestConfigSetInvalidIsUsage: every invalid value exits 2, a combination
+// the provider cannot honour included.
+func TestConfigSetInvalidIsUsage(t *testing.T) {
+	env, _ := fresh(t)
+	mustCLI(t, env, "config", "set", "model.provider", "anthropic")
+	if r := runCLI(t, env, "config", "set", "model.temperature", "0.5"); r.code != 2 || !strings.Contains(r.stderr, "model.temperature") {
+		t.Errorf("config set model.temperature on anthropic: exit %d, stderr %q; want 2 naming the key", r.code, r.stderr)
+	}
+}
+
+// TestConfigSetScript: model.script must name an absolute path to a
+// readable file that parses as a script, when it is set.
+func TestConfigSetScript(t *testing.T) {
+	env, _ := fresh(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(good, []byte(`{"turns":[{"text":"hi"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(`{"turns":[{"txt":"typo"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, value := range []string{filepath.Join(dir, "missing.json"), bad, "good.json", dir} {
+		r := runCLI(t, env, "config", "set", "model.script", value)
+		if r.code != 2 || !strings.Contains(r.stderr, "invalid value for model.script") {
+			t.Errorf("config set model.script %s: exit %d, stderr %q; want 2 naming model.script", value, r.code, r.stderr)
+		}
+	}
+	mustCLI(t, env, "config", "set", "model.script", good)
+	mustCLI(t, env, "config", "set", "model.script", "file://"+good)
+	if got := strings.TrimSpace(mustCLI(t, env, "config", "get", "--raw", "model.script")); got != "file://"+good {
+		t.Errorf("model.script = %q, want the file URL", got)
+	}
+}

@@ -237,8 +237,8 @@ func TestDoctorCreatesNothing(t *testing.T) {
 	before := listDir(t, state)
 	r := runCLI(t, append(env, "OPENPROGRAM_MCP_TOKEN="+token), "doctor")
 	st := findCheck(t, parseDoctor(t, r.stdout), "store")
-	if st.status != "warn" || !strings.Contains(st.info, "does not exist yet") {
-		t.Errorf("store check = %+v, want a warning that the database does not exist yet", st)
+	if st.status != "warn" || !strings.Contains(st.info, "no store yet") || !strings.Contains(st.info, "does not exist") {
+		t.Errorf("store check = %+v, want a warning that there is no store yet", st)
 	}
 	if after := listDir(t, state); !slices.Equal(before, after) {
 		t.Errorf("doctor changed the state directory: %v -> %v", before, after)
@@ -324,5 +324,19 @@ func mustChmod(t *testing.T, path string, mode os.FileMode) {
 	t.Helper()
 	if err := os.Chmod(path, mode); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDoctorScriptGone: a model.script that was removed after `config set`
+// is reported by doctor, naming the key and the file.
+func TestDoctorScriptGone(t *testing.T) {
+	env, state, _ := healthy(t)
+	script := filepath.Join(state, "script.json")
+	if err := os.Remove(script); err != nil {
+		t.Fatal(err)
+	}
+	mp := findCheck(t, parseDoctor(t, runCLI(t, env, "doctor").stdout), "model provider")
+	if mp.status == "ok" || !strings.Contains(mp.info, "model.script") || !strings.Contains(mp.info, script) {
+		t.Errorf("model provider check with the script gone = %+v, want it to name model.script and %s", mp, script)
 	}
 }

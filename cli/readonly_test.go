@@ -15,7 +15,6 @@ func TestReadOnlyCommandsDoNotInstall(t *testing.T) {
 		{"sessions", "show", "mcp_x"},
 		{"audit", "tail"},
 		{"audit", "verify"},
-		{"tools", "list"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			env, state := fresh(t)

@@ -1,6 +1,10 @@
 package cli_test
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -32,5 +36,29 @@ func TestToolsListExplainsExposure(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("tools list = %q, want it to contain %q", all, want)
 		}
+	}
+}
+
+// tools list works from the configuration alone: on a fresh state
+// directory (or none) it lists every tool, the memory tools included, and
+// creates no database.
+func TestToolsListCreatesNothing(t *testing.T) {
+	env, state := fresh(t)
+	if out := mustCLI(t, env, "tools", "list"); !strings.Contains(out, "memory_search") || !strings.Contains(out, "bash") {
+		t.Errorf("tools list without a state directory = %q, want every tool", out)
+	}
+	if _, err := os.Lstat(state); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("tools list created the state directory: %v", err)
+	}
+	mustCLI(t, env, "mcp", "token", "create")
+	before := listDir(t, state)
+	if out := mustCLI(t, env, "tools", "list"); !strings.Contains(out, "memory_search") {
+		t.Errorf("tools list on a fresh state directory = %q, want the memory tools", out)
+	}
+	if _, err := os.Lstat(filepath.Join(state, "openprogram.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("tools list created openprogram.db: %v", err)
+	}
+	if after := listDir(t, state); !slices.Equal(before, after) {
+		t.Errorf("tools list changed the state directory: %v -> %v", before, after)
 	}
 }

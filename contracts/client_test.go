@@ -208,7 +208,7 @@ func TestClientErrors(t *testing.T) {
 			wantProto: &contracts.ProtocolError{Code: -32602, Message: "invalid arguments at $.session_id: minLength"},
 		},
 		{
-			// The handler answers -32601 "underlying Runtime tool not found",
+			// The handler answers -32601 "runtime tool not exposed; tools_list lists the exposed ones",
 			// but go-sdk v1.8.0's jsonrpc2 layer rewrites the message of every
 			// -32601 a handler returns (see nomethodnotfoundcodeinerror in
 			// internal/jsonrpc2/conn.go); only the code survives the SDK. The
@@ -279,8 +279,8 @@ func TestClientErrorStrings(t *testing.T) {
 			"openprogram tool error: session not found"},
 		{&contracts.ToolError{Payload: &contracts.ErrorPayload{Error: "prompt execution failed", Reason: "session_busy"}},
 			"openprogram tool error: prompt execution failed (session_busy)"},
-		{&contracts.ProtocolError{Code: -32601, Message: "underlying Runtime tool not found"},
-			"openprogram protocol error -32601: underlying Runtime tool not found"},
+		{&contracts.ProtocolError{Code: -32601, Message: "runtime tool not exposed; tools_list lists the exposed ones"},
+			"openprogram protocol error -32601: runtime tool not exposed; tools_list lists the exposed ones"},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {

@@ -69,8 +69,9 @@ const (
 	TextPromptExecutionFailed = "prompt execution failed"
 	// JSON-RPC -32602 of prompt_send with a session_id that does not exist.
 	TextInvalidPromptSession = "invalid MCP prompt session"
-	// JSON-RPC -32601 of tool_call for an unknown or unexposed runtime tool.
-	TextRuntimeToolNotFound = "underlying Runtime tool not found"
+	// JSON-RPC -32601 of tool_call for an unknown, unexposed or unregistered
+	// runtime tool: one text for the three, so it never tells which names exist.
+	TextRuntimeToolNotFound = "runtime tool not exposed; tools_list lists the exposed ones"
 	// JSON-RPC -32602 of tool_call for arguments the runtime tool's schema rejects.
 	TextInvalidRuntimeToolArguments = "invalid underlying Runtime tool arguments"
 	// isError texts of tool_call when the gate denies the call.

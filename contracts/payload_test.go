@@ -208,7 +208,7 @@ func TestFixedTexts(t *testing.T) {
 	}
 	want := []string{
 		"session not found", "session data unavailable", "prompt execution failed",
-		"invalid MCP prompt session", "underlying Runtime tool not found", "invalid underlying Runtime tool arguments",
+		"invalid MCP prompt session", "runtime tool not exposed; tools_list lists the exposed ones", "invalid underlying Runtime tool arguments",
 		"[denied] hard constraint", "[denied] authority tier does not allow fs.read", "[denied] blocked by permission rule",
 		"[denied] approval unavailable for non-interactive MCP", "Runtime tool execution failed", "MCP tool execution failed",
 		"Request cancelled",

@@ -20,6 +20,12 @@ var (
 	// ErrSchemaTooNew: the database was migrated by a newer OpenProgram;
 	// upgrade openprogram to use it.
 	ErrSchemaTooNew = errors.New("sessions: database schema is newer than this openprogram, upgrade openprogram")
+	// ErrNoStore: a store opened with [Options.NoMigrate] does not exist
+	// yet (no database file, or an empty schema). Nothing was created.
+	ErrNoStore = errors.New("sessions: no store yet")
+	// ErrMigrationsPending: a store opened with [Options.NoMigrate] has an
+	// older schema than this version; a plain open migrates it.
+	ErrMigrationsPending = errors.New("sessions: schema migrations pending")
 	// ErrNotDatabase: the file is not an OpenProgram database (corrupt, not
 	// SQLite, or another application's). The file is left untouched.
 	ErrNotDatabase = errors.New("sessions: not an OpenProgram database")

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -36,6 +37,19 @@ type Options struct {
 	// key already exists was reset by someone, and adopting it would hide
 	// that. A database created by this very open is keyed either way.
 	AdoptUnkeyedLog bool
+
+	// NoMigrate opens an existing store without changing it, for commands
+	// that only look: no database file, schema table or audit key record
+	// is created and no migration runs. A store that does not exist yet (no
+	// database file, an empty file or an empty schema) fails with
+	// [ErrNoStore]; one whose schema is older than this version's fails
+	// with [ErrMigrationsPending]. AdoptUnkeyedLog is ignored.
+	NoMigrate bool
+
+	// Logger receives what the store has to say while a call waits, such
+	// as a database server that stopped answering being waited for (at
+	// info). Nil: nothing is logged.
+	Logger *slog.Logger
 }
 
 // Register makes a backend available to [Open] under a URL scheme
@@ -59,8 +73,8 @@ func Register(scheme string, open func(ctx context.Context, url string, opts *Op
 // scheme: "sqlite:<path>", "sqlite://<path>", "postgres://...",
 // "postgresql://...". The backend package must be imported (for example
 // `import _ "github.com/openprogram/openprogram/sessions/sqlite"`).
-// Open runs pending migrations and fails with [ErrSchemaTooNew] for a
-// database written by a newer version. The store has no audit key: use
+// Open runs pending migrations (unless [Options.NoMigrate]) and fails with
+// [ErrSchemaTooNew] for a database written by a newer version. The store has no audit key: use
 // [OpenWith] to append or verify audit records.
 func Open(ctx context.Context, url string) (Store, error) {
 	return OpenWith(ctx, url, nil)

@@ -200,7 +200,7 @@ func TestInteropInspectorCLI(t *testing.T) {
 		r := ix.run(t, "--method", "tools/call", "--tool-name", "tool_call", "--tool-args-json",
 			`{"name":"write","arguments":{"path":"x","content":"y"}}`)
 		r.wantExit(t, 1)
-		r.wantErrorMessage(t, "underlying Runtime tool not found")
+		r.wantErrorMessage(t, "runtime tool not exposed; tools_list lists the exposed ones")
 	})
 	t.Run("session_get with a blank session_id", func(t *testing.T) {
 		r := ix.run(t, "--method", "tools/call", "--tool-name", "session_get", "--tool-args-json", `{"session_id":" "}`)

@@ -73,7 +73,7 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load the owner principal: %w", err)
 	}
-	st, err := OpenStore(ctx, cfg.StateDir, cfg.StoreURL, true)
+	st, err := OpenStore(ctx, cfg.StateDir, cfg.StoreURL, &StoreOptions{Create: true, Logger: log})
 	if err != nil {
 		return nil, err
 	}

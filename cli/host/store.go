@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -39,15 +40,36 @@ func EnsureStateDir(dir string) error {
 	return nil
 }
 
+// StoreOptions say what opening a store may change. The zero value opens
+// an existing store as it is, migrating it, with the audit key if it exists.
+type StoreOptions struct {
+	// Create makes what a first run needs: the state directory of an
+	// embedded SQLite store, and a missing audit key (with the token file's
+	// no-replace procedure). The store may then adopt an unkeyed log:
+	// re-key a log written before keyed audit, or key an empty one. Only a
+	// key created just now may adopt: a log that is unkeyed while its key
+	// exists was reset behind openprogram's back.
+	Create bool
+	// Inspect changes nothing (doctor, tools list): no state directory,
+	// database, table or audit key is created and no migration runs. A
+	// store that does not exist yet is an error wrapping
+	// sessions.ErrNoStore; one an older version wrote,
+	// sessions.ErrMigrationsPending. It overrides Create.
+	Inspect bool
+	// Logger hears what the store says while it opens (a wait for the
+	// database). Nil discards.
+	Logger *slog.Logger
+}
+
 // OpenStore opens the store at url with the audit key of stateDir
-// (tokenauth.KeyFileName). With create, the state directory of an embedded
-// SQLite store is created, a missing key is created (with the token file's
-// no-replace procedure) and the store may adopt an unkeyed log: re-key a
-// log written before keyed audit, or key an empty one. Only a key created
-// just now may adopt: a log that is unkeyed while its key exists was reset
-// behind openprogram's back. Without create, a missing key opens the store
-// without one, so audit commands fail closed. The caller closes the store.
-func OpenStore(ctx context.Context, stateDir, url string, create bool) (sessions.Store, error) {
+// (tokenauth.KeyFileName), the one place a store is opened. Without a key
+// file (and without Create), the store opens without a key, so audit
+// commands fail closed. The caller closes the store.
+func OpenStore(ctx context.Context, stateDir, url string, o *StoreOptions) (sessions.Store, error) {
+	if o == nil {
+		o = &StoreOptions{}
+	}
+	create := o.Create && !o.Inspect
 	if create && strings.HasPrefix(url, "sqlite:") {
 		if err := EnsureStateDir(stateDir); err != nil {
 			return nil, err
@@ -57,6 +79,8 @@ func OpenStore(ctx context.Context, stateDir, url string, create bool) (sessions
 	if err != nil {
 		return nil, err
 	}
+	opts.Logger = o.Logger
+	opts.NoMigrate = o.Inspect
 	st, err := sessions.OpenWith(ctx, url, opts)
 	clear(opts.AuditKey) // the stores keep their own copy
 	if err != nil {

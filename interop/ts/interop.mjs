@@ -342,13 +342,13 @@ await step('tool_call of an unexposed, an unknown tool, bad runtime arguments: J
   await expectRPCError(
     client.callTool({ name: 'tool_call', arguments: { name: 'write', arguments: { path: 'x', content: 'y' } } }),
     ErrorCode.MethodNotFound,
-    'underlying Runtime tool not found',
+    'runtime tool not exposed; tools_list lists the exposed ones',
     'write (registered, not exposed)',
   );
   await expectRPCError(
     client.callTool({ name: 'tool_call', arguments: { name: 'no_such_tool' } }),
     ErrorCode.MethodNotFound,
-    'underlying Runtime tool not found',
+    'runtime tool not exposed; tools_list lists the exposed ones',
     'no_such_tool (unknown: indistinguishable)',
   );
   await expectRPCError(

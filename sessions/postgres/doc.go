@@ -71,8 +71,10 @@
 // other processes. pgx's own URL parameters (pool_max_conns,
 // pool_max_conn_idle_time, pool_health_check_period, default_query_exec_mode)
 // override them. A server that refuses a new connection because it is full
-// (SQLSTATE 53300), starting or stopping (57P03) or not listening is waited
-// out with jittered backoff for at most [DefaultAcquireWait]. Statements run
+// (SQLSTATE 53300) or starting or stopping (57P03) is waited out with
+// jittered backoff for at most [DefaultAcquireWait]; so is one that cannot
+// be reached once the store has reached it (a restart). One the store never
+// reached fails at once, naming its host and port. Statements run
 // in [DefaultQueryExecMode] (unnamed prepared statements) and no session
 // state is kept on a connection, so PgBouncer in transaction pooling works
 // with a plain URL. [Store.Connections] reports the server's limit, its use

@@ -19,3 +19,10 @@ func SetAcquireWait(tb testing.TB, st *Store, d time.Duration) {
 	st.acquireWait = d
 	tb.Cleanup(func() { st.acquireWait = old })
 }
+
+// Unreachable reports whether err, from connecting, means no server
+// answered, and Refusal why a server that answered is waited out.
+var (
+	Unreachable = unreachable
+	Refusal     = refusal
+)

@@ -88,9 +88,16 @@ var ourTables = []string{"sessions", "messages", "turn_leases", "memory_state", 
 // killed migration leaves the previous version intact. A schema it
 // creates is keyed (keyAuditTx) in the same transaction when the store has
 // an audit key.
-func (s *Store) migrate(ctx context.Context) error {
+//
+// Without apply it only looks, in a read-only transaction: an empty schema
+// is [sessions.ErrNoStore] and an older one [sessions.ErrMigrationsPending].
+func (s *Store) migrate(ctx context.Context, apply bool) error {
 	all := allMigrations
-	return s.tx(ctx, readWrite, func(tx pgx.Tx) error {
+	txOpts := readWrite
+	if !apply {
+		txOpts = readOnly
+	}
+	return s.tx(ctx, txOpts, func(tx pgx.Tx) error {
 		var version int
 		if err := tx.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
 			return fmt.Errorf("migrate: read server version: %w", err)
@@ -104,11 +111,16 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("migrate: read current schema: %w", err)
 		}
 		if schema == nil {
+			if !apply {
+				return fmt.Errorf("no schema of the search_path exists: %w", sessions.ErrNoStore)
+			}
 			return fmt.Errorf("migrate: no schema of the search_path exists; create it or fix search_path in the url")
 		}
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-			"openprogram.sessions.migrate:"+*schema); err != nil {
-			return fmt.Errorf("migrate: take the migration lock: %w", err)
+		if apply {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+				"openprogram.sessions.migrate:"+*schema); err != nil {
+				return fmt.Errorf("migrate: take the migration lock: %w", err)
+			}
 		}
 		var hasTable bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = $2)`,
@@ -130,6 +142,9 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("schema %q has tables %s but no %s; use an empty schema (set search_path in the url): %w",
 					*schema, strings.Join(foreign, ", "), migrationTable, sessions.ErrNotDatabase)
 			}
+			if !apply {
+				return fmt.Errorf("schema %q is empty: %w", *schema, sessions.ErrNoStore)
+			}
 			if _, err := tx.Exec(ctx, `CREATE TABLE `+migrationTable+` (
 				version    integer PRIMARY KEY,
 				name       text NOT NULL,
@@ -140,6 +155,13 @@ func (s *Store) migrate(ctx context.Context) error {
 		if current > len(all) {
 			return fmt.Errorf("schema %q is at version %d, this openprogram knows up to %d: %w",
 				*schema, current, len(all), sessions.ErrSchemaTooNew)
+		}
+		if !apply {
+			if current < len(all) {
+				return fmt.Errorf("schema %q is at version %d, this openprogram migrates it to %d when it opens it to write: %w",
+					*schema, current, len(all), sessions.ErrMigrationsPending)
+			}
+			return nil
 		}
 		for _, m := range all[current:] {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {

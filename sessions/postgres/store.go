@@ -5,10 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
-	"syscall"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -46,6 +50,16 @@ type Store struct {
 	// acquireWait bounds how long acquire keeps retrying a saturated or
 	// restarting server.
 	acquireWait time.Duration
+	// addr is where the server is, for errors and logs: host and port,
+	// never the URL (it may hold a password).
+	addr string
+	log  *slog.Logger // nil: nothing is logged
+	// reached: a connection to the server was made once. Until then an
+	// unreachable server is a wrong address or a stopped server, reported
+	// at once; after, it is a restart, waited out.
+	reached atomic.Bool
+	// waiting: a call is waiting for the server (logged once per outage).
+	waiting atomic.Bool
 }
 
 // Pool defaults, for many processes sharing one server: every `mcp serve`
@@ -79,9 +93,13 @@ const (
 	DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	// DefaultAcquireWait bounds how long a call keeps retrying to get a
 	// connection from a server that refuses more clients (SQLSTATE 53300),
-	// is starting up or shutting down (57P03) or refuses the TCP
-	// connection (a restart), before it fails.
+	// is starting up or shutting down (57P03) or, once the store has
+	// reached it, cannot be reached (a restart), before it fails. A server
+	// the store never reached fails the first call at once.
 	DefaultAcquireWait = 20 * time.Second
+	// DefaultConnectTimeout bounds one connection attempt (a host that
+	// drops packets) unless the URL sets connect_timeout.
+	DefaultConnectTimeout = 10 * time.Second
 )
 
 var _ sessions.Store = (*Store)(nil)
@@ -94,7 +112,11 @@ var _ sessions.Store = (*Store)(nil)
 //
 // Open fails with [sessions.ErrSchemaTooNew] when the schema was written by
 // a newer version, and with [sessions.ErrNotDatabase] when the schema holds
-// tables of the same names that OpenProgram did not create.
+// tables of the same names that OpenProgram did not create. A server it
+// cannot reach (connection refused, unknown host, no answer within the
+// connect timeout) fails Open at once with the server's address; a server
+// that refuses more clients or is starting up is waited for, up to
+// [DefaultAcquireWait].
 //
 // The store has no audit key; use [OpenWith] to append or verify audit
 // records.
@@ -141,12 +163,13 @@ func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, 
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
 	}
-	st := &Store{pool: pool, auditKey: bytes.Clone(opts.AuditKey), acquireWait: DefaultAcquireWait}
-	if err := st.migrate(ctx); err != nil {
+	st := &Store{pool: pool, auditKey: bytes.Clone(opts.AuditKey), acquireWait: DefaultAcquireWait,
+		addr: serverAddr(cfg.ConnConfig.Config), log: opts.Logger}
+	if err := st.migrate(ctx, !opts.NoMigrate); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
 	}
-	if st.auditKey != nil && opts.AdoptUnkeyedLog {
+	if st.auditKey != nil && opts.AdoptUnkeyedLog && !opts.NoMigrate {
 		if err := st.keyAudit(ctx); err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
@@ -185,7 +208,28 @@ func applyPoolDefaults(dsn string, cfg *pgxpool.Config) error {
 	if !set("default_query_exec_mode") {
 		cfg.ConnConfig.DefaultQueryExecMode = DefaultQueryExecMode
 	}
+	if raw.ConnectTimeout == 0 { // neither connect_timeout nor PGCONNECT_TIMEOUT
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 	return nil
+}
+
+// serverAddr names the server(s) of cfg as host:port (a Unix socket as its
+// path), fallbacks after the first, with nothing secret in it.
+func serverAddr(cfg pgconn.Config) string {
+	one := func(host string, port uint16) string {
+		if strings.HasPrefix(host, "/") {
+			return host + "/.s.PGSQL." + strconv.Itoa(int(port))
+		}
+		return net.JoinHostPort(host, strconv.Itoa(int(port)))
+	}
+	addrs := []string{one(cfg.Host, cfg.Port)}
+	for _, f := range cfg.Fallbacks {
+		if a := one(f.Host, f.Port); !slices.Contains(addrs, a) {
+			addrs = append(addrs, a)
+		}
+	}
+	return strings.Join(addrs, ", ")
 }
 
 // redact hides the password of a URL-form dsn.
@@ -281,28 +325,51 @@ const (
 )
 
 // acquire gets a pooled connection. When the server refuses a new
-// connection because it is saturated, starting up or shutting down, or is
-// not listening (restarting), acquire retries with jittered exponential
-// backoff for at most s.acquireWait, then fails with an error that says
-// what happened and what to change. Nothing was sent on a connection that
-// was never made, so retrying is always safe.
+// connection because it is saturated, starting up or shutting down, or —
+// once this store has reached it — cannot be reached (restarting), acquire
+// retries with jittered exponential backoff for at most s.acquireWait,
+// saying at info that it waits, then fails with an error that says what
+// happened and what to change. A server this store never reached fails at
+// once: a wrong address or a stopped server does not come back by itself.
+// Nothing was sent on a connection that was never made, so retrying is
+// always safe.
 func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	start := time.Now()
 	backoff := acquireBackoffMin
 	for attempt := 1; ; attempt++ {
 		c, err := s.pool.Acquire(ctx)
 		if err == nil {
+			s.reached.Store(true)
+			if s.waiting.CompareAndSwap(true, false) && s.log != nil {
+				s.log.Info("the database answers again", "address", s.addr)
+			}
 			return c, nil
 		}
-		why := refusal(err)
-		if why == "" || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		why, saturated := refusal(err)
+		switch {
+		case why == "" && unreachable(err) && !s.reached.Load():
+			return nil, fmt.Errorf("cannot reach PostgreSQL at %s: is PostgreSQL running, and are the host and port of "+
+				"the store url right? %w", s.addr, err)
+		case why == "" && unreachable(err):
+			why = "the server cannot be reached (restarting?)"
+		case why == "":
 			return nil, err
 		}
 		sleep := backoff/2 + rand.N(backoff/2)
 		if waited := time.Since(start); waited+sleep > s.acquireWait {
-			return nil, fmt.Errorf("get a database connection: %s, still after %d attempts in %v; "+
-				"raise the server's max_connections, lower pool_max_conns in the url, or put PgBouncer "+
-				"(transaction pooling) in front of the server: %w", why, attempt, waited.Round(time.Millisecond), err)
+			advice := "is PostgreSQL running?"
+			if saturated {
+				advice = "raise the server's max_connections, lower pool_max_conns in the url, or put PgBouncer " +
+					"(transaction pooling) in front of the server"
+			}
+			return nil, fmt.Errorf("get a database connection from %s: %s, still after %d attempts in %v; %s: %w",
+				s.addr, why, attempt, waited.Round(time.Millisecond), advice, err)
+		}
+		if s.waiting.CompareAndSwap(false, true) && s.log != nil {
+			s.log.Info("waiting for the database", "address", s.addr, "why", why, "up_to", s.acquireWait)
 		}
 		t := time.NewTimer(sleep)
 		select {
@@ -321,18 +388,34 @@ const (
 	codeCannotConnectNow   = "57P03" // cannot_connect_now: starting up, shutting down, recovering
 )
 
-// refusal says why err, from connecting, is worth waiting out, or "" when
-// it is not.
-func refusal(err error) string {
-	switch code, _ := pgCode(err); {
-	case code == codeTooManyConnections:
-		return "the server has no connection slot left (SQLSTATE 53300)"
-	case code == codeCannotConnectNow:
-		return "the server is starting up or shutting down (SQLSTATE 57P03)"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "the server refuses connections (restarting?)"
+// refusal says why err, from connecting, is a server refusing clients for
+// a while, worth waiting out ("" when it is not); saturated: the server
+// has no connection slot, or is not taking connections yet, so the pool
+// advice applies.
+func refusal(err error) (why string, saturated bool) {
+	switch code, _ := pgCode(err); code {
+	case codeTooManyConnections:
+		return "the server has no connection slot left (SQLSTATE 53300)", true
+	case codeCannotConnectNow:
+		return "the server is starting up or shutting down (SQLSTATE 57P03)", true
 	}
-	return ""
+	return "", false
+}
+
+// unreachable reports whether err, from connecting, means no server
+// answered at the address: the name does not resolve, or the dial failed
+// (refused, no route, timed out). It looks at the error types, never the
+// text.
+func unreachable(err error) bool {
+	if code, _ := pgCode(err); code != "" {
+		return false // a server answered (one of several addresses, say)
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return true
+	}
+	var opErr *net.OpError
+	return errors.As(err, &opErr) && opErr.Op == "dial"
 }
 
 var (

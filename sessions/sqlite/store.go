@@ -95,12 +95,20 @@ func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, 
 	if err != nil {
 		return nil, err
 	}
-	if err := createIfMissing(ctx, path, opts); err != nil {
+	if opts.NoMigrate {
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("open sqlite store %s: the file does not exist: %w", path, sessions.ErrNoStore)
+		}
+	} else if err := createIfMissing(ctx, path, opts); err != nil {
 		return nil, err
 	}
 	empty, release, err := acquireFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if empty && opts.NoMigrate {
+		release()
+		return nil, fmt.Errorf("open sqlite store %s: the file is empty: %w", path, sessions.ErrNoStore)
 	}
 	// An empty file created by someone else is initialised in place; when
 	// several processes do that at once SQLite may report an I/O error while
@@ -185,11 +193,11 @@ func open(ctx context.Context, path string, opts *sessions.Options) (*Store, err
 	s.w.SetMaxIdleConns(1)
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
-	if _, err := s.migrate(ctx); err != nil {
+	if _, err := s.migrate(ctx, !opts.NoMigrate); err != nil {
 		s.w.Close()
 		return nil, err
 	}
-	if s.auditKey != nil && opts.AdoptUnkeyedLog {
+	if s.auditKey != nil && opts.AdoptUnkeyedLog && !opts.NoMigrate {
 		if err := s.keyAudit(ctx); err != nil {
 			s.w.Close()
 			return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -508,8 +516,10 @@ func LatestSchemaVersion() int {
 // migrate brings the schema to the latest version. BEGIN IMMEDIATE takes
 // the database write lock, so processes starting together migrate once. A
 // schema it creates is keyed (keyAuditTx) in the same transaction when the
-// store has an audit key. It returns the version it found.
-func (s *Store) migrate(ctx context.Context) (int, error) {
+// store has an audit key. It returns the version it found. Without apply
+// it writes nothing: no tables yet is [sessions.ErrNoStore], an older
+// schema [sessions.ErrMigrationsPending].
+func (s *Store) migrate(ctx context.Context, apply bool) (int, error) {
 	ms, err := migrations()
 	if err != nil {
 		return -1, fmt.Errorf("open sqlite store %s: %w", s.path, err)
@@ -554,6 +564,13 @@ func (s *Store) migrate(ctx context.Context) (int, error) {
 	}
 	if current == len(ms) {
 		return current, nil // rollback: nothing written
+	}
+	if !apply {
+		if current == 0 {
+			return -1, fmt.Errorf("open sqlite store %s: the database holds no tables yet: %w", s.path, sessions.ErrNoStore)
+		}
+		return -1, fmt.Errorf("open sqlite store %s: schema version %d, this openprogram migrates it to %d when it opens it to write: %w",
+			s.path, current, len(ms), sessions.ErrMigrationsPending)
 	}
 	if current == 0 {
 		stmts := []string{

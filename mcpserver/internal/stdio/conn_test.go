@@ -118,7 +118,7 @@ func TestResponsesOfCancelledRequestsAreReplaced(t *testing.T) {
 	if !a.CancelledByPeer() || b.CancelledByPeer() {
 		t.Errorf("CancelledByPeer: a=%v b=%v, want true false", a.CancelledByPeer(), b.CancelledByPeer())
 	}
-	b.SetError(&jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "underlying Runtime tool not found"})
+	b.SetError(&jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "runtime tool not exposed; tools_list lists the exposed ones"})
 	if got := c.InFlight(); !cmp.Equal(got, []string{"a", "b"}) {
 		t.Errorf("InFlight = %v, want [a b]", got)
 	}
@@ -136,7 +136,7 @@ func TestResponsesOfCancelledRequestsAreReplaced(t *testing.T) {
 	want := []string{
 		`{"jsonrpc":"2.0","id":1,"result":{}}`,
 		`{"jsonrpc":"2.0","id":"a","error":{"code":0,"message":"Request cancelled"}}`,
-		`{"jsonrpc":"2.0","id":"b","error":{"code":-32601,"message":"underlying Runtime tool not found"}}`,
+		`{"jsonrpc":"2.0","id":"b","error":{"code":-32601,"message":"runtime tool not exposed; tools_list lists the exposed ones"}}`,
 	}
 	if diff := cmp.Diff(want, out.lines()); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
