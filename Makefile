@@ -37,12 +37,33 @@ help: ## list the targets
 modules: ## print the modules go.work lists
 	@printf '%s\n' $(MODULES)
 
-.PHONY: test
-test: $(addprefix test/,$(MODULES)) ## run every module's tests with -race (PostgreSQL suites use OPENPROGRAM_TEST_DATABASE_URL)
+# make test runs every module even when one fails, then prints each
+# package's time (slowest first, the top TESTTOP) and the modules that
+# failed, and fails if any did. Per-module output is kept in $(TESTLOG).
+TESTLOG  ?= $(CURDIR)/.testlog
+TESTTOP  ?= 10
+TESTTAGS ?=
 
+.PHONY: test
+test: ## run every module's tests with -race, all of them even after a failure, then a summary (PostgreSQL suites use OPENPROGRAM_TEST_DATABASE_URL)
+	@rm -rf $(TESTLOG) && mkdir -p $(TESTLOG)
+	@failed=(); for m in $(MODULES); do \
+	  $(MAKE) --no-print-directory test/$$m TESTTAGS='$(TESTTAGS)' || failed+=("$$m"); \
+	done; \
+	echo "== slowest $(TESTTOP) test packages"; \
+	cat $(TESTLOG)/*.txt 2>/dev/null | awk '$$1 ~ /^(ok|FAIL)$$/ && $$3 ~ /s$$/ { t = $$3; sub(/s$$/, "", t); printf "%9.2fs  %-4s %s\n", t, $$1, $$2 }' | sort -rn | head -n $(TESTTOP); \
+	if [ $${#failed[@]} -gt 0 ]; then echo "== FAILED modules: $${failed[*]} (output in $(TESTLOG)/)"; exit 1; fi; \
+	echo "== every module passed"
+
+# test/<module>: one module's tests with -race (its output also in $(TESTLOG)).
 test/%:
+	@mkdir -p $(TESTLOG)
 	@echo "== test $*"
-	cd $* && $(GO) test -race -count=1 ./...
+	cd $* && $(GO) test -race -count=1 $(if $(TESTTAGS),-tags $(TESTTAGS)) ./... 2>&1 | tee $(TESTLOG)/$(subst /,_,$*).txt
+
+.PHONY: test-long
+test-long: ## make test with -tags long: the long variants of the randomised suites too
+	$(MAKE) --no-print-directory test TESTTAGS=long
 
 .PHONY: lint
 lint: fmt-check $(addprefix lint/,$(MODULES)) deps-check ## gofmt check, go vet, staticcheck, light-module dependency check

@@ -207,10 +207,11 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	vocab := []string{"alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta",
 		strings.Repeat("long", 20) + "a", strings.Repeat("long", 20) + "b"}
-	for corpus := range 45 {
+	corpora, large := sized(9, 42), sized(1, 3)
+	for corpus := range corpora + large {
 		m := &memIndex{}
 		docs := 20 + rng.IntN(300)
-		if corpus >= 42 {
+		if corpus >= corpora {
 			docs = 3000 // batches up to the largest
 		}
 		for id := range docs {
@@ -297,6 +298,15 @@ func TestDone(t *testing.T) {
 	}
 }
 
+// sized is short, or full under -tags long: the number of random cases a
+// randomised comparison draws.
+func sized(short, full int) int {
+	if longTests {
+		return full
+	}
+	return short
+}
+
 // referenceWords is the definition eachWord implements faster.
 func referenceWords(s string) []string {
 	out := strings.FieldsFunc(s, func(r rune) bool { return !isWord(r) })
@@ -321,7 +331,7 @@ func randomText(rng *rand.Rand, n int) string {
 
 func TestEachWordMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
-	for range 5000 {
+	for range sized(1000, 5000) {
 		s := randomText(rng, rng.IntN(40))
 		if diff := cmp.Diff(referenceWords(s), words(s), cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("words(%q) (-reference +got):\n%s", s, diff)
@@ -342,7 +352,7 @@ func TestScoreMatchesReference(t *testing.T) {
 		}
 		return strings.Join(ws, []string{" ", "-", "\n"}[rng.IntN(3)])
 	}
-	for range 20000 {
+	for range sized(4000, 20000) {
 		content := pick(rng.IntN(12))
 		query := pick(1+rng.IntN(2)) + " " + pick(1+rng.IntN(3))
 		q := Parse(query)
