@@ -106,6 +106,22 @@ bench-scale: ## scale harness: N mcp serve processes on one PostgreSQL, direct a
 	cd cli && $(GO) test -count=1 -run '^TestScale$$' -v -timeout 60m ./perf/ -args \
 	  -scale.direct $(SCALE_DIRECT) -scale.bouncer $(SCALE_BOUNCER) -scale.limit $(SCALE_LIMIT) -scale.idle $(SCALE_IDLE) -scale.strict=false
 
+# Whole-process start-up against the floor (a bare go-sdk server with one
+# tool, cli/perf/testdata/floor), paired run by run: wall, CPU and peak RSS,
+# ours / floor (cli/perf BenchmarkStartupFloor).
+STARTUP_COUNT ?= 30
+
+.PHONY: bench-startup
+bench-startup: ## start-up of mcp serve against a bare go-sdk server: wall, CPU and peak RSS, ours / floor
+	cd cli && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkStartupFloor$$' -benchtime $(STARTUP_COUNT)x ./perf/
+
+# The flood: 16 MiB lines pipelined into one server (PIPELINE_LINES of them).
+PIPELINE_LINES ?= 100
+
+.PHONY: bench-flood
+bench-flood: ## pipeline PIPELINE_LINES lines of 16 MiB into one mcp serve: time and peak RSS (cli/perf BenchmarkPipelinedBigLines)
+	cd cli && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkPipelinedBigLines$$' -benchtime 1x -timeout 60m ./perf/ -args -pipeline.lines $(PIPELINE_LINES)
+
 .PHONY: tidy
 tidy: $(addprefix tidy/,$(MODULES)) ## go mod tidy in every module
 
@@ -115,7 +131,7 @@ tidy/%:
 .PHONY: build
 build: ## build ./bin/openprogram (needs the cli module)
 	@if [ ! -d cli ]; then echo "build: the cli module does not exist yet"; exit 1; fi
-	cd cli && $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(CURDIR)/bin/openprogram ./cmd/openprogram
+	cd cli && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(CURDIR)/bin/openprogram ./cmd/openprogram
 
 .PHONY: dist
 dist: ## release archives dist/openprogram_<os>_<arch>.tar.gz (linux, darwin × amd64, arm64; no cgo) and dist/SHA256SUMS
