@@ -105,8 +105,9 @@ func TestScore(t *testing.T) {
 type memIndex struct {
 	docs     map[[2]int64]memDoc // (layer, id)
 	postings [2][]memPosting
-	reads    int // Postings calls (rounds)
-	fetched  int // documents asked for
+	unsorted [2]bool // postings added since the layer was last sorted
+	reads    int     // Postings calls (rounds)
+	fetched  int     // documents asked for
 }
 
 type memDoc struct{ path, content string }
@@ -125,6 +126,16 @@ func (m *memIndex) add(layer int, id int64, path, content string) {
 	for _, p := range Index(content) {
 		m.postings[layer] = append(m.postings[layer], memPosting{p.Term, p.Rank, id})
 	}
+	m.unsorted[layer] = true
+}
+
+// sorted returns the layer's postings in index order, sorting them once
+// after adds (sorting on every add made building a corpus quadratic).
+func (m *memIndex) sorted(layer int) []memPosting {
+	if !m.unsorted[layer] {
+		return m.postings[layer]
+	}
+	m.unsorted[layer] = false
 	slices.SortFunc(m.postings[layer], func(a, b memPosting) int {
 		if c := strings.Compare(a.term, b.term); c != 0 {
 			return c
@@ -134,6 +145,7 @@ func (m *memIndex) add(layer int, id int64, path, content string) {
 		}
 		return int(a.id - b.id)
 	})
+	return m.postings[layer]
 }
 
 // under is memIndex read with a path prefix.
@@ -148,7 +160,7 @@ func (u under) Postings(_ context.Context, layer int, reqs []Request) ([][]Entry
 	u.m.reads++
 	out := make([][]Entry, len(reqs))
 	for i, req := range reqs {
-		for _, p := range u.m.postings[layer] {
+		for _, p := range u.m.sorted(layer) {
 			if p.term != req.Term || p.rank < req.After.Rank || p.rank == req.After.Rank && p.id <= req.After.ID {
 				continue
 			}
