@@ -37,12 +37,33 @@ help: ## list the targets
 modules: ## print the modules go.work lists
 	@printf '%s\n' $(MODULES)
 
-.PHONY: test
-test: $(addprefix test/,$(MODULES)) ## run every module's tests with -race (PostgreSQL suites use OPENPROGRAM_TEST_DATABASE_URL)
+# make test runs every module even when one fails, then prints each
+# package's time (slowest first, the top TESTTOP) and the modules that
+# failed, and fails if any did. Per-module output is kept in $(TESTLOG).
+TESTLOG  ?= $(CURDIR)/.testlog
+TESTTOP  ?= 10
+TESTTAGS ?=
 
+.PHONY: test
+test: ## run every module's tests with -race, all of them even after a failure, then a summary (PostgreSQL suites use OPENPROGRAM_TEST_DATABASE_URL)
+	@rm -rf $(TESTLOG) && mkdir -p $(TESTLOG)
+	@failed=(); for m in $(MODULES); do \
+	  $(MAKE) --no-print-directory test/$$m TESTTAGS='$(TESTTAGS)' || failed+=("$$m"); \
+	done; \
+	echo "== slowest $(TESTTOP) test packages"; \
+	cat $(TESTLOG)/*.txt 2>/dev/null | awk '$$1 ~ /^(ok|FAIL)$$/ && $$3 ~ /s$$/ { t = $$3; sub(/s$$/, "", t); printf "%9.2fs  %-4s %s\n", t, $$1, $$2 }' | sort -rn | head -n $(TESTTOP); \
+	if [ $${#failed[@]} -gt 0 ]; then echo "== FAILED modules: $${failed[*]} (output in $(TESTLOG)/)"; exit 1; fi; \
+	echo "== every module passed"
+
+# test/<module>: one module's tests with -race (its output also in $(TESTLOG)).
 test/%:
+	@mkdir -p $(TESTLOG)
 	@echo "== test $*"
-	cd $* && $(GO) test -race -count=1 ./...
+	cd $* && $(GO) test -race -count=1 $(if $(TESTTAGS),-tags $(TESTTAGS)) ./... 2>&1 | tee $(TESTLOG)/$(subst /,_,$*).txt
+
+.PHONY: test-long
+test-long: ## make test with -tags long: the long variants of the randomised suites too
+	$(MAKE) --no-print-directory test TESTTAGS=long
 
 .PHONY: lint
 lint: fmt-check $(addprefix lint/,$(MODULES)) deps-check ## gofmt check, go vet, staticcheck, light-module dependency check
@@ -85,6 +106,22 @@ bench-scale: ## scale harness: N mcp serve processes on one PostgreSQL, direct a
 	cd cli && $(GO) test -count=1 -run '^TestScale$$' -v -timeout 60m ./perf/ -args \
 	  -scale.direct $(SCALE_DIRECT) -scale.bouncer $(SCALE_BOUNCER) -scale.limit $(SCALE_LIMIT) -scale.idle $(SCALE_IDLE) -scale.strict=false
 
+# Whole-process start-up against the floor (a bare go-sdk server with one
+# tool, cli/perf/testdata/floor), paired run by run: wall, CPU and peak RSS,
+# ours / floor (cli/perf BenchmarkStartupFloor).
+STARTUP_COUNT ?= 30
+
+.PHONY: bench-startup
+bench-startup: ## start-up of mcp serve against a bare go-sdk server: wall, CPU and peak RSS, ours / floor
+	cd cli && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkStartupFloor$$' -benchtime $(STARTUP_COUNT)x ./perf/
+
+# The flood: 16 MiB lines pipelined into one server (PIPELINE_LINES of them).
+PIPELINE_LINES ?= 100
+
+.PHONY: bench-flood
+bench-flood: ## pipeline PIPELINE_LINES lines of 16 MiB into one mcp serve: time and peak RSS (cli/perf BenchmarkPipelinedBigLines)
+	cd cli && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkPipelinedBigLines$$' -benchtime 1x -timeout 60m ./perf/ -args -pipeline.lines $(PIPELINE_LINES)
+
 .PHONY: tidy
 tidy: $(addprefix tidy/,$(MODULES)) ## go mod tidy in every module
 
@@ -94,7 +131,7 @@ tidy/%:
 .PHONY: build
 build: ## build ./bin/openprogram (needs the cli module)
 	@if [ ! -d cli ]; then echo "build: the cli module does not exist yet"; exit 1; fi
-	cd cli && $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(CURDIR)/bin/openprogram ./cmd/openprogram
+	cd cli && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(CURDIR)/bin/openprogram ./cmd/openprogram
 
 .PHONY: dist
 dist: ## release archives dist/openprogram_<os>_<arch>.tar.gz (linux, darwin × amd64, arm64; no cgo) and dist/SHA256SUMS

@@ -27,8 +27,9 @@
 // [Tools] returns them as *mcp.Tool values (name, description, input
 // schema) for mcp.Server.AddTool. The schemas are generated from the
 // argument structs ([SessionGetArgs], [PromptSendArgs], ...) with
-// github.com/invopop/jsonschema once at init, stored as canonical JSON, and
-// pinned byte for byte by a golden test. Every schema is a closed object
+// github.com/invopop/jsonschema on first use (never at init), stored as
+// canonical JSON, compiled for validation on the first call that needs
+// them, and pinned byte for byte by a golden test. Every schema is a closed object
 // ("additionalProperties": false); a required string is non-blank
 // ("minLength": 1, "pattern": "\\S").
 //

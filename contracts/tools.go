@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 
 	invopop "github.com/invopop/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -128,26 +129,43 @@ var specs = []struct {
 		"returns an error result starting with \"[denied]\" and the tool does not run."},
 }
 
-// frozenTool is one tool as built at init; nothing changes it afterwards.
+// frozenTool is one tool as built on first use; nothing changes it
+// afterwards. Its schema is compiled on the first validation against it.
 type frozenTool struct {
 	name        string
 	title       string
 	hints       hints
 	description string
-	schema      json.RawMessage // the published schema, canonical JSON
-	compiled    *schema.Schema  // validates arguments, names the first failure
+	schema      json.RawMessage                // the published schema, canonical JSON
+	compiled    func() (*schema.Schema, error) // validates arguments, names the first failure
 }
 
+// The six tools are built on first use, not at init: importing the package
+// (a client project, or the server before it answers initialize) costs no
+// reflection and no schema compilation.
 var (
-	frozen = mustFreeze()
-	byName = func() map[string]*frozenTool {
-		m := make(map[string]*frozenTool, len(frozen))
-		for _, t := range frozen {
+	frozenOnce = sync.OnceValues(func() ([]*frozenTool, map[string]*frozenTool) {
+		tools := mustFreeze()
+		m := make(map[string]*frozenTool, len(tools))
+		for _, t := range tools {
 			m[t.name] = t
 		}
-		return m
-	}()
+		return tools, m
+	})
 )
+
+// frozen returns the six tools in their fixed order.
+func frozen() []*frozenTool {
+	tools, _ := frozenOnce()
+	return tools
+}
+
+// lookup returns the named tool and whether it is one of the six.
+func lookup(name string) (*frozenTool, bool) {
+	_, m := frozenOnce()
+	t, ok := m[name]
+	return t, ok
+}
 
 func mustFreeze() []*frozenTool {
 	out := make([]*frozenTool, 0, len(specs))
@@ -174,10 +192,13 @@ func freeze(name, description string, args any) (*frozenTool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("canonicalize schema of %s: %w", name, err)
 	}
-	compiled, err := schema.Compile(doc)
-	if err != nil {
-		return nil, fmt.Errorf("compile schema of %s: %w", name, err)
-	}
+	compiled := sync.OnceValues(func() (*schema.Schema, error) {
+		c, err := schema.Compile(doc)
+		if err != nil {
+			return nil, fmt.Errorf("compile schema of %s: %w", name, err)
+		}
+		return c, nil
+	})
 	return &frozenTool{name: name, description: description, schema: doc, compiled: compiled}, nil
 }
 
@@ -189,8 +210,9 @@ func freeze(name, description string, args any) (*frozenTool, error) {
 // copies: the InputSchema of each tool is a json.RawMessage of the frozen
 // schema that the caller may keep or change without affecting later calls.
 func Tools() []*mcp.Tool {
-	out := make([]*mcp.Tool, 0, len(frozen))
-	for _, t := range frozen {
+	tools := frozen()
+	out := make([]*mcp.Tool, 0, len(tools))
+	for _, t := range tools {
 		destructive, openWorld := t.hints.destructive, t.hints.openWorld
 		out = append(out, &mcp.Tool{
 			Name:        t.name,
@@ -212,7 +234,7 @@ func Tools() []*mcp.Tool {
 // InputSchema returns a copy of the input schema of the named tool, as
 // compact JSON with sorted keys, and whether the tool exists.
 func InputSchema(name string) (json.RawMessage, bool) {
-	t, ok := byName[name]
+	t, ok := lookup(name)
 	if !ok {
 		return nil, false
 	}

@@ -345,7 +345,7 @@ func FuzzValidate(f *testing.F) {
 		if !bytes.Equal(args, keep) {
 			t.Fatalf("Validate(%q, %q) changed its input to %q", tool, keep, args)
 		}
-		_, known := byName[tool]
+		_, known := lookup(tool)
 		if !known {
 			var werr *jsonrpc.Error
 			if got != nil || !errors.As(err, &werr) || werr.Code != jsonrpc.CodeMethodNotFound {

@@ -10,8 +10,8 @@
 //	GOWORK=off go test -run '^$' -bench . -benchmem -count 6 ./perf/ | tee /tmp/perf.txt
 //	go run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da /tmp/perf.txt
 //
-// The binary is built the way `make build` builds it (-trimpath -ldflags
-// '-s -w'), installed as a copy and evicted from the page cache, so the first
+// The binary is built the way `make build` builds it (static: CGO_ENABLED=0,
+// -trimpath -ldflags '-s -w'), installed as a copy and evicted from the page cache, so the first
 // start reads it from disk. OPENPROGRAM_PERF_BINARY=/path/to/openprogram
 // benchmarks that binary instead (an unstripped build lets `perf record`
 // attribute the server's samples). Every state directory is fresh, under
@@ -33,6 +33,15 @@
 //     database does not exist yet (created and migrated on that start).
 //   - BenchmarkStartInitialize/sdk: go-sdk's Client.Connect over
 //     mcp.CommandTransport (exec, initialize, notifications/initialized).
+//   - BenchmarkStartupFloor (make bench-startup): `openprogram mcp serve`
+//     and a bare go-sdk server with one tool (testdata/floor, built with
+//     this module's go-sdk the same way), run in turn as whole processes:
+//     initialize, notifications/initialized and tools/list written at
+//     once, stdin closed after the tools/list answer, timed from exec to
+//     exit. It reports the medians of each side's wall time, CPU time (the
+//     user and system time of rusage) and peak RSS (ru_maxrss), and the
+//     medians of the pair-by-pair ratios ours / floor: wall-x, CPU-x and
+//     peak-RSS-x.
 //   - BenchmarkPeakRSS: exec, initialize, notifications/initialized,
 //     tools/list; then VmHWM (peak resident set), VmRSS, RssAnon and RssFile
 //     of the server from /proc/<pid>/status: peak-RSS-MiB (median over the

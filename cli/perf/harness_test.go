@@ -48,6 +48,10 @@ var shared struct {
 	buildOnce sync.Once
 	bin       string
 	buildErr  error
+
+	floorOnce sync.Once
+	floor     string
+	floorErr  error
 }
 
 func sharedDir(tb testing.TB) string {
@@ -94,27 +98,9 @@ func binary(tb testing.TB) string {
 			shared.bin = abs
 			return
 		}
-		gobin, err := exec.LookPath("go")
-		if err != nil {
-			shared.buildErr = fmt.Errorf("find the go command: %w", err)
-			return
-		}
 		built := filepath.Join(dir, "openprogram.build")
-		cmd := exec.Command(gobin, "build", "-trimpath", "-ldflags", "-s -w -X main.version=perf",
-			"-o", built, "./cmd/openprogram")
-		cmd.Dir = ".." // the cli module root
-		cmd.Env = append(os.Environ(), "GOWORK=off")
-		var stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stderr, &stderr
-		if err := cmd.Start(); err != nil {
-			shared.buildErr = fmt.Errorf("go build: %w", err)
-			return
-		}
-		timer := time.AfterFunc(buildTimeout, func() { _ = cmd.Process.Kill() })
-		err = cmd.Wait()
-		timer.Stop()
-		if err != nil {
-			shared.buildErr = fmt.Errorf("go build ./cmd/openprogram: %w\n%s", err, stderr.String())
+		if err := goBuild(built, "./cmd/openprogram"); err != nil {
+			shared.buildErr = err
 			return
 		}
 		// Install a copy, as `install -m 0755` would, and drop it from
@@ -136,6 +122,30 @@ func binary(tb testing.TB) string {
 		tb.Fatal(shared.buildErr)
 	}
 	return shared.bin
+}
+
+// goBuild builds the cli module's package pkg into out the way `make build`
+// builds the release binary: static (no cgo), -trimpath, stripped.
+func goBuild(out, pkg string) error {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("find the go command: %w", err)
+	}
+	cmd := exec.Command(gobin, "build", "-trimpath", "-ldflags", "-s -w -X main.version=perf", "-o", out, pkg)
+	cmd.Dir = ".." // the cli module root
+	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("go build: %w", err)
+	}
+	timer := time.AfterFunc(buildTimeout, func() { _ = cmd.Process.Kill() })
+	err = cmd.Wait()
+	timer.Stop()
+	if err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, stderr.String())
+	}
+	return nil
 }
 
 // state is a fresh state directory with a token, an owner principal and a

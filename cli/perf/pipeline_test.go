@@ -5,6 +5,7 @@ package perf
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,17 +13,21 @@ import (
 	"time"
 )
 
-// Shape of BenchmarkPipelinedBigLines: pipelinedLines lines of bigLine
-// bytes each, written as fast as the server reads them.
+// pipelinedLines is how many lines BenchmarkPipelinedBigLines writes (100
+// by default; fewer lines give a quicker, proportionally shorter run).
+var pipelinedLines = flag.Int("pipeline.lines", 100, "lines of 16 MiB that BenchmarkPipelinedBigLines pipelines into one server")
+
+// Shape of BenchmarkPipelinedBigLines: lines of bigLine bytes each, written
+// as fast as the server reads them.
 const (
-	pipelinedLines = 100
-	bigLine        = 16 << 20
+	bigLine = 16 << 20
 	// rssGuard stops a run whose server grows past it (the machine is
 	// shared): the run reports rssGuard as its peak and says so in the log.
 	rssGuard = 4 << 30
 )
 
-// BenchmarkPipelinedBigLines pipelines 100 lines of 16 MiB into one server
+// BenchmarkPipelinedBigLines pipelines 100 lines of 16 MiB (-pipeline.lines)
+// into one server
 // and reports the server's peak resident set (VmHWM) once every line has been
 // answered:
 //
@@ -97,7 +102,7 @@ func pipelineOnce(b *testing.B, bin string, line func(id int) []byte) (int64, ti
 	}
 	p, _ := startRaw(b, bin, st, initializeLine)
 	p.initialize(b)
-	lines := make([][]byte, pipelinedLines)
+	lines := make([][]byte, *pipelinedLines)
 	for i := range lines {
 		lines[i] = line(100 + i)
 	}
@@ -134,7 +139,7 @@ func pipelineOnce(b *testing.B, bin string, line func(id int) []byte) (int64, ti
 		}
 	}()
 	answers := 0
-	for answers < pipelinedLines {
+	for answers < *pipelinedLines {
 		if err := p.out.SetReadDeadline(time.Now().Add(2 * time.Minute)); err != nil {
 			b.Fatal(err)
 		}
@@ -154,8 +159,8 @@ func pipelineOnce(b *testing.B, bin string, line func(id int) []byte) (int64, ti
 		b.Logf("the server passed %d MiB and was killed; reporting the guard as its peak", rssGuard>>20)
 		return rssGuard >> 10, took
 	}
-	if answers < pipelinedLines {
-		b.Fatalf("read %d answers of %d\nserver log:\n%s", answers, pipelinedLines, st.logTail())
+	if answers < *pipelinedLines {
+		b.Fatalf("read %d answers of %d\nserver log:\n%s", answers, *pipelinedLines, st.logTail())
 	}
 	if err := <-writeErr; err != nil {
 		b.Fatalf("write the lines: %v", err)

@@ -143,6 +143,12 @@ type Conn struct {
 
 	writeMu sync.Mutex // serialises writes to out
 
+	// line is the read loop's buffer, reused from one line to the next so
+	// that a client sending maximal lines costs one buffer of at most
+	// MaxLineLength+2 bytes, not a fresh, regrown one per line. Only the read
+	// loop touches it; nothing handed on aliases it (decoding copies).
+	line []byte
+
 	mu           sync.Mutex
 	inflight     map[jsonrpc.ID]*Request
 	held         int           // bytes of the lines of the requests in inflight
@@ -411,7 +417,7 @@ func (c *Conn) Close() error {
 // answering bad lines itself and handing the rest to Read.
 func (c *Conn) readLoop() {
 	defer close(c.eof)
-	br := bufio.NewReaderSize(c.in, 64<<10)
+	br := newLineReader(c)
 	for {
 		line, tooLong, err := c.readLine(br)
 		if line != nil || tooLong {
@@ -448,16 +454,24 @@ func (c *Conn) readLoop() {
 	}
 }
 
+// newLineReader buffers the connection's input for readLine.
+func newLineReader(c *Conn) *bufio.Reader { return bufio.NewReaderSize(c.in, 64<<10) }
+
 // readLine returns the next line without its terminator. tooLong reports a
 // line over the limit (whose bytes are discarded). err is set once the
 // input ends; a final unterminated line is returned together with it.
 func (c *Conn) readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
-	var buf []byte
+	buf := c.line[:0]
+	defer func() {
+		if cap(buf) > cap(c.line) {
+			c.line = buf[:0] // keep the grown buffer for the next line
+		}
+	}()
 	for {
 		chunk, rerr := br.ReadSlice('\n')
 		if !tooLong {
 			if len(buf)+len(chunk) > c.maxLine+2 { // room for "\r\n"
-				tooLong, buf = true, nil
+				tooLong, buf = true, buf[:0]
 			} else {
 				buf = append(buf, chunk...)
 			}
@@ -471,18 +485,31 @@ func (c *Conn) readLine(br *bufio.Reader) (line []byte, tooLong bool, err error)
 		buf = bytes.TrimSuffix(buf, []byte("\n"))
 		buf = bytes.TrimSuffix(buf, []byte("\r"))
 		if !tooLong && len(buf) > c.maxLine {
-			tooLong, buf = true, nil
+			tooLong = true
 		}
-		if buf == nil && !tooLong {
+		if tooLong {
+			return nil, true, rerr
+		}
+		if buf == nil {
 			buf = []byte{}
 		}
-		return buf, tooLong, rerr
+		return buf, false, rerr
 	}
 }
 
+// maxDepth bounds the nesting of objects and arrays in a line, as go-sdk's
+// own decoder does (jsonrpc.DecodeMessage refuses a deeper message).
+const maxDepth = 1000
+
 // check classifies one line. It answers lines that are not acceptable
 // requests itself and returns nil for them; otherwise it returns the message
-// to hand to go-sdk.
+// to hand to go-sdk, which shares no memory with line.
+//
+// A line is decoded once: the members of its top-level object are copied
+// out by one json.Unmarshal, and a request is built from them (what
+// jsonrpc.DecodeMessage would return, without decoding the line a second
+// time and copying its params again; TestCheckDecodesAsGoSDK holds the two
+// to each other).
 func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 	if tooLong {
 		c.log.Warn("rejected an over-long line", "limit", c.maxLine)
@@ -493,25 +520,28 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 	if len(trimmed) == 0 {
 		return nil // blank lines carry nothing
 	}
-	if !json.Valid(trimmed) {
+	notJSON := func() jsonrpc.Message {
 		c.log.Warn("rejected a line that is not JSON", "bytes", len(line))
 		c.reject(nil, jsonrpc.CodeParseError, "parse error: line is not valid JSON")
 		return nil
 	}
-	switch trimmed[0] {
-	case '[':
-		c.log.Warn("rejected a JSON-RPC batch")
-		c.reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: batches are not supported")
-		return nil
-	case '{':
-	default:
-		c.reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC object")
+	if trimmed[0] != '{' {
+		switch {
+		case !json.Valid(trimmed):
+			return notJSON()
+		case trimmed[0] == '[':
+			c.log.Warn("rejected a JSON-RPC batch")
+			c.reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: batches are not supported")
+		default:
+			c.reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC object")
+		}
 		return nil
 	}
+	// An object: Unmarshal checks the whole line before it decodes, so a
+	// line that is not JSON fails here and nothing is half-decoded.
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &obj); err != nil {
-		c.reject(nil, jsonrpc.CodeParseError, "parse error: line is not valid JSON")
-		return nil
+		return notJSON()
 	}
 	id, idErr := parseID(obj)
 	invalid := func(msg string) jsonrpc.Message {
@@ -550,13 +580,12 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 			return invalid(`"params" must be an object`)
 		}
 	}
-	decoded, err := jsonrpc.DecodeMessage(trimmed)
-	if err != nil {
+	if nestedDeeper(trimmed, maxDepth) {
 		return invalid("cannot decode message")
 	}
-	req, ok := decoded.(*jsonrpc.Request)
-	if !ok {
-		return invalid("cannot decode message")
+	req := &jsonrpc.Request{Method: method, Params: obj["params"]}
+	if id != nil {
+		req.ID = *id
 	}
 	if id == nil {
 		if method == methodCancelled {
@@ -565,6 +594,42 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 		return req
 	}
 	return c.admit(req, len(trimmed))
+}
+
+// nestedDeeper reports whether the objects and arrays of data, which is
+// valid JSON, nest deeper than limit.
+func nestedDeeper(data []byte, limit int) bool {
+	depth := 0
+	inString := false
+	for i := 0; i < len(data); i++ {
+		b := data[i]
+		if inString {
+			// Jump to the next quote or backslash: string contents are
+			// most of a large line.
+			j := bytes.IndexAny(data[i:], `"\`)
+			if j < 0 {
+				return false
+			}
+			i += j
+			if data[i] == '\\' {
+				i++ // the escaped byte cannot end the string
+			} else {
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth > limit {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // initializeOf returns the connection's record of msg when msg is an

@@ -105,8 +105,9 @@ func TestScore(t *testing.T) {
 type memIndex struct {
 	docs     map[[2]int64]memDoc // (layer, id)
 	postings [2][]memPosting
-	reads    int // Postings calls (rounds)
-	fetched  int // documents asked for
+	unsorted [2]bool // postings added since the layer was last sorted
+	reads    int     // Postings calls (rounds)
+	fetched  int     // documents asked for
 }
 
 type memDoc struct{ path, content string }
@@ -125,6 +126,16 @@ func (m *memIndex) add(layer int, id int64, path, content string) {
 	for _, p := range Index(content) {
 		m.postings[layer] = append(m.postings[layer], memPosting{p.Term, p.Rank, id})
 	}
+	m.unsorted[layer] = true
+}
+
+// sorted returns the layer's postings in index order, sorting them once
+// after adds (sorting on every add made building a corpus quadratic).
+func (m *memIndex) sorted(layer int) []memPosting {
+	if !m.unsorted[layer] {
+		return m.postings[layer]
+	}
+	m.unsorted[layer] = false
 	slices.SortFunc(m.postings[layer], func(a, b memPosting) int {
 		if c := strings.Compare(a.term, b.term); c != 0 {
 			return c
@@ -134,6 +145,7 @@ func (m *memIndex) add(layer int, id int64, path, content string) {
 		}
 		return int(a.id - b.id)
 	})
+	return m.postings[layer]
 }
 
 // under is memIndex read with a path prefix.
@@ -148,7 +160,7 @@ func (u under) Postings(_ context.Context, layer int, reqs []Request) ([][]Entry
 	u.m.reads++
 	out := make([][]Entry, len(reqs))
 	for i, req := range reqs {
-		for _, p := range u.m.postings[layer] {
+		for _, p := range u.m.sorted(layer) {
 			if p.term != req.Term || p.rank < req.After.Rank || p.rank == req.After.Rank && p.id <= req.After.ID {
 				continue
 			}
@@ -207,10 +219,11 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	vocab := []string{"alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta",
 		strings.Repeat("long", 20) + "a", strings.Repeat("long", 20) + "b"}
-	for corpus := range 45 {
+	corpora, large := sized(9, 42), sized(1, 3)
+	for corpus := range corpora + large {
 		m := &memIndex{}
 		docs := 20 + rng.IntN(300)
-		if corpus >= 42 {
+		if corpus >= corpora {
 			docs = 3000 // batches up to the largest
 		}
 		for id := range docs {
@@ -297,6 +310,15 @@ func TestDone(t *testing.T) {
 	}
 }
 
+// sized is short, or full under -tags long: the number of random cases a
+// randomised comparison draws.
+func sized(short, full int) int {
+	if longTests {
+		return full
+	}
+	return short
+}
+
 // referenceWords is the definition eachWord implements faster.
 func referenceWords(s string) []string {
 	out := strings.FieldsFunc(s, func(r rune) bool { return !isWord(r) })
@@ -321,7 +343,7 @@ func randomText(rng *rand.Rand, n int) string {
 
 func TestEachWordMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
-	for range 5000 {
+	for range sized(1000, 5000) {
 		s := randomText(rng, rng.IntN(40))
 		if diff := cmp.Diff(referenceWords(s), words(s), cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("words(%q) (-reference +got):\n%s", s, diff)
@@ -342,7 +364,7 @@ func TestScoreMatchesReference(t *testing.T) {
 		}
 		return strings.Join(ws, []string{" ", "-", "\n"}[rng.IntN(3)])
 	}
-	for range 20000 {
+	for range sized(4000, 20000) {
 		content := pick(rng.IntN(12))
 		query := pick(1+rng.IntN(2)) + " " + pick(1+rng.IntN(3))
 		q := Parse(query)
