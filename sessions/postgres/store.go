@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"strings"
 	"syscall"
 	"time"
@@ -139,17 +138,17 @@ func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, 
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("open postgres store %s: %w", sessions.RedactURL(dsn), err)
 	}
 	st := &Store{pool: pool, auditKey: bytes.Clone(opts.AuditKey), acquireWait: DefaultAcquireWait}
 	if err := st.migrate(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("open postgres store %s: %w", sessions.RedactURL(dsn), err)
 	}
 	if st.auditKey != nil && opts.AdoptUnkeyedLog {
 		if err := st.keyAudit(ctx); err != nil {
 			pool.Close()
-			return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
+			return nil, fmt.Errorf("open postgres store %s: %w", sessions.RedactURL(dsn), err)
 		}
 	}
 	return st, nil
@@ -186,21 +185,6 @@ func applyPoolDefaults(dsn string, cfg *pgxpool.Config) error {
 		cfg.ConnConfig.DefaultQueryExecMode = DefaultQueryExecMode
 	}
 	return nil
-}
-
-// redact hides the password of a URL-form dsn.
-func redact(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.Scheme == "" {
-		if strings.Contains(dsn, "password") {
-			return "(connection string)"
-		}
-		return dsn
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.Redacted()
 }
 
 // querier is what the SQL helpers need from a pooled connection or a
