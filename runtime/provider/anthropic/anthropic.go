@@ -23,6 +23,7 @@ import (
 
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/provider/internal/wire"
+	"github.com/openprogram/openprogram/runtime/secretenv"
 )
 
 // DefaultBaseURL is the Anthropic API root, used when Options.BaseURL is
@@ -31,7 +32,7 @@ const DefaultBaseURL = "https://api.anthropic.com/"
 
 // DefaultKeyEnv is the environment variable the key is read from when
 // model.api_key_env is not set.
-const DefaultKeyEnv = "ANTHROPIC_API_KEY"
+const DefaultKeyEnv = secretenv.AnthropicKey
 
 // DefaultMaxTokens is the output limit sent when a request sets none (the
 // Messages API requires one).

@@ -26,6 +26,7 @@ import (
 
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/provider/internal/wire"
+	"github.com/openprogram/openprogram/runtime/secretenv"
 )
 
 // DefaultBaseURL is the OpenAI API, used when Options.BaseURL is empty.
@@ -33,7 +34,7 @@ const DefaultBaseURL = "https://api.openai.com/v1/"
 
 // DefaultKeyEnv is the environment variable the key is read from when
 // model.api_key_env is not set.
-const DefaultKeyEnv = "OPENAI_API_KEY"
+const DefaultKeyEnv = secretenv.OpenAIKey
 
 // Options configure a Provider.
 type Options struct {
