@@ -73,7 +73,7 @@ func (c mcpServeCmd) Run(ctx context.Context, app *App) error {
 	defer st.Close()
 
 	workDirs := cfg.Strings("agent.work_dirs")
-	reg, err := newRegistry(st, builtin.Deps{WorkDirs: workDirs, StateDir: dir, Logger: log})
+	reg, err := newRegistry(st, cfg, builtin.Deps{WorkDirs: workDirs, StateDir: dir, Logger: log})
 	if err != nil {
 		return err
 	}

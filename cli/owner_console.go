@@ -111,7 +111,7 @@ func openOwnerConsole(ctx context.Context, app *App, interactive bool) (*ownerCo
 	if err != nil {
 		return nil, err
 	}
-	reg, err := newRegistry(st, builtin.Deps{WorkDirs: workDirs, StateDir: dir, Logger: app.Logger})
+	reg, err := newRegistry(st, cfg, builtin.Deps{WorkDirs: workDirs, StateDir: dir, Logger: app.Logger})
 	if err != nil {
 		st.Close()
 		return nil, err
