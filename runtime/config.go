@@ -11,6 +11,7 @@ import (
 	"github.com/openprogram/openprogram/runtime/provider/openai"
 	"github.com/openprogram/openprogram/runtime/provider/scripted"
 	"github.com/openprogram/openprogram/runtime/secretenv"
+	"github.com/openprogram/openprogram/sessions"
 )
 
 // Provider names accepted in model.provider.
@@ -165,7 +166,7 @@ func newOpenAI(cfg provider.Config, getenv func(string) string) (provider.Provid
 	if key == "" && !keyless && openai.KeyRequired(cfg.BaseURL) {
 		where := "the OpenAI API"
 		if cfg.BaseURL != "" {
-			where = cfg.BaseURL
+			where = sessions.RedactURL(cfg.BaseURL)
 		}
 		return nil, &ConfigError{Keys: []string{"model.api_key_env", env}, Msg: fmt.Sprintf(
 			"the openai provider needs an API key for %s: export %s=<key> before starting openprogram "+

@@ -52,3 +52,22 @@ func TestSecretEnvNeverReachesBash(t *testing.T) {
 		}
 	}
 }
+
+// TestProviderErrorsHideURLSecrets: a configuration error that quotes
+// model.base_url shows it through the one URL redaction.
+func TestProviderErrorsHideURLSecrets(t *testing.T) {
+	for _, cfg := range []provider.Config{
+		{Provider: "openai", Model: "m", BaseURL: "https://op:s3cret-pw@gw.example/v1?api-key=s3cret-pw"},
+		{Provider: "openai", Model: "m", BaseURL: "ftp://op:s3cret-pw@gw.example/v1", APIKeyEnv: provider.KeyEnvNone},
+		{Provider: "anthropic", Model: "m", BaseURL: "ftp://op:s3cret-pw@gw.example/v1", APIKeyEnv: provider.KeyEnvNone},
+	} {
+		_, err := runtime.NewProvider(cfg, func(string) string { return "" })
+		if err == nil || !strings.Contains(err.Error(), "gw.example") {
+			t.Errorf("NewProvider(%s at %s) error = %v, want one naming the URL", cfg.Provider, cfg.BaseURL, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret-pw") {
+			t.Errorf("NewProvider(%s) error shows the URL's secret: %v", cfg.Provider, err)
+		}
+	}
+}

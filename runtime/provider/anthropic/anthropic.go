@@ -24,6 +24,7 @@ import (
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/provider/internal/wire"
 	"github.com/openprogram/openprogram/runtime/secretenv"
+	"github.com/openprogram/openprogram/sessions"
 )
 
 // DefaultBaseURL is the Anthropic API root, used when Options.BaseURL is
@@ -84,7 +85,7 @@ func New(opts Options) (*Provider, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("anthropic provider: base URL %q is not an http(s) URL: fix model.base_url", base)
+		return nil, fmt.Errorf("anthropic provider: base URL %q is not an http(s) URL: fix model.base_url", sessions.RedactURL(base))
 	}
 	hc := opts.HTTPClient
 	if hc == nil {

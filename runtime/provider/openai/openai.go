@@ -27,6 +27,7 @@ import (
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/provider/internal/wire"
 	"github.com/openprogram/openprogram/runtime/secretenv"
+	"github.com/openprogram/openprogram/sessions"
 )
 
 // DefaultBaseURL is the OpenAI API, used when Options.BaseURL is empty.
@@ -89,7 +90,7 @@ func New(opts Options) (*Provider, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai provider: base URL %q is not an http(s) URL: fix model.base_url", base)
+		return nil, fmt.Errorf("openai provider: base URL %q is not an http(s) URL: fix model.base_url", sessions.RedactURL(base))
 	}
 	if opts.APIKey == "" && !opts.Keyless && KeyRequired(opts.BaseURL) {
 		return nil, errors.New("openai provider: no API key for a non-loopback base URL")
