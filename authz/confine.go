@@ -120,7 +120,7 @@ func confineWrite(workDirs []string, stateDir, p string, dangerousOK func(resolv
 		return Target{}, err
 	}
 	if InStateDir(stateDir, t.Resolved) {
-		return Target{}, &PathError{Path: p, Phrase: PhraseProtectedDir, Detail: "resolved to " + t.Resolved + ", inside the state directory"}
+		return Target{}, &PathError{Path: p, Phrase: PhraseProtectedDir, Detail: "resolved to " + t.Resolved}
 	}
 	if phrase := protection(t.Resolved); phrase != "" && (dangerousOK == nil || !dangerousOK(t.Resolved)) {
 		return Target{}, &PathError{Path: p, Phrase: phrase, Detail: "resolved to " + t.Resolved}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -206,7 +207,21 @@ func (c *chat) send(ctx context.Context, text string) {
 		done <- turnOutcome{res, err}
 	}()
 
-	v := &turnView{chat: c, sid: s.ID, reqID: reqID, cancel: cancel}
+	v := &turnView{chat: c, out: c.out, info: c.out, style: c.style, sid: s.ID, reqID: reqID, cancel: cancel}
+	out := v.follow(sub, done, c.sigs)
+	if v.cancelled {
+		select {
+		case <-c.sigs: // Ctrl-C again as the cancelled turn ended
+			v.quit = true
+		default:
+		}
+	}
+	v.end(out)
+}
+
+// follow shows the turn's events until it returns, then those still
+// buffered, and returns how it returned. sigs (nil: none) interrupts it.
+func (v *turnView) follow(sub *events.Subscription, done <-chan turnOutcome, sigs <-chan os.Signal) turnOutcome {
 	var out turnOutcome
 wait:
 	for {
@@ -215,15 +230,8 @@ wait:
 			break wait
 		case e := <-sub.C():
 			v.show(e)
-		case <-c.sigs:
+		case <-sigs:
 			v.interrupt()
-		}
-	}
-	if v.cancelled {
-		select {
-		case <-c.sigs: // Ctrl-C again as the cancelled turn ended
-			v.quit = true
-		default:
 		}
 	}
 	// turn.end was published before ProcessUserTurn returned: whatever the
@@ -236,18 +244,27 @@ wait:
 			drained = true
 		}
 	}
-	v.end(out)
+	return out
 }
 
-// turnView shows one turn as it happens.
+// turnView shows one turn as it happens, for `chat` and `prompt` alike:
+// the reply streams to out, each tool call is one line on info, and
+// everything the model or a tool says passes console.Printable, the one
+// sanitiser of terminal output.
 type turnView struct {
-	*chat
+	*chat                // nil for prompt: nobody answers questions
+	out, info  io.Writer // the reply; the tool lines (the same writer in chat)
+	style      console.Style
 	sid, reqID string
 	cancel     context.CancelFunc
-	streamed   bool // reply text was shown
-	midLine    bool // the cursor is not at the start of a line
-	cancelled  bool // the owner pressed Ctrl-C
+	streamed   bool     // reply text was shown
+	midLine    bool     // the cursor is not at the start of a line
+	cancelled  bool     // the owner pressed Ctrl-C
+	denied     []string // the tools the gate denied, in order, each once
 }
+
+// line writes one status line on info.
+func (v *turnView) line(text string) { fmt.Fprintln(v.info, text) }
 
 func (v *turnView) newline() {
 	if v.midLine {
@@ -288,7 +305,7 @@ func (v *turnView) show(e events.Event) {
 			return
 		}
 		v.newline()
-		v.say("%s", v.style.Dim("-> "+console.Printable(d.Tool)))
+		v.line(v.style.Dim("-> " + console.Printable(d.Tool)))
 	case events.ToolEndData:
 		if d.RequestID != v.reqID {
 			return
@@ -297,12 +314,18 @@ func (v *turnView) show(e events.Event) {
 		switch {
 		case d.Denied:
 			outcome = "denied (" + d.ReasonCode + ")"
+			if !slices.Contains(v.denied, d.Tool) {
+				v.denied = append(v.denied, d.Tool)
+			}
 		case d.IsError:
 			outcome = "failed"
 		}
 		v.newline()
-		v.say("%s", v.style.Dim("<- "+console.Printable(d.Tool)+" "+outcome))
+		v.line(v.style.Dim("<- " + console.Printable(d.Tool) + " " + outcome))
 	case events.QuestionData:
+		if v.chat == nil {
+			return // prompt is non-interactive: its approvals are denied at once
+		}
 		v.newline()
 		v.ask(d.QuestionID)
 	}

@@ -97,7 +97,7 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 		add(check{name: "audit log", ok: true, info: fmt.Sprintf("%d records, keyed chain intact", rep.Records)})
 	}
 
-	reg, err := newRegistry(st, builtin.Deps{WorkDirs: cfg.Strings("agent.work_dirs"), StateDir: dir})
+	reg, err := newRegistry(st, cfg, builtin.Deps{WorkDirs: cfg.Strings("agent.work_dirs"), StateDir: dir})
 	if err != nil {
 		add(check{name: "runtime tools", info: err.Error()})
 		return report(app, checks)
@@ -192,7 +192,7 @@ func modelCheck(ctx context.Context, app *App, cfg *Config) check {
 	}
 	what := cfg.String("model.provider") + " " + cfg.String("model.name")
 	if base := cfg.String("model.base_url"); base != "" {
-		what += " at " + redactURL(base)
+		what += " at " + sessions.RedactURL(base)
 	}
 	pctx, cancel := context.WithTimeout(ctx, modelProbeTimeout)
 	defer cancel()

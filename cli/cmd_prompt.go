@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/sessions"
 )
 
@@ -20,8 +23,11 @@ type promptCmd struct {
 }
 
 // Run answers one prompt as the owner, non-interactively: a tool that needs
-// approval is denied at once unless an allow rule covers it. The reply (or
-// the payload) goes to stdout; a failed turn exits 1.
+// approval is denied at once unless an allow rule covers it. The reply
+// streams to stdout without terminal control characters (console.Printable,
+// terminal or not), or the payload goes there as exact JSON; tool calls are
+// lines on stderr, and a turn with a denied tool ends with a stderr line
+// naming them. A failed turn exits 1.
 func (c *promptCmd) Run(ctx context.Context, app *App) error {
 	text := c.Text
 	if text == "-" {
@@ -52,26 +58,50 @@ func (c *promptCmd) Run(ctx context.Context, app *App) error {
 	if err != nil {
 		return err
 	}
-	res, err := oc.turn(ctx, s, text, newTurnID())
+	// The reply streams to stdout (not with --json: there stdout is the
+	// payload alone) and each tool call is a line on stderr, through the
+	// view chat uses, so both sanitise alike.
+	reqID := newTurnID()
+	sub := oc.bus.Subscribe(events.TextProgress, events.ToolStart, events.ToolEnd)
+	defer sub.Close()
+	v := &turnView{out: app.Stdout, info: app.Stderr, style: console.NewStyle(app.Stderr, app.Env.Get("NO_COLOR")), sid: s.ID, reqID: reqID}
+	if c.JSON {
+		v.out = io.Discard
+	}
+	done := make(chan turnOutcome, 1)
+	go func() {
+		res, err := oc.turn(ctx, s, text, reqID)
+		done <- turnOutcome{res, err}
+	}()
+	out := v.follow(sub, done, nil)
+	res, err := out.res, out.err
 	if err != nil {
+		v.newline()
 		if errors.Is(err, sessions.ErrBusy) {
 			return fmt.Errorf("session %s is running another turn; wait for it, or cancel it where it runs", s.ID)
 		}
 		return fmt.Errorf("run the turn: %w", err)
 	}
 	if c.JSON {
-		out, err := contracts.EncodePayload(contracts.PromptSendResult{
+		payload, err := contracts.EncodePayload(contracts.PromptSendResult{
 			SessionID: s.ID, Text: res.Text, AssistantMsgID: res.AssistantMessageID, Failed: res.Failed,
 		})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(app.Stdout, out)
+		fmt.Fprintln(app.Stdout, payload)
 	} else {
-		fmt.Fprintln(app.Stdout, res.Text)
+		v.newline()
+		if res.Failed || !v.streamed {
+			fmt.Fprintln(app.Stdout, console.Printable(res.Text))
+		}
 		if c.Session == "" {
 			fmt.Fprintf(app.Stderr, "session %s\n", s.ID)
 		}
+	}
+	if len(v.denied) > 0 {
+		fmt.Fprintf(app.Stderr, "denied in this turn: %s (the reply may not say so; see openprogram sessions show %s)\n",
+			console.Printable(strings.Join(v.denied, ", ")), s.ID)
 	}
 	if res.Failed {
 		return ExitError(ExitFailure)

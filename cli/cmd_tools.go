@@ -5,16 +5,20 @@ import (
 	"text/tabwriter"
 
 	"github.com/openprogram/openprogram/mcpserver"
+	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/builtin"
 	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
 )
 
 // newRegistry builds the live runtime tool registry: the built-in tools on
-// store, with deps (working directories, state directory, logger).
-func newRegistry(store sessions.Store, deps builtin.Deps) (*tool.Registry, error) {
+// store, with deps (working directories, state directory, logger) and the
+// secret environment variables of cfg (runtime.SecretEnv), which no tool's
+// subprocess ever sees.
+func newRegistry(store sessions.Store, cfg *Config, deps builtin.Deps) (*tool.Registry, error) {
 	reg := tool.NewRegistry()
 	deps.Store = store
+	deps.Secrets = runtime.SecretEnv(providerConfig(cfg))
 	if err := builtin.Register(reg, deps); err != nil {
 		return nil, fmt.Errorf("register the built-in tools: %w", err)
 	}
@@ -44,7 +48,7 @@ func (c *toolsListCmd) Run(app *App) error {
 	if err != nil {
 		return err
 	}
-	reg, err := newRegistry(listingStore{}, builtin.Deps{WorkDirs: cfg.Strings("agent.work_dirs")})
+	reg, err := newRegistry(listingStore{}, cfg, builtin.Deps{WorkDirs: cfg.Strings("agent.work_dirs")})
 	if err != nil {
 		return err
 	}

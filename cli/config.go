@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/runtime/secretenv"
+	"github.com/openprogram/openprogram/sessions"
 )
 
 // ConfigFileName is the configuration file inside the state directory.
@@ -33,12 +35,6 @@ type configKey struct {
 func validToolName(s string) bool {
 	isToolByte := func(c byte) bool { return isAlnum(c) || c == '_' || c == '.' || c == '-' }
 	return validName(s, 128, isToolByte, isToolByte)
-}
-
-// validEnvName reports whether s matches ^[A-Za-z_][A-Za-z0-9_]{0,127}$.
-func validEnvName(s string) bool {
-	return validName(s, 128, func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' },
-		func(c byte) bool { return isAlnum(c) || c == '_' })
 }
 
 // configKeys is every key config.json may hold, in `config list` order.
@@ -65,17 +61,17 @@ var configKeys = []configKey{
 
 // secretKeys are keys whose values hold secrets: list and get redact them
 // unless asked not to.
-var secretKeys = map[string]bool{"store.url": true, "model.headers": true}
+var secretKeys = map[string]bool{"store.url": true, "model.base_url": true, "model.headers": true}
 
-// redactValue hides the secret parts of key's value: a URL's password, every
-// value of an object (HTTP headers).
+// redactValue hides the secret parts of key's value: a URL's credentials
+// (sessions.RedactURL), every value of an object (HTTP headers).
 func redactValue(key string, v any) any {
 	if !secretKeys[key] {
 		return v
 	}
 	switch v := v.(type) {
 	case string:
-		return redactURL(v)
+		return sessions.RedactURL(v)
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k := range v {
@@ -427,7 +423,7 @@ func validateStoreURL(v any) error {
 	if s == "" || strings.HasPrefix(s, "sqlite:") || strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") {
 		return nil
 	}
-	return fmt.Errorf("%q is not a store URL: use sqlite:<path> or postgres://user@host/db", redactURL(s))
+	return fmt.Errorf("%q is not a store URL: use sqlite:<path> or postgres://user@host/db", sessions.RedactURL(s))
 }
 
 func validateBaseURL(v any) error {
@@ -440,7 +436,7 @@ func validateBaseURL(v any) error {
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL", s)
+		return fmt.Errorf("%q is not an http(s) URL", sessions.RedactURL(s))
 	}
 	return nil
 }
@@ -450,7 +446,7 @@ func validateEnvName(v any) error {
 	if !ok {
 		return fmt.Errorf("want a string, got %s", jsonKind(v))
 	}
-	if s != "" && !validEnvName(s) {
+	if s != "" && !secretenv.ValidName(s) {
 		return fmt.Errorf("%q is not an environment variable name", s)
 	}
 	return nil
@@ -498,16 +494,4 @@ func jsonKind(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-// redactURL removes a password from a URL before it is shown.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
 }

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/openprogram/openprogram/runtime/secretenv"
 )
 
 // The hand-written name checks must accept exactly what the patterns they
@@ -21,8 +23,8 @@ func FuzzNameChecks(f *testing.F) {
 		if got, want := validToolName(s), tool.MatchString(s); got != want {
 			t.Errorf("validToolName(%q) = %v, want %v", s, got, want)
 		}
-		if got, want := validEnvName(s), env.MatchString(s); got != want {
-			t.Errorf("validEnvName(%q) = %v, want %v", s, got, want)
+		if got, want := secretenv.ValidName(s), env.MatchString(s); got != want {
+			t.Errorf("secretenv.ValidName(%q) = %v, want %v", s, got, want)
 		}
 		if got, want := validProfile(s), profile.MatchString(s); got != want {
 			t.Errorf("validProfile(%q) = %v, want %v", s, got, want)

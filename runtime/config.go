@@ -10,6 +10,8 @@ import (
 	"github.com/openprogram/openprogram/runtime/provider/anthropic"
 	"github.com/openprogram/openprogram/runtime/provider/openai"
 	"github.com/openprogram/openprogram/runtime/provider/scripted"
+	"github.com/openprogram/openprogram/runtime/secretenv"
+	"github.com/openprogram/openprogram/sessions"
 )
 
 // Provider names accepted in model.provider.
@@ -95,18 +97,28 @@ func keyEnv(cfg provider.Config, def string, getenv func(string) string) (env, k
 	if env == provider.KeyEnvNone {
 		return "", "", nil
 	}
-	if env == provider.SecretEnv {
+	if env == secretenv.MCPToken {
 		return "", "", &ConfigError{Keys: []string{"model.api_key_env"}, Msg: fmt.Sprintf(
 			"model.api_key_env may not be %s: the MCP server token is never sent to a model endpoint; "+
-				"run `openprogram config set model.api_key_env %s`", provider.SecretEnv, def)}
+				"run `openprogram config set model.api_key_env %s`", secretenv.MCPToken, def)}
 	}
-	for _, r := range env {
-		if !(r == '_' || (r >= 'A' && r <= 'Z') || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9')) {
-			return "", "", &ConfigError{Keys: []string{"model.api_key_env"}, Msg: fmt.Sprintf(
-				"model.api_key_env must name an environment variable (letters, digits, _), not hold the key: run `openprogram config set model.api_key_env %s`", def)}
-		}
+	if !secretenv.ValidName(env) {
+		return "", "", &ConfigError{Keys: []string{"model.api_key_env"}, Msg: fmt.Sprintf(
+			"model.api_key_env must name an environment variable (letters, digits, _), not hold the key: run `openprogram config set model.api_key_env %s`", def)}
 	}
 	return env, strings.TrimSpace(getenv(env)), nil
+}
+
+// SecretEnv returns the secret environment variables of cfg: the fixed
+// ones, the model.api_key_env variable and every variable model.headers
+// reads. Whoever builds the tools hands it to them (builtin.Deps.Secrets),
+// so no subprocess sees those variables.
+func SecretEnv(cfg provider.Config) secretenv.List {
+	names := provider.HeaderEnvNames(cfg.Settings.Headers)
+	if env := strings.TrimSpace(cfg.APIKeyEnv); env != provider.KeyEnvNone {
+		names = append(names, env)
+	}
+	return secretenv.New(names...)
 }
 
 // settings checks cfg's generation settings and returns them ready for a
@@ -154,7 +166,7 @@ func newOpenAI(cfg provider.Config, getenv func(string) string) (provider.Provid
 	if key == "" && !keyless && openai.KeyRequired(cfg.BaseURL) {
 		where := "the OpenAI API"
 		if cfg.BaseURL != "" {
-			where = cfg.BaseURL
+			where = sessions.RedactURL(cfg.BaseURL)
 		}
 		return nil, &ConfigError{Keys: []string{"model.api_key_env", env}, Msg: fmt.Sprintf(
 			"the openai provider needs an API key for %s: export %s=<key> before starting openprogram "+

@@ -84,7 +84,7 @@ func Open(ctx context.Context, url string) (Store, error) {
 func OpenWith(ctx context.Context, url string, opts *Options) (Store, error) {
 	scheme, _, ok := strings.Cut(url, ":")
 	if !ok || scheme == "" {
-		return nil, fmt.Errorf("open store: url %q has no scheme; use sqlite:<path> or a postgres:// url", redact(url))
+		return nil, fmt.Errorf("open store: url %q has no scheme; use sqlite:<path> or a postgres:// url", RedactURL(url))
 	}
 	scheme = strings.ToLower(scheme)
 	driversMu.RLock()
@@ -107,22 +107,4 @@ func Schemes() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// redact hides a password in a URL's userinfo so errors never carry it.
-func redact(url string) string {
-	scheme, rest, ok := strings.Cut(url, "://")
-	if !ok {
-		return url
-	}
-	at := strings.LastIndex(rest, "@")
-	slash := strings.Index(rest, "/")
-	if at < 0 || (slash >= 0 && slash < at) {
-		return url
-	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		return url
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }

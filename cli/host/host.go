@@ -78,7 +78,7 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 		return nil, err
 	}
 	reg := tool.NewRegistry()
-	if err := builtin.Register(reg, builtin.Deps{Store: st, WorkDirs: cfg.Agent.WorkDirs, StateDir: cfg.StateDir, Logger: log}); err != nil {
+	if err := builtin.Register(reg, builtin.Deps{Store: st, WorkDirs: cfg.Agent.WorkDirs, StateDir: cfg.StateDir, Logger: log, Secrets: runtime.SecretEnv(cfg.Model)}); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("register the built-in tools: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/openprogram/openprogram/runtime/builtin/files"
 	"github.com/openprogram/openprogram/runtime/builtin/memory"
 	"github.com/openprogram/openprogram/runtime/builtin/todo"
+	"github.com/openprogram/openprogram/runtime/secretenv"
 	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
 )
@@ -30,6 +31,10 @@ type Deps struct {
 	Logger *slog.Logger
 	// Todos keeps the todo lists (nil: a new in-memory store).
 	Todos *todo.Store
+	// Secrets are the environment variables no tool's subprocess may see
+	// (runtime.SecretEnv of the configuration); bash always gets them,
+	// whatever Bash says.
+	Secrets secretenv.List
 	// Files and Bash tune those tools (nil: defaults). Their WorkDirs (and
 	// the files' StateDir and Logger), if empty, are taken from Deps.
 	Files *files.Options
@@ -69,6 +74,7 @@ func Register(reg *tool.Registry, deps Deps) error {
 	if bo.StateDir == "" {
 		bo.StateDir = deps.StateDir
 	}
+	bo.Secrets = deps.Secrets
 	ts = append(ts, bash.New(&bo))
 	todos := deps.Todos
 	if todos == nil {

@@ -3,13 +3,12 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
-)
 
-// SecretEnv is the environment variable whose value must never reach a model
-// endpoint: the MCP server token. model.api_key_env may not name it, and no
-// model.headers value may reference it.
-const SecretEnv = "OPENPROGRAM_MCP_TOKEN"
+	"github.com/openprogram/openprogram/runtime/secretenv"
+)
 
 // reservedHeaders are set by the HTTP client itself; a configured value
 // would corrupt the request's framing.
@@ -58,7 +57,8 @@ func isTokenByte(c byte) bool {
 // ExpandHeaders checks every header with [CheckHeader] and returns a copy
 // with each ${NAME} in a value replaced by that environment variable, read
 // through lookup. A variable that is unset or empty is an error naming it
-// (never its value), and so is a reference to [SecretEnv]. A "$" not
+// (never its value), and so is a reference to [secretenv.MCPToken], the MCP
+// server token, which never reaches a model endpoint. A "$" not
 // followed by "{" is kept as it is.
 func ExpandHeaders(headers map[string]string, lookup func(string) string) (map[string]string, error) {
 	if len(headers) == 0 {
@@ -84,6 +84,21 @@ func ExpandHeaders(headers map[string]string, lookup func(string) string) (map[s
 	return out, nil
 }
 
+// HeaderEnvNames returns the variables named by the ${NAME} references in
+// the header values, sorted, without duplicates; a value [CheckHeader] refuses
+// contributes the names before its first fault. They are secrets: whoever
+// starts a subprocess strips them ([secretenv.List]).
+func HeaderEnvNames(headers map[string]string) []string {
+	seen := map[string]bool{}
+	for _, value := range headers {
+		_, _ = expand(value, func(env string) (string, bool) {
+			seen[env] = true
+			return "", true
+		})
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
 // expand replaces each ${NAME} in s with lookup(NAME).
 func expand(s string, lookup func(string) (string, bool)) (string, error) {
 	if !strings.Contains(s, "${") {
@@ -102,10 +117,10 @@ func expand(s string, lookup func(string) (string, bool)) (string, error) {
 			return "", errors.New(`"${" without a closing "}": write ${NAME}`)
 		}
 		env := s[i+2 : i+end]
-		if !validEnvName(env) {
+		if !secretenv.ValidName(env) {
 			return "", fmt.Errorf("${%s} does not name an environment variable (letters, digits, _)", env)
 		}
-		if env == SecretEnv {
+		if env == secretenv.MCPToken {
 			return "", fmt.Errorf("${%s} is the MCP server token, which is never sent to a model endpoint", env)
 		}
 		v, ok := lookup(env)
@@ -115,16 +130,4 @@ func expand(s string, lookup func(string) (string, bool)) (string, error) {
 		b.WriteString(v)
 		s = s[i+end+1:]
 	}
-}
-
-func validEnvName(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }

@@ -119,13 +119,18 @@ func TestOpenErrorHidesPassword(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10e9)
 	defer cancel()
 	// Nothing listens on port 1.
-	st, err := postgres.Open(ctx, "postgres://op:hunter2secret@127.0.0.1:1/db?sslmode=disable&connect_timeout=2")
-	if err == nil {
-		st.Close()
-		t.Fatal("Open(unreachable server) succeeded")
-	}
-	if strings.Contains(err.Error(), "hunter2secret") {
-		t.Errorf("Open error %q reveals the password", err)
+	for _, u := range []string{
+		"postgres://op:hunter2secret@127.0.0.1:1/db?sslmode=disable&connect_timeout=2",
+		"postgres://op@127.0.0.1:1/db?sslmode=disable&connect_timeout=2&password=hunter2secret",
+	} {
+		st, err := postgres.Open(ctx, u)
+		if err == nil {
+			st.Close()
+			t.Fatal("Open(unreachable server) succeeded")
+		}
+		if strings.Contains(err.Error(), "hunter2secret") {
+			t.Errorf("Open error %q reveals the password", err)
+		}
 	}
 	if _, err := postgres.Open(ctx, "postgres://op:hunter2secret@[::1"); err == nil || strings.Contains(err.Error(), "hunter2secret") {
 		t.Errorf("Open(malformed url) error = %v, want an error without the password", err)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -161,18 +160,18 @@ func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, 
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("open postgres store %s: %w", sessions.RedactURL(dsn), err)
 	}
 	st := &Store{pool: pool, auditKey: bytes.Clone(opts.AuditKey), acquireWait: DefaultAcquireWait,
 		addr: serverAddr(cfg.ConnConfig.Config), log: opts.Logger}
 	if err := st.migrate(ctx, !opts.NoMigrate); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("open postgres store %s: %w", sessions.RedactURL(dsn), err)
 	}
 	if st.auditKey != nil && opts.AdoptUnkeyedLog && !opts.NoMigrate {
 		if err := st.keyAudit(ctx); err != nil {
 			pool.Close()
-			return nil, fmt.Errorf("open postgres store %s: %w", redact(dsn), err)
+			return nil, fmt.Errorf("open postgres store %s: %w", sessions.RedactURL(dsn), err)
 		}
 	}
 	return st, nil
@@ -230,21 +229,6 @@ func serverAddr(cfg pgconn.Config) string {
 		}
 	}
 	return strings.Join(addrs, ", ")
-}
-
-// redact hides the password of a URL-form dsn.
-func redact(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.Scheme == "" {
-		if strings.Contains(dsn, "password") {
-			return "(connection string)"
-		}
-		return dsn
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.Redacted()
 }
 
 // querier is what the SQL helpers need from a pooled connection or a

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/runtime/secretenv"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
 
@@ -49,11 +50,13 @@ type Options struct {
 	StateDir string
 	// Shell is the program run as `<Shell> -c <command>` (default "bash").
 	Shell string
-	// Env is the base environment (default os.Environ()). Secrets are
-	// always removed: OPENPROGRAM_MCP_TOKEN, OPENPROGRAM_DATABASE_URL,
-	// every *_API_KEY, and the names in StripEnv.
-	Env      []string
-	StripEnv []string
+	// Env is the base environment (default os.Environ()). The command
+	// always gets it stripped of Secrets.
+	Env []string
+	// Secrets are the variables no command may see. The zero List still
+	// holds the fixed ones (secretenv.Fixed and every *_API_KEY); the
+	// caller adds those its configuration names (runtime.SecretEnv).
+	Secrets secretenv.List
 	// DefaultTimeout applies without timeout_ms (default 30 s); timeout_ms
 	// is capped at MaxTimeout (10 min).
 	DefaultTimeout time.Duration
@@ -184,7 +187,7 @@ func (b *bashTool) Execute(ctx context.Context, _ string, raw json.RawMessage, u
 	}
 	cmd := exec.Command(b.o.Shell, "-c", a.Command)
 	cmd.Dir = dirs[0]
-	cmd.Env = filterEnv(b.env(), b.o.StripEnv)
+	cmd.Env = b.o.Secrets.Strip(b.env())
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -432,34 +435,6 @@ func (h *headTail) String() string {
 		return string(h.head) + string(tail)
 	}
 	return fmt.Sprintf("%s\n[... %d bytes truncated ...]\n%s", h.head, dropped, tail)
-}
-
-// filterEnv drops the variables a tool must never see.
-func filterEnv(env, extra []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if isSecretEnv(name, extra) {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
-func isSecretEnv(name string, extra []string) bool {
-	upper := strings.ToUpper(name)
-	switch {
-	case upper == "OPENPROGRAM_MCP_TOKEN", upper == "OPENPROGRAM_DATABASE_URL",
-		strings.HasSuffix(upper, "_API_KEY"):
-		return true
-	}
-	for _, e := range extra {
-		if strings.EqualFold(e, name) {
-			return true
-		}
-	}
-	return false
 }
 
 var _ tool.TimeoutHinter = (*bashTool)(nil)

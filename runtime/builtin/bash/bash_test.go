@@ -18,6 +18,7 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/builtin/bash"
+	"github.com/openprogram/openprogram/runtime/secretenv"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
 
@@ -136,14 +137,14 @@ func TestBashWorkingDirectory(t *testing.T) {
 
 func TestBashStripsSecrets(t *testing.T) {
 	o := opts(t)
-	o.Env = []string{"PATH=" + os.Getenv("PATH"), "KEEP=1", "OPENPROGRAM_MCP_TOKEN=tok", "OPENAI_API_KEY=sk", "ANTHROPIC_API_KEY=ak", "my_api_key=x", "OPENPROGRAM_DATABASE_URL=postgres://u:p@h/db", "EXTRA_SECRET=e"}
-	o.StripEnv = []string{"EXTRA_SECRET"}
+	o.Env = []string{"PATH=" + os.Getenv("PATH"), "KEEP=1", "OPENPROGRAM_MCP_TOKEN=tok", "OPENAI_API_KEY=sk", "ANTHROPIC_API_KEY=ak", "my_api_key=x", "OPENPROGRAM_DATABASE_URL=postgres://u:p@h/db", "EXTRA_SECRET=e", "PGPASSWORD=pgpw", "PGPASSFILE=/pgpass"}
+	o.Secrets = secretenv.New("EXTRA_SECRET")
 	res, _ := run(t, context.Background(), o, map[string]any{"command": "env | sort"})
 	text := res.Text()
 	if !strings.Contains(text, "KEEP=1") {
 		t.Errorf("KEEP missing from %q", text)
 	}
-	for _, secret := range []string{"tok", "sk", "ak", "my_api_key", "postgres://", "EXTRA_SECRET"} {
+	for _, secret := range []string{"tok", "sk", "ak", "my_api_key", "postgres://", "EXTRA_SECRET", "pgpw", "/pgpass"} {
 		if strings.Contains(text, secret) {
 			t.Errorf("environment leaked %q: %s", secret, text)
 		}

@@ -14,6 +14,7 @@
 // with a bound, so a process that escaped the group (setsid) cannot hang
 // the call.
 //
-// The environment is inherited without secrets: OPENPROGRAM_MCP_TOKEN,
-// OPENPROGRAM_DATABASE_URL and every *_API_KEY are removed.
+// The environment is inherited without secrets: Options.Secrets (a
+// secretenv.List: the fixed names, every *_API_KEY, and what the caller's
+// configuration names) is removed from it.
 package bash

@@ -23,6 +23,8 @@ import (
 
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/provider/internal/wire"
+	"github.com/openprogram/openprogram/runtime/secretenv"
+	"github.com/openprogram/openprogram/sessions"
 )
 
 // DefaultBaseURL is the Anthropic API root, used when Options.BaseURL is
@@ -31,7 +33,7 @@ const DefaultBaseURL = "https://api.anthropic.com/"
 
 // DefaultKeyEnv is the environment variable the key is read from when
 // model.api_key_env is not set.
-const DefaultKeyEnv = "ANTHROPIC_API_KEY"
+const DefaultKeyEnv = secretenv.AnthropicKey
 
 // DefaultMaxTokens is the output limit sent when a request sets none (the
 // Messages API requires one).
@@ -83,7 +85,7 @@ func New(opts Options) (*Provider, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("anthropic provider: base URL %q is not an http(s) URL: fix model.base_url", base)
+		return nil, fmt.Errorf("anthropic provider: base URL %q is not an http(s) URL: fix model.base_url", sessions.RedactURL(base))
 	}
 	hc := opts.HTTPClient
 	if hc == nil {

@@ -26,6 +26,8 @@ import (
 
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/provider/internal/wire"
+	"github.com/openprogram/openprogram/runtime/secretenv"
+	"github.com/openprogram/openprogram/sessions"
 )
 
 // DefaultBaseURL is the OpenAI API, used when Options.BaseURL is empty.
@@ -33,7 +35,7 @@ const DefaultBaseURL = "https://api.openai.com/v1/"
 
 // DefaultKeyEnv is the environment variable the key is read from when
 // model.api_key_env is not set.
-const DefaultKeyEnv = "OPENAI_API_KEY"
+const DefaultKeyEnv = secretenv.OpenAIKey
 
 // Options configure a Provider.
 type Options struct {
@@ -88,7 +90,7 @@ func New(opts Options) (*Provider, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai provider: base URL %q is not an http(s) URL: fix model.base_url", base)
+		return nil, fmt.Errorf("openai provider: base URL %q is not an http(s) URL: fix model.base_url", sessions.RedactURL(base))
 	}
 	if opts.APIKey == "" && !opts.Keyless && KeyRequired(opts.BaseURL) {
 		return nil, errors.New("openai provider: no API key for a non-loopback base URL")

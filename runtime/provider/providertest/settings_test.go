@@ -13,6 +13,7 @@ import (
 	"github.com/openprogram/openprogram/runtime/provider/anthropic"
 	"github.com/openprogram/openprogram/runtime/provider/openai"
 	"github.com/openprogram/openprogram/runtime/provider/providertest"
+	"github.com/openprogram/openprogram/runtime/secretenv"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -334,7 +335,7 @@ func TestRetryRespectsDeadline(t *testing.T) {
 }
 
 func TestExpandHeaders(t *testing.T) {
-	env := map[string]string{"OR_KEY": "k-123", "EMPTY": "", provider.SecretEnv: "mcp-token-value"}
+	env := map[string]string{"OR_KEY": "k-123", "EMPTY": "", secretenv.MCPToken: "mcp-token-value"}
 	lookup := func(k string) string { return env[k] }
 	got, err := provider.ExpandHeaders(map[string]string{"api-key": "${OR_KEY}", "X-Title": "cost $5 ${OR_KEY}!"}, lookup)
 	if err != nil {
@@ -346,7 +347,7 @@ func TestExpandHeaders(t *testing.T) {
 	for _, bad := range []struct{ name, value, want string }{
 		{"X-A", "${MISSING}", "MISSING is not set"},
 		{"X-A", "${EMPTY}", "EMPTY is not set"},
-		{"X-A", "${" + provider.SecretEnv + "}", "MCP server token"},
+		{"X-A", "${" + secretenv.MCPToken + "}", "MCP server token"},
 		{"X-A", "${OR_KEY", "closing"},
 		{"X-A", "${1X}", "does not name"},
 		{"X-A", "a\r\nX-Injected: 1", "control character"},
