@@ -28,6 +28,37 @@ type Message struct {
 	Timestamp int64  `json:"timestamp"` // Unix seconds
 }
 
+// Bounds of the session_get and sessions_list payloads. A client reads a
+// session whose branch passes them as its newest part: the contract
+// (docs/contract.md, section 4) states them.
+const (
+	// MaxMessageContentBytes bounds the content of one session_get message.
+	// Longer content keeps its head and tail, about this many bytes
+	// together and cut on UTF-8 boundaries, around a
+	// "\n[... N bytes truncated ...]\n" marker (the marker of clipped tool
+	// output).
+	MaxMessageContentBytes = 256 << 10
+	// MaxSessionPayloadBytes bounds the session_get payload text (the JSON
+	// array in its one text content). When the branch does not fit, its
+	// newest messages that fit are returned, root first as always, and the
+	// content of the first returned one starts with
+	// [OmittedMessagesMarker].
+	MaxSessionPayloadBytes = 4 << 20
+	// MaxTitleBytes bounds a sessions_list title: a longer one is cut on a
+	// UTF-8 boundary and ends in "...".
+	MaxTitleBytes = 1000
+)
+
+// OmittedMessagesMarker starts the content of the first message of a
+// session_get payload that left out the n oldest messages of the branch.
+func OmittedMessagesMarker(n int) string {
+	noun := " earlier messages"
+	if n == 1 {
+		noun = " earlier message"
+	}
+	return "[... " + strconv.Itoa(n) + noun + " omitted ...]\n"
+}
+
 // PromptSendResult is the prompt_send payload. Failed reports that the model
 // or the turn failed; it is still a normal (non-error) result.
 type PromptSendResult struct {

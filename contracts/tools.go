@@ -109,7 +109,9 @@ var specs = []struct {
 	{SessionGet, "Read a session", readOnly, SessionGetArgs{}, "Read one OpenProgram session: the messages of its active branch, oldest first, " +
 		"as a JSON array of {id, role, content, timestamp} (role is user, assistant, tool or system; timestamp " +
 		"in Unix seconds). Use it to review a conversation before continuing it with prompt_send. session_id " +
-		"comes from sessions_list or an earlier prompt_send."},
+		"comes from sessions_list or an earlier prompt_send. Long sessions are cut: a content over 256 KiB keeps " +
+		"its head and tail around \"[... N bytes truncated ...]\", and past 4 MiB in all only the newest " +
+		"messages are returned, the first starting with \"[... N earlier messages omitted ...]\"."},
 	{PromptSend, "Send a prompt", promptHints, PromptSendArgs{}, "Send a prompt to the OpenProgram agent and wait for its reply. Without " +
 		"session_id a new session is started; with session_id the existing session is continued (it is never " +
 		"created). The agent acts with paired-client authority: it can read memory and append notes, but it " +

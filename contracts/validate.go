@@ -1,8 +1,12 @@
 package contracts
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -86,5 +90,107 @@ func invalidArguments(v schema.Violation) *jsonrpc.Error {
 	return &jsonrpc.Error{
 		Code:    jsonrpc.CodeInvalidParams,
 		Message: "invalid arguments at " + v.String(),
+	}
+}
+
+// Bounds of the tools/call params that [ValidateCallParams] enforces.
+const (
+	// MaxProgressTokenBytes bounds a string _meta.progressToken: the token
+	// is echoed in every progress notification.
+	MaxProgressTokenBytes = 256
+	// MaxParamsDepth bounds how deeply the params of a tools/call nest
+	// objects and arrays; params itself is level 1, so the arguments of a
+	// call may nest MaxParamsDepth-1 levels.
+	MaxParamsDepth = 64
+)
+
+// maxSafeInteger bounds integer progress tokens: go-sdk decodes JSON numbers
+// through float64, so a larger integer would be echoed as another number.
+const maxSafeInteger = 1<<53 - 1
+
+// ValidateCallParams checks the params of a tools/call request, raw as they
+// arrived, before anything decodes them. It returns nil when they are an
+// object whose "name" is a string, whose "_meta", when present, is an object
+// whose "progressToken", when present, is a string of at most
+// [MaxProgressTokenBytes] bytes or an integer literal within ±(2^53-1), and
+// which nests at most [MaxParamsDepth] levels. Anything else is a -32602
+// *jsonrpc.Error ([jsonrpc.CodeInvalidParams]) in the form of [Validate]'s
+// errors, its path rooted at params: "invalid params at $.name: type",
+// "invalid params at $._meta.progressToken: maxLength", "invalid params at
+// $: required" (no params) or "$: type" (params not an object). Nesting too
+// deep inside "arguments" is reported as [Validate] would report it,
+// rooted at the arguments: "invalid arguments at $.a.b: maxDepth".
+//
+// The arguments themselves are left to [Validate].
+func ValidateCallParams(params json.RawMessage) *jsonrpc.Error {
+	params = bytes.TrimSpace(params)
+	if len(params) == 0 {
+		return invalidParams(schema.Violation{Path: "$", Keyword: "required"})
+	}
+	if params[0] != '{' {
+		return invalidParams(schema.Violation{Path: "$", Keyword: "type"})
+	}
+	if v := schema.CheckDepth(params, MaxParamsDepth); v != nil {
+		if rest, ok := strings.CutPrefix(v.Path, "$.arguments"); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+			return invalidArguments(schema.Violation{Path: "$" + rest, Keyword: v.Keyword})
+		}
+		return invalidParams(*v)
+	}
+	// RawMessage fields see a JSON null as "null" and stay empty only when
+	// the member is absent; arguments are skipped, not copied.
+	var p struct {
+		Name json.RawMessage `json:"name"`
+		Meta json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return invalidParams(schema.Violation{Path: "$", Keyword: "type"})
+	}
+	switch {
+	case len(p.Name) == 0:
+		return invalidParams(schema.Violation{Path: "$.name", Keyword: "required"})
+	case p.Name[0] != '"':
+		return invalidParams(schema.Violation{Path: "$.name", Keyword: "type"})
+	case len(p.Meta) == 0:
+		return nil
+	case p.Meta[0] != '{':
+		return invalidParams(schema.Violation{Path: "$._meta", Keyword: "type"})
+	}
+	var meta struct {
+		ProgressToken json.RawMessage `json:"progressToken"`
+	}
+	if json.Unmarshal(p.Meta, &meta) != nil {
+		return invalidParams(schema.Violation{Path: "$._meta", Keyword: "type"})
+	}
+	if len(meta.ProgressToken) == 0 {
+		return nil
+	}
+	const at = "$._meta.progressToken"
+	token := meta.ProgressToken
+	if token[0] == '"' {
+		var s string
+		if json.Unmarshal(token, &s) != nil {
+			return invalidParams(schema.Violation{Path: at, Keyword: "type"})
+		}
+		if len(s) > MaxProgressTokenBytes {
+			return invalidParams(schema.Violation{Path: at, Keyword: "maxLength"})
+		}
+		return nil
+	}
+	n, err := strconv.ParseInt(string(token), 10, 64)
+	switch {
+	case err != nil && errors.Is(err, strconv.ErrRange):
+		return invalidParams(schema.Violation{Path: at, Keyword: "maximum"})
+	case err != nil:
+		return invalidParams(schema.Violation{Path: at, Keyword: "type"})
+	case n > maxSafeInteger || n < -maxSafeInteger:
+		return invalidParams(schema.Violation{Path: at, Keyword: "maximum"})
+	}
+	return nil
+}
+
+func invalidParams(v schema.Violation) *jsonrpc.Error {
+	return &jsonrpc.Error{
+		Code:    jsonrpc.CodeInvalidParams,
+		Message: "invalid params at " + v.String(),
 	}
 }

@@ -451,3 +451,44 @@ func TestValidateMessageBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateCallParams(t *testing.T) {
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	cases := []struct {
+		params, want string // want "" for accepted
+	}{
+		{`{"name":"session_get","arguments":{"session_id":"x"}}`, ""},
+		{`{"name":"x","_meta":{}}`, ""},
+		{`{"name":"x","_meta":{"progressToken":"` + strings.Repeat("t", MaxProgressTokenBytes) + `"}}`, ""},
+		{`{"name":"x","_meta":{"progressToken":-9007199254740991}}`, ""},
+		{`{"name":"x","arguments":{"a":` + deep(MaxParamsDepth-2) + `}}`, ""},
+		{``, "invalid params at $: required"},
+		{`null`, "invalid params at $: type"},
+		{`[1]`, "invalid params at $: type"},
+		{`{}`, "invalid params at $.name: required"},
+		{`{"name":null}`, "invalid params at $.name: type"},
+		{`{"name":5}`, "invalid params at $.name: type"},
+		{`{"name":"x","_meta":"x"}`, "invalid params at $._meta: type"},
+		{`{"name":"x","_meta":null}`, "invalid params at $._meta: type"},
+		{`{"name":"x","_meta":{"progressToken":{}}}`, "invalid params at $._meta.progressToken: type"},
+		{`{"name":"x","_meta":{"progressToken":true}}`, "invalid params at $._meta.progressToken: type"},
+		{`{"name":"x","_meta":{"progressToken":null}}`, "invalid params at $._meta.progressToken: type"},
+		{`{"name":"x","_meta":{"progressToken":1.5}}`, "invalid params at $._meta.progressToken: type"},
+		{`{"name":"x","_meta":{"progressToken":1e3}}`, "invalid params at $._meta.progressToken: type"},
+		{`{"name":"x","_meta":{"progressToken":9007199254740992}}`, "invalid params at $._meta.progressToken: maximum"},
+		{`{"name":"x","_meta":{"progressToken":99999999999999999999}}`, "invalid params at $._meta.progressToken: maximum"},
+		{`{"name":"x","_meta":{"progressToken":"` + strings.Repeat("t", MaxProgressTokenBytes+1) + `"}}`, "invalid params at $._meta.progressToken: maxLength"},
+		{`{"name":"x","arguments":{"a":` + deep(MaxParamsDepth-1) + `}}`, "invalid arguments at $.a" + strings.Repeat("[0]", MaxParamsDepth-2) + ": maxDepth"},
+		{`{"name":"x","arguments":{"k":1,"b c":[0,{"d":` + deep(MaxParamsDepth) + `}]}}`, `invalid arguments at $["b c"][1].d` + strings.Repeat("[0]", MaxParamsDepth-4) + ": maxDepth"},
+		{`{"name":"x","_meta":{"x":` + deep(MaxParamsDepth) + `}}`, "invalid params at $._meta.x" + strings.Repeat("[0]", MaxParamsDepth-2) + ": maxDepth"},
+	}
+	for _, c := range cases {
+		err := ValidateCallParams(json.RawMessage(c.params))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("ValidateCallParams(%.80s) = %v, want nil", c.params, err)
+		case c.want != "" && (err == nil || err.Code != jsonrpc.CodeInvalidParams || err.Message != c.want):
+			t.Errorf("ValidateCallParams(%.80s) = %v, want -32602 %q", c.params, err, c.want)
+		}
+	}
+}

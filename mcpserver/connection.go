@@ -218,7 +218,7 @@ func (c *connection) toolHandler(name string) mcp.ToolHandler {
 		case contracts.SessionGet:
 			var a contracts.SessionGetArgs
 			if err = decodeArgs(ctx, &a); err == nil {
-				res, err = c.sessionGet(ctx, a.SessionID)
+				res, err = c.sessionGet(ctx, req, a.SessionID)
 			}
 		case contracts.PromptSend:
 			var a contracts.PromptSendArgs

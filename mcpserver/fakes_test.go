@@ -37,6 +37,10 @@ type memStore struct {
 	// Failure injection.
 	failList, failGet, failCreate, failBranch error
 	panicList                                 bool
+	// branchHook, if set, runs at the start of every Branch call, outside
+	// the lock (a test holds reads there); branches counts the calls.
+	branchHook func()
+	branches   int
 }
 
 func newMemStore(now func() time.Time) *memStore {
@@ -159,6 +163,13 @@ func (m *memStore) AppendMessages(_ context.Context, sessionID, parentID string,
 
 func (m *memStore) Branch(_ context.Context, sessionID string) ([]sessions.Message, error) {
 	m.mu.Lock()
+	m.branches++
+	hook := m.branchHook
+	m.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.failBranch != nil {
 		return nil, m.failBranch
@@ -173,6 +184,13 @@ func (m *memStore) Branch(_ context.Context, sessionID string) ([]sessions.Messa
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// branchReads returns how many Branch calls were made.
+func (m *memStore) branchReads() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.branches
 }
 
 func (m *memStore) AcquireTurn(_ context.Context, sessionID, owner string, _ time.Duration) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openprogram/openprogram/authz"
@@ -242,6 +244,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	c := newConnection(s)
 	conn := stdio.New(in, out, stdio.Options{
 		Methods:        servedMethods,
+		CheckParams:    checkParams,
 		DrainTimeout:   s.drain,
 		OnDrainTimeout: func() { c.cancelAll(ReasonConnectionClosed) },
 		Logger:         s.log,
@@ -285,6 +288,16 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	<-c.startAudited
 	s.audit(AuditServerStop, "", ServerStopPayload{ClientID: s.clientID, Reason: reason})
 	return err
+}
+
+// checkParams checks the params of a request before go-sdk decodes them,
+// so that a malformed tools/call gets the contract's error, never go-sdk's
+// decoding text (see contracts.ValidateCallParams).
+func checkParams(method string, params json.RawMessage) *jsonrpc.Error {
+	if method != "tools/call" {
+		return nil
+	}
+	return contracts.ValidateCallParams(params)
 }
 
 // mcpServer builds the go-sdk server of one connection.

@@ -68,6 +68,13 @@
 //     zombie), polled in /proc every 100 µs (ns/op is the mean,
 //     cancel-to-gone-ms the median, cancel-to-gone-p99-ms), and to Execute
 //     returning (cancel-to-return-ms).
+//   - BenchmarkSessionGetRSS (sessionget_test.go): a store holding one
+//     session of 60 messages of 1 MiB (60 MiB of content, quotes and line
+//     breaks in every line), written through the Store API; each run execs a
+//     server, writes three session_get calls for it in one go and reads the
+//     three answers; peak-RSS-MiB is the server's VmHWM then (median over
+//     the runs), max-peak-RSS-MiB the largest, answer-MiB the size of one
+//     answer line.
 //   - TestScale (scale_test.go): N servers on one PostgreSQL at once, each
 //     sending 5 prompt_send, direct (a role with a CONNECTION LIMIT standing
 //     in for max_connections) and through a PgBouncer in transaction pooling

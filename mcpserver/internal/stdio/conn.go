@@ -48,6 +48,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/contracts/schema"
 )
 
 // Defaults for [Options].
@@ -81,6 +82,10 @@ const (
 	MessageRequestCancelled = "Request cancelled"
 )
 
+// maxJSONDepth is how deeply encoding/json, and so go-sdk, nests values: a
+// deeper line is not read as JSON at all.
+const maxJSONDepth = 10000
+
 // maxSafeInteger bounds numeric request ids: go-sdk decodes ids through
 // float64, so a larger integer would come back as a different number.
 const maxSafeInteger = 1<<53 - 1
@@ -103,11 +108,19 @@ type Options struct {
 	// means DefaultMaxInFlight. At the cap the connection stops reading its
 	// input until a request is answered: flow control, never an error.
 	MaxInFlight int
-	// MaxInFlightBytes caps the bytes of the lines of the requests in
-	// flight; 0 means DefaultMaxInFlightBytes. A request that would pass it
-	// waits, with reading stopped, until enough others are answered (a
+	// MaxInFlightBytes caps the bytes held for the requests in flight: the
+	// lines of the requests, the bytes their handlers reserved for their
+	// responses ([Request.Reserve]) and the response frames not yet
+	// written; 0 means DefaultMaxInFlightBytes. A request that would pass
+	// it waits, with reading stopped, until enough others are answered (a
 	// request alone is always admitted).
 	MaxInFlightBytes int
+	// CheckParams, if set, checks the params of every request admitted
+	// after initialization, raw as they arrived, before go-sdk decodes
+	// them. A non-nil error answers the request as it is (its message
+	// bounded like every error's), and go-sdk never sees it. It runs on the
+	// read loop, so it must be quick and must not block.
+	CheckParams func(method string, params json.RawMessage) *jsonrpc.Error
 	// DrainTimeout bounds how long responses still due are awaited after
 	// EOF; 0 means DefaultDrainTimeout.
 	DrainTimeout time.Duration
@@ -131,6 +144,7 @@ type Conn struct {
 	maxLine int
 	maxReqs int
 	maxHeld int
+	params  func(method string, params json.RawMessage) *jsonrpc.Error
 	drain   time.Duration
 	onDrain func()
 	log     *slog.Logger
@@ -151,7 +165,8 @@ type Conn struct {
 
 	mu           sync.Mutex
 	inflight     map[jsonrpc.ID]*Request
-	held         int           // bytes of the lines of the requests in inflight
+	held         int           // bytes held for requests until their responses are written (see MaxInFlightBytes)
+	reserved     int           // the part of held that handlers reserved with Request.Reserve
 	changed      chan struct{} // closed and replaced whenever inflight shrinks
 	initID       *jsonrpc.ID   // id of the initialize request in flight
 	initialized  bool          // an initialize request was answered with a result
@@ -169,6 +184,7 @@ func New(in io.Reader, out io.Writer, opts Options) *Conn {
 		maxLine:  opts.MaxLineLength,
 		maxReqs:  opts.MaxInFlight,
 		maxHeld:  opts.MaxInFlightBytes,
+		params:   opts.CheckParams,
 		drain:    opts.DrainTimeout,
 		onDrain:  opts.OnDrainTimeout,
 		log:      opts.Logger,
@@ -288,14 +304,42 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	line, err := encodeLine(msg)
 	if err == nil {
+		if answered != nil {
+			c.hold(answered, len(line))
+		}
 		err = c.writeLine(line)
 	} else {
 		err = fmt.Errorf("encode JSON-RPC message: %w", err)
 	}
 	if answered != nil {
+		c.release(answered)
 		close(answered.answered)
 	}
 	return err
+}
+
+// hold counts the part of a response frame of n bytes that its request's
+// reservation does not cover against the budget until [Conn.release]: a
+// frame waiting for a slow reader keeps the read loop from admitting more.
+func (c *Conn) hold(r *Request, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if extra := n - r.reserved; extra > 0 {
+		r.size += extra
+		c.held += extra
+	}
+}
+
+// release returns the bytes held for r, its response written (or dropped),
+// to the budget.
+func (c *Conn) release(r *Request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held -= r.size
+	c.reserved -= r.reserved
+	r.size, r.reserved = 0, 0
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
 // encodeLine returns msg as one newline-terminated frame, byte for byte
@@ -353,7 +397,7 @@ func (c *Conn) finish(resp *jsonrpc.Response) (*jsonrpc.Response, *Request) {
 		return resp, nil
 	}
 	delete(c.inflight, resp.ID)
-	c.held -= r.size
+	r.retired = true // its bytes stay held until the frame is written (release)
 	close(c.changed)
 	c.changed = make(chan struct{})
 	if c.initID != nil && *c.initID == resp.ID {
@@ -521,6 +565,13 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 		return nil // blank lines carry nothing
 	}
 	notJSON := func() jsonrpc.Message {
+		if schema.CheckDepth(trimmed, maxJSONDepth) != nil {
+			// Perhaps valid JSON, but deeper than encoding/json (and so
+			// go-sdk) reads: its id cannot be read either.
+			c.log.Warn("rejected a line nested too deeply", "limit", maxJSONDepth)
+			c.reject(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: JSON nested deeper than %d levels", maxJSONDepth))
+			return nil
+		}
 		c.log.Warn("rejected a line that is not JSON", "bytes", len(line))
 		c.reject(nil, jsonrpc.CodeParseError, "parse error: line is not valid JSON")
 		return nil
@@ -722,13 +773,23 @@ func (c *Conn) admit(req *jsonrpc.Request, size int) jsonrpc.Message {
 		c.reject(replyID, jsonrpc.CodeInvalidRequest, msg)
 		return nil
 	}
-	r := &Request{id: id, method: req.Method, size: size, answered: make(chan struct{})}
+	r := &Request{conn: c, id: id, method: req.Method, size: size, answered: make(chan struct{})}
 	c.inflight[id] = r
 	c.held += size
 	if req.Method == methodInitialize {
 		c.initID = &id
 	}
+	checked := c.initialized && c.params != nil
 	c.mu.Unlock()
+	if checked {
+		if e := c.params(req.Method, req.Params); e != nil {
+			c.log.Warn("rejected the params of a request", "method", req.Method, "reason", e.Message)
+			if err := c.Write(context.Background(), &jsonrpc.Response{ID: id, Error: e}); err != nil {
+				c.log.Warn("write error response", "error", err)
+			}
+			return nil
+		}
+	}
 	req.Extra = &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{Extra: map[string]any{requestKey: r}}}
 	return req
 }
@@ -859,9 +920,15 @@ func parseID(obj map[string]json.RawMessage) (*jsonrpc.ID, string) {
 // Request is the connection's record of one request in flight. Handlers
 // find it with [RequestOf].
 type Request struct {
+	conn   *Conn
 	id     jsonrpc.ID
 	method string
-	size   int // bytes of its line, counted against MaxInFlightBytes
+	// Guarded by conn.mu: the bytes held for the request against
+	// MaxInFlightBytes (its line, its reservation, its frame beyond the
+	// reservation), the reserved part, and whether its response was sent.
+	size     int
+	reserved int
+	retired  bool
 
 	answered chan struct{} // closed once the response is written or dropped
 
@@ -873,6 +940,44 @@ type Request struct {
 // Answered is closed once the connection has written (or, after writing
 // stopped, dropped) the response to the request.
 func (r *Request) Answered() <-chan struct{} { return r.answered }
+
+// Reserve counts n more bytes against the connection's in-flight budget
+// ([Options.MaxInFlightBytes]) for the response to r, until that response is
+// written. A handler calls it before building a response that may be large,
+// with a bound of the response's frame: while the bytes are held the
+// connection admits fewer requests, and other handlers' reservations wait.
+// It waits while the budget has no room for n bytes and another response
+// holds a reservation (so one reservation is always granted and two never
+// wait on each other), and returns an error if ctx ends or the connection
+// closes first, or if r was already answered.
+func (r *Request) Reserve(ctx context.Context, n int) error {
+	c := r.conn
+	if c == nil || n <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	for !r.retired && c.reserved > 0 && c.held+n > c.maxHeld {
+		changed := c.changed
+		c.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("reserve %d response bytes: %w", n, ctx.Err())
+		case <-c.closed:
+			return fmt.Errorf("reserve %d response bytes: %w", n, io.ErrClosedPipe)
+		}
+		c.mu.Lock()
+	}
+	defer c.mu.Unlock()
+	if r.retired {
+		return errors.New("reserve response bytes: the request was already answered")
+	}
+	r.size += n
+	r.reserved += n
+	c.held += n
+	c.reserved += n
+	return nil
+}
 
 // ID returns the JSON-RPC id of the request.
 func (r *Request) ID() jsonrpc.ID { return r.id }
