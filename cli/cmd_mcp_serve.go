@@ -66,6 +66,10 @@ func (c mcpServeCmd) Run(ctx context.Context, app *App) error {
 	if err != nil {
 		return fmt.Errorf("tools.permission_rules: %w", err)
 	}
+	onAuditFailure := mcpserver.AuditRefuse
+	if cfg.String("audit.on_failure") == "log" {
+		onAuditFailure = mcpserver.AuditLog
+	}
 	st, err := openStore(ctx, app, cfg, dir)
 	if err != nil {
 		return err
@@ -85,16 +89,17 @@ func (c mcpServeCmd) Run(ctx context.Context, app *App) error {
 		log.Warn("no model provider: prompts will complete with failed:true", "why", provErr.Error())
 	}
 	srv, err := mcpserver.New(mcpserver.Options{
-		Store:        st,
-		Runtime:      rt, // mcpserver audits every denial, in turns too
-		ClientID:     clientID,
-		Authority:    authority,
-		ExposedTools: cfg.Strings("mcp_server.exposed_tools"),
-		Rules:        rules,
-		WorkDirs:     workDirs,
-		StateDir:     dir,
-		Version:      app.Version,
-		Logger:       app.Logger, // mcpserver adds client_id itself
+		Store:          st,
+		Runtime:        rt, // mcpserver audits every denial, in turns too
+		ClientID:       clientID,
+		Authority:      authority,
+		ExposedTools:   cfg.Strings("mcp_server.exposed_tools"),
+		Rules:          rules,
+		WorkDirs:       workDirs,
+		StateDir:       dir,
+		OnAuditFailure: onAuditFailure,
+		Version:        app.Version,
+		Logger:         app.Logger, // mcpserver adds client_id itself
 	})
 	if err != nil {
 		return fmt.Errorf("start the MCP server: %w", err)

@@ -54,10 +54,23 @@ func openAppStore(ctx context.Context, app *App) (*Config, sessions.Store, error
 	return cfg, st, nil
 }
 
-// openStore opens the configured store, creating the state dir for the
-// embedded default, and the audit key if it is missing (see openStoreKey).
+// openStore opens the configured store for a command that writes (mcp
+// serve, chat, prompt, mcp token rotate), creating the state dir for the
+// embedded default and the audit key if it is missing (see openStoreKey),
+// and holds it to the audit anchor of the state directory (see
+// holdAnchor): a log that does not extend the anchor is refused here, for
+// every front end.
 func openStore(ctx context.Context, app *App, cfg *Config, stateDir string) (sessions.Store, error) {
-	return openStoreKey(ctx, app, cfg, stateDir, true)
+	st, err := openStoreKey(ctx, app, cfg, stateDir, true)
+	if err != nil {
+		return nil, err
+	}
+	held, err := holdAnchor(ctx, st, tokenauth.AnchorPath(stateDir), app.Logger)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return held, nil
 }
 
 // openStoreKey opens the configured store with the audit key of the state
