@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
 )
@@ -17,6 +16,9 @@ type auditCmd struct {
 	Tail   auditTailCmd   `cmd:"" help:"Print the newest audit records."`
 	Verify auditVerifyCmd `cmd:"" help:"Verify the keyed audit chain with the audit key (detects edited, deleted, inserted or reordered records and a recomputed chain)."`
 	Head   auditHeadCmd   `cmd:"" help:"Verify the audit chain and print its head as <id> <mac>, to keep outside this machine for audit verify --head."`
+	// Reanchor is the one command that accepts a log that does not extend
+	// the anchor; verify and head stay read-only.
+	Reanchor auditReanchorCmd `cmd:"" help:"After a deliberate restore of the store: verify the chain, audit the move and anchor this host to the restored log's head."`
 }
 
 type auditTailCmd struct {
@@ -97,6 +99,62 @@ func (auditHeadCmd) Run(ctx context.Context, app *App) error {
 	return err
 }
 
+type auditReanchorCmd struct {
+	Yes bool `help:"Confirm: accept the store's audit log as it is, although it does not extend this host's anchor."`
+}
+
+// auditReanchored is the audit record of a deliberate move of the anchor.
+const auditReanchored = "audit.reanchored"
+
+// reanchoredPayload is its payload: the anchor given up ("" when there was
+// none, or the file was unreadable) and the head the log had before this
+// record.
+type reanchoredPayload struct {
+	Previous string `json:"previous"`
+	Head     string `json:"head"`
+}
+
+// Run verifies the chain, appends audit.reanchored and writes the new head
+// to the anchor file, in that order: the anchor always names a record of a
+// verified log that says why it was moved.
+func (c *auditReanchorCmd) Run(ctx context.Context, app *App) error {
+	if !c.Yes {
+		return usagef("audit reanchor accepts a store whose audit log does not extend this host's anchor (after a deliberate restore); confirm with --yes")
+	}
+	st, _, err := verifyAudit(ctx, app, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	dir, err := app.StateDir()
+	if err != nil {
+		return err
+	}
+	path := tokenauth.AnchorPath(dir)
+	previous := ""
+	if old, err := host.ReadAnchor(path); err != nil {
+		fmt.Fprintf(app.Stderr, "note: the old anchor is unreadable and is replaced: %s\n", oneLine(err.Error()))
+	} else if old != nil {
+		previous = host.FormatHead(*old)
+	}
+	head, err := st.CheckAuditAnchor(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("read the audit head: %w", err)
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	rec, err := sessions.AppendAuditPayload(actx, st, auditReanchored, "cli", "", reanchoredPayload{Previous: previous, Head: host.FormatHead(head)})
+	if err != nil {
+		return fmt.Errorf("append the audit.reanchored record: %w; the anchor was not moved", err)
+	}
+	moved := sessions.AuditHead{ID: rec.ID, MAC: rec.Hash}
+	if err := tokenauth.WriteAnchor(path, []byte(host.FormatHead(moved))); err != nil {
+		return fmt.Errorf("write the audit anchor: %w", err)
+	}
+	_, err = fmt.Fprintf(app.Stdout, "audit anchor moved to record %d (audit.reanchored)\n", moved.ID)
+	return err
+}
+
 // verifyAudit opens the store with the audit key and verifies the chain
 // (against anchor when not nil). On success the caller closes the store;
 // a broken chain is an error naming the first bad record.
@@ -125,13 +183,9 @@ func verifyAudit(ctx context.Context, app *App, anchor *sessions.AuditHead) (ses
 // parseAuditHead parses the <id>:<mac> form of --head (the two fields
 // audit head prints, joined by a colon).
 func parseAuditHead(s string) (sessions.AuditHead, error) {
-	idText, mac, ok := strings.Cut(s, ":")
-	id, err := strconv.ParseInt(idText, 10, 64)
-	if !ok || err != nil || id < 1 || idText != strconv.FormatInt(id, 10) {
-		return sessions.AuditHead{}, usagef("--head must be <id>:<mac> as printed by `openprogram audit head` (id a positive number), got %q", s)
+	h, err := host.ParseHead(s)
+	if err != nil {
+		return sessions.AuditHead{}, usagef("--head: %v", err)
 	}
-	if len(mac) != 64 || strings.Trim(mac, "0123456789abcdef") != "" {
-		return sessions.AuditHead{}, usagef("--head %d:...: the MAC must be 64 lowercase hex digits as printed by `openprogram audit head`", id)
-	}
-	return sessions.AuditHead{ID: id, MAC: mac}, nil
+	return h, nil
 }

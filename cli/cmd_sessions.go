@@ -50,8 +50,11 @@ func openAppStore(ctx context.Context, app *App) (*Config, sessions.Store, error
 	return cfg, st, nil
 }
 
-// openStore opens the configured store, creating the state dir for the
-// embedded default, and the audit key if it is missing (see openStoreKey).
+// openStore opens the configured store for a command that writes (mcp
+// serve, chat, prompt, mcp token rotate), creating the state dir for the
+// embedded default and the audit key if it is missing, and holds it to the
+// audit anchor of the state directory (host.OpenStore with Create): a log
+// that does not extend the anchor is refused there, for every front end.
 func openStore(ctx context.Context, app *App, cfg *Config, stateDir string) (sessions.Store, error) {
 	return openStoreKey(ctx, app, cfg, stateDir, true)
 }

@@ -40,6 +40,7 @@ func validToolName(s string) bool {
 // configKeys is every key config.json may hold, in `config list` order.
 var configKeys = []configKey{
 	{"mcp_server.exposed_tools", "runtime tools MCP clients may discover and call (a JSON list; [] exposes none; read when `mcp serve` starts)", []any{}, validateToolList},
+	{"audit.on_failure", "what mcp serve does with a prompt_send or tool_call whose audit record cannot be written: refuse (before anything runs) or log (run it unaudited)", "refuse", validateEnum("refuse", "log")},
 	{"store.url", "the session store: sqlite:<path> or postgres://... (default: sqlite in the state directory)", "", validateStoreURL},
 	{"model.provider", "the model provider: openai, anthropic or scripted", "", validateEnum("openai", "anthropic", "scripted")},
 	{"model.name", "the model name sent to the provider", "", validateString},

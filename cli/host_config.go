@@ -31,6 +31,7 @@ func hostConfig(app *App, cfg *Config, stateDir string) (host.Config, error) {
 		},
 		MCPServer: host.MCPServerConfig{ExposedTools: cfg.Strings("mcp_server.exposed_tools")},
 		Tools:     host.ToolsConfig{PermissionRules: rules},
+		Audit:     host.AuditConfig{LogFailures: cfg.String("audit.on_failure") == "log"},
 	}, nil
 }
 

@@ -116,6 +116,10 @@ const (
 	TextRuntimeToolFailed = "Runtime tool execution failed"
 	// isError text of any other failure inside a handler.
 	TextToolExecutionFailed = "MCP tool execution failed"
+	// isError text of tool_call when its audit record cannot be written:
+	// the tool has not run (prompt_send says so with the reason
+	// "audit_unavailable" of TextPromptExecutionFailed).
+	TextAuditUnavailable = "[refused] audit log unavailable"
 	// JSON-RPC error message (code 0) answering a cancelled request.
 	TextRequestCancelled = "Request cancelled"
 )

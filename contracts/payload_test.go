@@ -204,14 +204,14 @@ func TestFixedTexts(t *testing.T) {
 		contracts.TextInvalidPromptSession, contracts.TextRuntimeToolNotFound, contracts.TextInvalidRuntimeToolArguments,
 		contracts.TextDeniedHardConstraint, contracts.TextDeniedCapabilityPrefix + "fs.read", contracts.TextDeniedPermissionRule,
 		contracts.TextDeniedApprovalUnavailable, contracts.TextRuntimeToolFailed, contracts.TextToolExecutionFailed,
-		contracts.TextRequestCancelled,
+		contracts.TextRequestCancelled, contracts.TextAuditUnavailable,
 	}
 	want := []string{
 		"session not found", "session data unavailable", "prompt execution failed",
 		"invalid MCP prompt session", "runtime tool not exposed; tools_list lists the exposed ones", "invalid underlying Runtime tool arguments",
 		"[denied] hard constraint", "[denied] authority tier does not allow fs.read", "[denied] blocked by permission rule",
 		"[denied] approval unavailable for non-interactive MCP", "Runtime tool execution failed", "MCP tool execution failed",
-		"Request cancelled",
+		"Request cancelled", "[refused] audit log unavailable",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("fixed texts mismatch (-want +got):\n%s", diff)

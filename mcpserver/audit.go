@@ -54,6 +54,55 @@ type RequestCancelledPayload struct {
 	Reason    string `json:"reason"`
 }
 
+// PromptRequestedPayload is the payload of [AuditPromptRequested].
+// NewSession marks a session the request is about to create.
+type PromptRequestedPayload struct {
+	RequestID  any    `json:"request_id"`
+	SessionID  string `json:"session_id"`
+	ClientID   string `json:"client_id"`
+	NewSession bool   `json:"new_session,omitempty"`
+}
+
+// ToolRequestedPayload is the payload of [AuditToolRequested]: the tool
+// named, never its arguments.
+type ToolRequestedPayload struct {
+	RequestID any    `json:"request_id"`
+	Tool      string `json:"tool"`
+	ClientID  string `json:"client_id"`
+}
+
+// AuditFailure is what a prompt_send or tool_call does when its request
+// record cannot be written (config audit.on_failure).
+type AuditFailure int
+
+const (
+	// AuditRefuse, the default: the request is refused before any side
+	// effect, so nothing runs that the audit log does not show.
+	AuditRefuse AuditFailure = iota
+	// AuditLog: the failure is logged and the request runs unaudited.
+	AuditLog
+)
+
+// reasonAuditUnavailable is the prompt_send reason of a request refused
+// because its audit record could not be written.
+const reasonAuditUnavailable = "audit_unavailable"
+
+// auditRequest writes the record of a request before anything of it runs,
+// and reports whether the request may go on: its record is written, or
+// the append failed under [AuditLog].
+func (s *Server) auditRequest(typ, sessionID string, payload any) bool {
+	err := s.appendAudit(typ, sessionID, payload)
+	if err == nil {
+		return true
+	}
+	if s.onAuditFailure == AuditLog {
+		s.log.Warn("append audit record failed; running the request unaudited (audit.on_failure = log)", "type", typ, "error", err)
+		return true
+	}
+	s.log.Error("append audit record failed; request refused (audit.on_failure = refuse)", "type", typ, "error", err)
+	return false
+}
+
 // auditDenial records one gate denial, of a tool_call (sessionID "") or
 // inside a turn.
 func (s *Server) auditDenial(sessionID string, d events.ToolEndData) {
@@ -62,13 +111,21 @@ func (s *Server) auditDenial(sessionID string, d events.ToolEndData) {
 	})
 }
 
-// audit appends an audit record. It must not fail a request, so a store
-// failure is logged. It runs detached from any request context: records of
-// cancellations are written after the request's context ended.
+// audit appends the record of something that already happened (a start,
+// a denial, a completed or cancelled turn); a store failure is logged, as
+// there is nothing left to refuse.
 func (s *Server) audit(typ, sessionID string, payload any) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := sessions.AppendAuditPayload(ctx, s.store, typ, s.authority.SpeakerID, sessionID, payload); err != nil {
+	if err := s.appendAudit(typ, sessionID, payload); err != nil {
 		s.log.Warn("append audit record failed", "type", typ, "error", err)
 	}
+}
+
+// appendAudit appends an audit record. It runs detached from any request
+// context: records of cancellations are written after the request's
+// context ended.
+func (s *Server) appendAudit(typ, sessionID string, payload any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := sessions.AppendAuditPayload(ctx, s.store, typ, s.authority.SpeakerID, sessionID, payload)
+	return err
 }

@@ -63,7 +63,7 @@ func TestStartAuditDoesNotDelayInitialize(t *testing.T) {
 		for _, r := range store.allAudit() {
 			types = append(types, r.Type)
 		}
-		if want := []string{AuditServerStart, AuditToolDenied, AuditServerStop}; !slices.Equal(types, want) {
+		if want := []string{AuditServerStart, AuditToolRequested, AuditToolDenied, AuditServerStop}; !slices.Equal(types, want) {
 			t.Errorf("audit types = %v, want %v", types, want)
 		}
 	})

@@ -152,10 +152,20 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 		err     error
 		created = a.SessionID == ""
 	)
+	requested := a.SessionID
+	if created {
+		requested = s.newSessionID()
+	}
+	// The request record comes first: a refused append means nothing ran.
+	if !s.auditRequest(AuditPromptRequested, requested, PromptRequestedPayload{
+		RequestID: r.ID().Raw(), SessionID: requested, ClientID: s.clientID, NewSession: created,
+	}) {
+		return errorPayload(contracts.TextPromptExecutionFailed, reasonAuditUnavailable), nil
+	}
 	if created {
 		now := s.now()
 		sess, err = s.store.CreateSession(ctx, sessions.Session{
-			ID: s.newSessionID(), AgentID: mainAgent, Title: sessions.Title(a.Prompt, "MCP session"), Source: authz.SourceMCP,
+			ID: requested, AgentID: mainAgent, Title: sessions.Title(a.Prompt, "MCP session"), Source: authz.SourceMCP,
 			CreatedAt: now, UpdatedAt: now,
 		})
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/tool"
@@ -102,6 +103,14 @@ func (c *connection) toolCall(ctx context.Context, req *mcp.CallToolRequest, a c
 			return nil, fmt.Errorf("encode tool_call arguments: %w", err)
 		}
 		raw = b
+	}
+	var requestID any
+	if r := stdio.RequestOf(req); r != nil {
+		requestID = r.ID().Raw()
+	}
+	// The request record comes first: a refused append means nothing ran.
+	if !s.auditRequest(AuditToolRequested, "", ToolRequestedPayload{RequestID: requestID, Tool: t.Name(), ClientID: s.clientID}) {
+		return textError(contracts.TextAuditUnavailable), nil
 	}
 	progress := newProgress(ctx, req)
 	res := s.rt.RunTool(ctx, s.authzRequest(), runtime.ToolCall{

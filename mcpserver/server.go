@@ -40,6 +40,12 @@ const (
 	AuditServerStart = "mcp.server.start"
 	// AuditServerStop: [ServerStopPayload] when Serve returns.
 	AuditServerStop = "mcp.server.stop"
+	// AuditPromptRequested: [PromptRequestedPayload] for every prompt_send,
+	// written before anything of it runs (see [AuditFailure]).
+	AuditPromptRequested = "mcp.prompt.requested"
+	// AuditToolRequested: [ToolRequestedPayload] for every tool_call of an
+	// exposed tool, written before the gate and the tool run.
+	AuditToolRequested = "mcp.tool.requested"
 	// AuditToolDenied: [ToolDeniedPayload] for every gate denial, of
 	// tool_call and of a tool call inside a prompt_send turn.
 	AuditToolDenied = "mcp.tool.denied"
@@ -90,6 +96,9 @@ type Options struct {
 	// StateDir is the absolute state directory. The gate treats it as a
 	// protected directory wherever it is. Optional.
 	StateDir string
+	// OnAuditFailure is what a prompt_send or tool_call does when its
+	// request record cannot be written. Default [AuditRefuse].
+	OnAuditFailure AuditFailure
 
 	// Version is serverInfo.version. Default "(devel)".
 	Version string
@@ -117,6 +126,8 @@ type Server struct {
 	rules     []authz.Rule
 	workDirs  []string
 	stateDir  string
+
+	onAuditFailure AuditFailure
 
 	version string
 	drain   time.Duration
@@ -157,6 +168,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Authority != want {
 		return nil, fmt.Errorf("mcpserver: %w: the authority must be authz.MCPClientAuthority(client id, owner principal): paired, non-interactive, speaker mcp/<client id>", authz.ErrInvalidAuthority)
 	}
+	if opts.OnAuditFailure != AuditRefuse && opts.OnAuditFailure != AuditLog {
+		return nil, fmt.Errorf("mcpserver: Options.OnAuditFailure %d is neither AuditRefuse nor AuditLog", opts.OnAuditFailure)
+	}
 	for _, r := range opts.Rules {
 		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("mcpserver: permission rule %s: %w", r, err)
@@ -177,23 +191,24 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s := &Server{
-		store:        opts.Store,
-		rt:           opts.Runtime,
-		turns:        opts.Runtime,
-		bus:          opts.Runtime.Bus(),
-		questions:    opts.Runtime.Questions(),
-		clientID:     opts.ClientID,
-		authority:    opts.Authority,
-		exposed:      exposed,
-		rules:        slices.Clone(opts.Rules),
-		workDirs:     slices.Clone(opts.WorkDirs),
-		stateDir:     opts.StateDir,
-		version:      opts.Version,
-		drain:        opts.DrainTimeout,
-		log:          opts.Logger,
-		now:          opts.Now,
-		newSessionID: newSessionID,
-		cancelWait:   5 * time.Second,
+		store:          opts.Store,
+		rt:             opts.Runtime,
+		turns:          opts.Runtime,
+		bus:            opts.Runtime.Bus(),
+		questions:      opts.Runtime.Questions(),
+		clientID:       opts.ClientID,
+		authority:      opts.Authority,
+		exposed:        exposed,
+		rules:          slices.Clone(opts.Rules),
+		workDirs:       slices.Clone(opts.WorkDirs),
+		stateDir:       opts.StateDir,
+		onAuditFailure: opts.OnAuditFailure,
+		version:        opts.Version,
+		drain:          opts.DrainTimeout,
+		log:            opts.Logger,
+		now:            opts.Now,
+		newSessionID:   newSessionID,
+		cancelWait:     5 * time.Second,
 	}
 	if s.version == "" {
 		s.version = "(devel)"

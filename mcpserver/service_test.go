@@ -207,7 +207,7 @@ func TestConnectionClosedCancelsRunningTurns(t *testing.T) {
 		for _, r := range e.store.allAudit() {
 			types = append(types, r.Type)
 		}
-		wantTypes := []string{AuditServerStart, AuditRequestCancelled, AuditServerStop}
+		wantTypes := []string{AuditServerStart, AuditPromptRequested, AuditRequestCancelled, AuditServerStop}
 		if diff := cmp.Diff(wantTypes, types); diff != "" {
 			t.Errorf("audit record types (-want +got):\n%s", diff)
 		}

@@ -115,8 +115,10 @@ func TestStdioWithCommandTransport(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("server exit code %d, want 0; stderr:\n%s", code, stderr.String())
 	}
-	// The turn's denied bash call, then tool_call's denied read.
-	want := []string{AuditServerStart, AuditToolDenied, AuditPromptCompleted, AuditToolDenied, AuditServerStop}
+	// The prompt_send request and its turn's denied bash call, then
+	// tool_call's request and its denied read.
+	want := []string{AuditServerStart, AuditPromptRequested, AuditToolDenied, AuditPromptCompleted,
+		AuditToolRequested, AuditToolDenied, AuditServerStop}
 	if got := auditTypes(auditLines(t, stderr.String())); !slices.Equal(got, want) {
 		t.Errorf("audit types = %v, want %v", got, want)
 	}

@@ -37,4 +37,8 @@ var (
 	// head fails its seal (the log was tampered with), so that the new
 	// record does not hide it.
 	ErrAuditBroken = errors.New("sessions: audit log tampered with")
+	// ErrAuditAnchor: the audit log no longer holds a record the caller
+	// anchored earlier (see Store.CheckAuditAnchor): it was emptied,
+	// replaced by another log, or cut back.
+	ErrAuditAnchor = errors.New("sessions: audit log does not extend its anchor")
 )

@@ -134,6 +134,15 @@ type Store interface {
 	// printed earlier), which catches truncation even by a key holder. It
 	// fails with ErrAuditKey when the store has no key.
 	VerifyAudit(ctx context.Context, anchor *AuditHead) (AuditReport, error)
+	// CheckAuditAnchor returns the sealed chain head (its id and MAC) after
+	// checking, in one snapshot, that the log still holds anchor when it is
+	// not nil (the record with its id exists, carries its MAC, verifies
+	// under the key, and the head is at or past it) and that the head
+	// carries its seal. It reads the head and one record, whatever the
+	// log's length. Errors wrap ErrAuditKey (no key, another key),
+	// ErrAuditAnchor (the log does not extend anchor) or ErrAuditBroken
+	// (the head fails its seal).
+	CheckAuditAnchor(ctx context.Context, anchor *AuditHead) (AuditHead, error)
 
 	// Close releases the store's database handles.
 	Close() error

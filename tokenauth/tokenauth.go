@@ -34,11 +34,12 @@ const (
 // the sentinels their errors wrap and how to make a new one.
 type secretKind struct {
 	exists, create, unavailable error
+	replace                     error  // what a failed replacement wraps
 	hint                        string // how to make a new file, after "remove it and"
 }
 
 var tokenKind = &secretKind{
-	exists: ErrExists, create: ErrCreate, unavailable: ErrUnavailable,
+	exists: ErrExists, create: ErrCreate, unavailable: ErrUnavailable, replace: ErrRotate,
 	hint: "run `openprogram mcp token create`",
 }
 
@@ -208,12 +209,12 @@ func Read(path string) (string, error) {
 
 // publish writes token to a temporary file in dir and links it to name, or
 // with replace renames it over name. Whatever fails, it leaves behind no
-// file it made; errors wrap k.create, or ErrRotate with replace.
+// file it made; errors wrap k.create, or k.replace with replace.
 func publish(k *secretKind, dir *safedir.Dir, name, target, token string, replace bool) (err error) {
 	dfd := dir.Fd()
 	sentinel := k.create
 	if replace {
-		sentinel = ErrRotate
+		sentinel = k.replace
 	}
 	fail := func(cause error) error { return fmt.Errorf("%w: %q: %w", sentinel, target, cause) }
 	suffix := make([]byte, 8)

@@ -29,6 +29,16 @@ type Config struct {
 	MCPServer MCPServerConfig
 	// Tools configures the gate (config tools.*).
 	Tools ToolsConfig
+	// Audit configures the audit log (config audit.*).
+	Audit AuditConfig
+}
+
+// AuditConfig configures the audit log.
+type AuditConfig struct {
+	// LogFailures is audit.on_failure "log": an MCP request whose audit
+	// record cannot be written runs anyway and the failure is logged. The
+	// default (false, "refuse") refuses it before any side effect.
+	LogFailures bool
 }
 
 // AgentConfig configures the turn loop.

@@ -213,16 +213,21 @@ func (h *Host) MCPServer(clientID string, logger *slog.Logger) (*mcpserver.Serve
 	if logger == nil {
 		logger = h.log
 	}
+	onAuditFailure := mcpserver.AuditRefuse
+	if h.cfg.Audit.LogFailures {
+		onAuditFailure = mcpserver.AuditLog
+	}
 	return mcpserver.New(mcpserver.Options{
-		Store:        h.store,
-		Runtime:      h.rt,
-		ClientID:     clientID,
-		Authority:    sp.Request.Authority,
-		ExposedTools: h.cfg.MCPServer.ExposedTools,
-		Rules:        sp.Request.Rules,
-		WorkDirs:     sp.Request.WorkDirs,
-		StateDir:     sp.Request.StateDir,
-		Version:      h.version,
-		Logger:       logger,
+		Store:          h.store,
+		Runtime:        h.rt,
+		ClientID:       clientID,
+		Authority:      sp.Request.Authority,
+		ExposedTools:   h.cfg.MCPServer.ExposedTools,
+		Rules:          sp.Request.Rules,
+		WorkDirs:       sp.Request.WorkDirs,
+		StateDir:       sp.Request.StateDir,
+		OnAuditFailure: onAuditFailure,
+		Version:        h.version,
+		Logger:         logger,
 	})
 }

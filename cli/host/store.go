@@ -43,7 +43,12 @@ func EnsureStateDir(dir string) error {
 // StoreOptions say what opening a store may change. The zero value opens
 // an existing store as it is, migrating it, with the audit key if it exists.
 type StoreOptions struct {
-	// Create makes what a first run needs: the state directory of an
+	// Create is for a front end that writes (mcp serve, chat, prompt, mcp
+	// token rotate). It holds the store to the audit anchor of the state
+	// directory (tokenauth.AnchorFileName): a log that does not extend it
+	// is refused, and the anchor follows the sealed head while the store is
+	// open and when it closes. It also makes what a first run needs: the
+	// state directory of an
 	// embedded SQLite store, and a missing audit key (with the token file's
 	// no-replace procedure). The store may then adopt an unkeyed log:
 	// re-key a log written before keyed audit, or key an empty one. Only a
@@ -86,7 +91,19 @@ func OpenStore(ctx context.Context, stateDir, url string, o *StoreOptions) (sess
 	if err != nil {
 		return nil, fmt.Errorf("open the session store: %w", err)
 	}
-	return st, nil
+	if !create {
+		return st, nil
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	held, err := holdAnchor(ctx, st, tokenauth.AnchorPath(stateDir), log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return held, nil
 }
 
 // auditKeyOptions reads (with create: reads or creates) the audit key at

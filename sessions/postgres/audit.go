@@ -205,3 +205,29 @@ func (s *Store) VerifyAudit(ctx context.Context, anchor *sessions.AuditHead) (se
 	}
 	return rep, nil
 }
+
+// CheckAuditAnchor implements [sessions.Store].
+func (s *Store) CheckAuditAnchor(ctx context.Context, anchor *sessions.AuditHead) (sessions.AuditHead, error) {
+	var head auditchain.Head
+	err := s.tx(ctx, readOnly, func(tx pgx.Tx) error {
+		var err error
+		if head, err = readHead(ctx, tx, false); err != nil {
+			return err
+		}
+		var rec *sessions.AuditRecord
+		if anchor != nil {
+			r, err := scanAudit(tx.QueryRow(ctx, "SELECT "+auditColumns+" FROM audit_records WHERE id = $1", anchor.ID))
+			switch {
+			case err == nil:
+				rec = &r
+			case !errors.Is(err, pgx.ErrNoRows):
+				return err
+			}
+		}
+		return auditchain.CheckAnchor(s.auditKey, head, anchor, rec)
+	})
+	if err != nil {
+		return sessions.AuditHead{}, fmt.Errorf("check the audit anchor: %w", err)
+	}
+	return sessions.AuditHead{ID: head.ID, MAC: head.Hash}, nil
+}

@@ -232,3 +232,29 @@ func (s *Store) VerifyAudit(ctx context.Context, anchor *sessions.AuditHead) (se
 	}
 	return rep, nil
 }
+
+// CheckAuditAnchor implements [sessions.Store].
+func (s *Store) CheckAuditAnchor(ctx context.Context, anchor *sessions.AuditHead) (sessions.AuditHead, error) {
+	var head auditchain.Head
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if head, err = readHead(ctx, tx); err != nil {
+			return err
+		}
+		var rec *sessions.AuditRecord
+		if anchor != nil {
+			r, err := scanAudit(tx.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_log WHERE id = ?`, anchor.ID))
+			switch {
+			case err == nil:
+				rec = &r
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
+			}
+		}
+		return auditchain.CheckAnchor(s.auditKey, head, anchor, rec)
+	})
+	if err != nil {
+		return sessions.AuditHead{}, fmt.Errorf("check the audit anchor: %w", err)
+	}
+	return sessions.AuditHead{ID: head.ID, MAC: head.Hash}, nil
+}

@@ -32,6 +32,7 @@ var auditTests = []test{
 	{"TamperRecomputeUnkeyed", testAuditTamperRecomputeUnkeyed},
 	{"TamperRecomputeKeepKeyID", testAuditTamperRecomputeKeepKeyID},
 	{"AnchorCatchesTruncation", testAuditAnchor},
+	{"CheckAnchor", testAuditCheckAnchor},
 	{"WrongKey", testAuditWrongKey},
 	{"NoKey", testAuditNoKey},
 	{"Rekey", testAuditRekey},
@@ -382,6 +383,70 @@ func testAuditAnchor(t *testing.T, h *harness) {
 	t.Logf("audit verify --head %d:%s after truncation to record 6: %s", anchor.ID, anchor.MAC, reportLine(rep))
 	if rep.OK || rep.FirstBadID != 7 || !strings.Contains(rep.Problem, "no longer extends the anchored head") {
 		t.Errorf("VerifyAudit(anchor %d) after truncation to 6 = %+v, want broken at 7, saying the log no longer extends the anchor", anchor.ID, rep)
+	}
+}
+
+// testAuditCheckAnchor: CheckAuditAnchor returns the sealed head, and
+// refuses with ErrAuditAnchor a log that no longer holds the anchored
+// record: another MAC, cut back, or a new log in its place.
+func testAuditCheckAnchor(t *testing.T, h *harness) {
+	s := h.store(t)
+	tm := h.tamperer(t, s)
+	recs := appendAudit(t, s, 5) // ids 2..6
+	last := sessions.AuditHead{ID: recs[4].ID, MAC: recs[4].Hash}
+	if got, err := s.CheckAuditAnchor(ctxT(t), nil); err != nil || got != last {
+		t.Fatalf("CheckAuditAnchor(nil) = %+v, %v; want the head %+v", got, err, last)
+	}
+	older := sessions.AuditHead{ID: recs[1].ID, MAC: recs[1].Hash}
+	for _, a := range []sessions.AuditHead{last, older} {
+		if got, err := s.CheckAuditAnchor(ctxT(t), &a); err != nil || got != last {
+			t.Errorf("CheckAuditAnchor(%d) = %+v, %v; want the head %+v", a.ID, got, err, last)
+		}
+	}
+	for name, a := range map[string]sessions.AuditHead{
+		"another MAC":     {ID: older.ID, MAC: last.MAC},
+		"beyond the head": {ID: last.ID + 1, MAC: last.MAC},
+	} {
+		if _, err := s.CheckAuditAnchor(ctxT(t), &a); !errors.Is(err, sessions.ErrAuditAnchor) {
+			t.Errorf("CheckAuditAnchor(%s) = %v, want ErrAuditAnchor", name, err)
+		}
+	}
+	// A new log in the old one's place (the database emptied or recreated).
+	fresh := h.store(t)
+	_, err := fresh.CheckAuditAnchor(ctxT(t), &last)
+	t.Logf("CheckAuditAnchor on a new log: %v", err)
+	if !errors.Is(err, sessions.ErrAuditAnchor) {
+		t.Errorf("CheckAuditAnchor on a new log = %v, want ErrAuditAnchor", err)
+	}
+	if _, err := fresh.CheckAuditAnchor(ctxT(t), &sessions.AuditHead{ID: 1, MAC: recs[0].PrevHash}); !errors.Is(err, sessions.ErrAuditAnchor) {
+		t.Errorf("CheckAuditAnchor(record 1 of another log) on a new log = %v, want ErrAuditAnchor", err)
+	}
+	// A tail cut off and the head resealed by a key holder.
+	for id := last.ID; id > older.ID; id-- {
+		if err := tm.DeleteAudit(ctxT(t), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hd := auditchain.Seal(Key, recs[1])
+	if err := tm.SetAuditHead(ctxT(t), HeadRow{LastID: hd.ID, LastHash: hd.Hash, KeyID: hd.KeyID, MAC: hd.MAC}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CheckAuditAnchor(ctxT(t), &last); !errors.Is(err, sessions.ErrAuditAnchor) {
+		t.Errorf("CheckAuditAnchor after a truncation resealed with the key = %v, want ErrAuditAnchor", err)
+	}
+	if got, err := s.CheckAuditAnchor(ctxT(t), &older); err != nil || got != older {
+		t.Errorf("CheckAuditAnchor(%d) after the truncation = %+v, %v; want the head %+v", older.ID, got, err, older)
+	}
+	// The head moved back without the key: its seal fails.
+	if err := tm.SetAuditHead(ctxT(t), HeadRow{LastID: recs[0].ID, LastHash: recs[0].Hash, KeyID: hd.KeyID, MAC: hd.MAC}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CheckAuditAnchor(ctxT(t), nil); !errors.Is(err, sessions.ErrAuditBroken) {
+		t.Errorf("CheckAuditAnchor with a head that fails its seal = %v, want ErrAuditBroken", err)
+	}
+	bare := h.reopen(t, s, nil)
+	if _, err := bare.CheckAuditAnchor(ctxT(t), nil); !errors.Is(err, sessions.ErrAuditKey) {
+		t.Errorf("CheckAuditAnchor without a key = %v, want ErrAuditKey", err)
 	}
 }
 

@@ -182,6 +182,30 @@ func CheckAppend(key []byte, head Head) error {
 	return nil
 }
 
+// CheckAnchor says whether the log whose stored head is head still holds
+// anchor (when not nil), rec being the stored record with the anchor's id
+// (nil when there is none), and whether a record may follow head (see
+// [CheckAppend]). A log that does not extend the anchor is an error
+// wrapping [sessions.ErrAuditAnchor]; a missing or other key wraps
+// [sessions.ErrAuditKey] first, since the anchor cannot be checked then.
+func CheckAnchor(key []byte, head Head, anchor *sessions.AuditHead, rec *sessions.AuditRecord) error {
+	if key == nil || (head.KeyID != "" && head.KeyID != KeyID(key)) {
+		return CheckAppend(key, head)
+	}
+	if anchor != nil {
+		const fix = "it was emptied, replaced by another log or cut back"
+		switch {
+		case rec == nil || head.ID < anchor.ID:
+			return fmt.Errorf("%w: the log ends at record %d and does not hold the anchored record %d: %s", sessions.ErrAuditAnchor, head.ID, anchor.ID, fix)
+		case !hmac.Equal([]byte(rec.Hash), []byte(anchor.MAC)):
+			return fmt.Errorf("%w: audit record %d is not the anchored record %d:%s: %s", sessions.ErrAuditAnchor, rec.ID, anchor.ID, anchor.MAC, fix)
+		case !hmac.Equal([]byte(RecordMAC(key, *rec)), []byte(rec.Hash)):
+			return fmt.Errorf("%w: audit record %d carries the anchored MAC but does not match it (forged)", sessions.ErrAuditAnchor, rec.ID)
+		}
+	}
+	return CheckAppend(key, head)
+}
+
 // Verifier walks a chain in id order. Feed every record to Add, then call
 // Finish.
 type Verifier struct {

@@ -1,0 +1,154 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openprogram/openprogram/cli"
+	"github.com/openprogram/openprogram/sessions/postgres/pgtest"
+	"github.com/openprogram/openprogram/tokenauth"
+)
+
+// serveHost returns the environment of a host with a token, the scripted
+// model and, when url is not empty, the store at url; with key, that audit
+// key file is installed before the first start (hosts sharing one
+// PostgreSQL share the key).
+func serveHost(t *testing.T, url string, key []byte) (cli.Env, string) {
+	t.Helper()
+	env, state := fresh(t)
+	token := strings.TrimSpace(mustCLI(t, env, "mcp", "token", "create"))
+	mustCLI(t, env, "config", "set", "model.provider", "scripted")
+	if url != "" {
+		mustCLI(t, env, "config", "set", "store.url", url)
+	}
+	if key != nil {
+		if err := os.WriteFile(tokenauth.KeyPath(state), key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return append(env, tokenauth.EnvVar+"="+token), state
+}
+
+func readAnchorFile(t *testing.T, state string) string {
+	t.Helper()
+	b, err := os.ReadFile(tokenauth.AnchorPath(state))
+	if err != nil {
+		t.Fatalf("read the audit anchor: %v", err)
+	}
+	return string(b)
+}
+
+// wantRefused checks that mcp serve refuses to start on a log that does
+// not extend the anchor, naming the checks and the way back.
+func wantRefused(t *testing.T, env cli.Env, anchor string) {
+	t.Helper()
+	r := runCLI(t, env, "mcp", "serve")
+	t.Logf("mcp serve on a log that does not extend the anchor: exit %d: %s", r.code, strings.TrimSpace(r.stderr))
+	if r.code != cli.ExitFailure || r.stdout != "" || r.stdinReads != 0 {
+		t.Fatalf("mcp serve = exit %d, stdout %q, %d stdin reads; want exit 1 before reading stdin", r.code, r.stdout, r.stdinReads)
+	}
+	for _, want := range []string{"does not extend the anchor", "openprogram audit verify --head " + anchor, "openprogram audit reanchor --yes"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("mcp serve stderr %q does not say %q", r.stderr, want)
+		}
+	}
+}
+
+// TestServeRefusesAnEmptiedStore: `: > openprogram.db` gives a new,
+// intact log; the anchor kept in the state directory makes the next mcp
+// serve refuse it, audit verify and head stay read-only, and a deliberate
+// audit reanchor --yes (itself audited) lets the server start again.
+func TestServeRefusesAnEmptiedStore(t *testing.T) {
+	env, state := serveHost(t, "", nil)
+	mustCLI(t, env, "mcp", "serve")
+	anchor := readAnchorFile(t, state)
+	if fi, err := os.Lstat(tokenauth.AnchorPath(state)); err != nil || fi.Mode() != 0o600 {
+		t.Fatalf("anchor file = %v, %v; want mode 0600", fi, err)
+	}
+	if !strings.HasPrefix(anchor, "3:") {
+		t.Errorf("anchor after the first start = %q, want record 3 (key, start, stop)", anchor)
+	}
+	mustCLI(t, env, "mcp", "serve") // the log extends the anchor
+	if moved := readAnchorFile(t, state); !strings.HasPrefix(moved, "5:") {
+		t.Errorf("anchor after the second start = %q, want record 5, its stop record", moved)
+	}
+	anchor = readAnchorFile(t, state)
+
+	db := filepath.Join(state, cli.DatabaseFileName)
+	if err := os.Truncate(db, 0); err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, env, anchor)
+	wantRefused(t, env, anchor) // the refusal changed nothing
+	for _, args := range [][]string{{"audit", "verify"}, {"audit", "head"}} {
+		runCLI(t, env, args...)
+	}
+	if got := readAnchorFile(t, state); got != anchor {
+		t.Errorf("anchor after refused starts and read-only audit commands = %q, want it unchanged %q", got, anchor)
+	}
+	if r := runCLI(t, env, "audit", "reanchor"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--yes") {
+		t.Errorf("audit reanchor without --yes = exit %d, stderr %q; want a usage error naming --yes", r.code, r.stderr)
+	}
+	if got := mustCLI(t, env, "audit", "reanchor", "--yes"); got != "audit anchor moved to record 2 (audit.reanchored)\n" {
+		t.Errorf("audit reanchor --yes = %q", got)
+	}
+	mustCLI(t, env, "mcp", "serve")
+	tail := mustCLI(t, env, "audit", "tail", "--json")
+	if !strings.Contains(tail, `"type":"audit.reanchored"`) || !strings.Contains(tail, `"previous":"`+anchor+`"`) {
+		t.Errorf("audit tail after reanchor = %s; want an audit.reanchored record naming the old anchor %s", tail, anchor)
+	}
+	if got := mustCLI(t, env, "audit", "verify"); got != "audit log intact: 4 records\n" {
+		t.Errorf("audit verify after reanchor and a start = %q, want 4 intact records", got)
+	}
+}
+
+// TestHostsOnOnePostgresKeepTheirOwnAnchors: hosts sharing one PostgreSQL
+// database (and its key) each anchor a prefix of the one chain and all
+// start; a new schema in its place is refused by each of them.
+func TestHostsOnOnePostgresKeepTheirOwnAnchors(t *testing.T) {
+	base := pgtest.BaseURL(t)
+	url := pgtest.WithParams(base, map[string]string{"search_path": pgtest.Schema(t, base, "op_cli_anchor")})
+	envA, stateA := serveHost(t, url, nil)
+	mustCLI(t, envA, "mcp", "serve") // creates the key and the log: records 1 to 3
+	key, err := os.ReadFile(tokenauth.KeyPath(stateA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	envB, stateB := serveHost(t, url, key)
+	mustCLI(t, envB, "mcp", "serve")
+	mustCLI(t, envA, "mcp", "serve")
+	mustCLI(t, envB, "mcp", "serve")
+	anchorA, anchorB := readAnchorFile(t, stateA), readAnchorFile(t, stateB)
+	if !strings.HasPrefix(anchorA, "7:") || !strings.HasPrefix(anchorB, "9:") {
+		t.Errorf("anchors = %q and %q, want each host's last stop record (7 and 9)", anchorA, anchorB)
+	}
+	for _, env := range []cli.Env{envA, envB} {
+		if got := mustCLI(t, env, "audit", "verify", "--head", anchorA); got != "audit log intact: 9 records, extends head 7\n" {
+			t.Errorf("audit verify --head %s = %q", anchorA, got)
+		}
+	}
+
+	fresh := pgtest.WithParams(base, map[string]string{"search_path": pgtest.Schema(t, base, "op_cli_anchor")})
+	for _, h := range []struct {
+		env    cli.Env
+		anchor string
+	}{{envA, anchorA}, {envB, anchorB}} {
+		wantRefused(t, append(h.env, "OPENPROGRAM_DATABASE_URL="+fresh), h.anchor)
+	}
+}
+
+func TestAuditOnFailureKey(t *testing.T) {
+	env, _ := fresh(t)
+	if got := mustCLI(t, env, "config", "get", "audit.on_failure"); got != `"refuse"`+"\n" {
+		t.Errorf("audit.on_failure default = %q, want refuse", got)
+	}
+	mustCLI(t, env, "config", "set", "audit.on_failure", "log")
+	if got := mustCLI(t, env, "config", "get", "audit.on_failure"); got != `"log"`+"\n" {
+		t.Errorf("audit.on_failure = %q after set log", got)
+	}
+	if r := runCLI(t, env, "config", "set", "audit.on_failure", "ignore"); r.code != cli.ExitUsage {
+		t.Errorf("config set audit.on_failure ignore = exit %d, stderr %q; want a usage error", r.code, r.stderr)
+	}
+}
