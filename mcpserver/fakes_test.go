@@ -301,6 +301,18 @@ func (f *fakeTurns) ProcessUserTurn(ctx context.Context, req runtime.TurnRequest
 	f.requests = append(f.requests, req)
 	started := f.started
 	f.mu.Unlock()
+	// Like the runtime, the fake stops when a cancel wins its commit point.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	if req.Commit != nil {
+		go func() {
+			select {
+			case <-req.Commit.Done():
+				stop(req.Commit.Err())
+			case <-ctx.Done():
+			}
+		}()
+	}
 	const owner = "fake-turn"
 	if err := f.store.AcquireTurn(ctx, req.SessionID, owner, time.Minute); err != nil {
 		return runtime.TurnResult{}, err
@@ -370,7 +382,10 @@ func (f *fakeTurns) ProcessUserTurn(ctx context.Context, req runtime.TurnRequest
 		answer = "Hello world!"
 	}
 	if err := ctx.Err(); err != nil {
-		return runtime.TurnResult{}, err
+		return runtime.TurnResult{}, context.Cause(ctx)
+	}
+	if req.Commit != nil && !req.Commit.Claim() {
+		return runtime.TurnResult{}, req.Commit.Err()
 	}
 	msgs, err := f.store.AppendMessages(ctx, req.SessionID, sess.HeadID, []sessions.NewMessage{
 		{Role: sessions.RoleUser, Content: req.Text},
@@ -378,9 +393,6 @@ func (f *fakeTurns) ProcessUserTurn(ctx context.Context, req runtime.TurnRequest
 	}, true)
 	if err != nil {
 		return runtime.TurnResult{}, err
-	}
-	if req.Committed != nil {
-		req.Committed()
 	}
 	if req.Text == "commit-wait" {
 		time.Sleep(time.Second) // committed, not yet returned

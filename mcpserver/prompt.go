@@ -51,14 +51,15 @@ type promptRecord struct {
 	id        jsonrpc.ID
 	sessionID string
 	req       *stdio.Request
-	cancel    context.CancelCauseFunc
+	// commit is the turn's commit point: a cancel counts only if it wins
+	// there, over the turn's final write.
+	commit *runtime.Commit
 	// prog sends the request's progress; a cancellation closes it first,
 	// so nothing about a cancelled turn reaches the client any more.
 	prog *progress
-
-	// end settles the record once: completed, or cancelled with a reason.
-	end       sync.Once
-	cancelled bool
+	// mu makes the side effects of a winning cancel (progress closed,
+	// record removed, audit written) finish before the request settles.
+	mu sync.Mutex
 }
 
 // register records rec as running, or returns why it cannot run.
@@ -89,40 +90,41 @@ func (c *connection) unregister(rec *promptRecord) {
 	}
 }
 
-// cancelPrompt cancels a running turn and cleans up after it: it cancels
-// the turn context (no further model call, tool run or message write; the
+// cancelPrompt cancels a running turn at its commit point and cleans up
+// after it: a winning cancel stops the turn (no further model call, tool
+// run or message write, and nothing of its result is ever written; the
 // runtime kills the turn's processes and releases the session lease),
 // declines the session's pending questions, removes the record and writes
-// the mcp.request.cancelled audit record. It is idempotent: only the first
-// call, and only while the turn still runs, does anything; it reports
-// whether it did.
+// the mcp.request.cancelled audit record. It reports whether it won: false
+// when the turn had already claimed its commit point or ended, or another
+// cancel came first, and then it changes nothing.
 func (c *connection) cancelPrompt(rec *promptRecord, reason string) bool {
-	did := false
-	rec.end.Do(func() {
-		did = true
-		rec.cancelled = true
-		rec.prog.close()
-		cause := errPromptCancelled
-		if reason != ReasonPromptCancel {
-			cause = fmt.Errorf("MCP request cancelled: %s", reason)
-		}
-		rec.cancel(cause)
-		c.s.questions.CancelSession(rec.sessionID)
-		c.unregister(rec)
-		c.s.audit(AuditRequestCancelled, rec.sessionID, RequestCancelledPayload{
-			RequestID: rec.id.Raw(), SessionID: rec.sessionID, ClientID: c.s.clientID, Reason: reason,
-		})
-		c.s.log.Info("MCP prompt cancelled", "session_id", rec.sessionID, "reason", reason)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	cause := errPromptCancelled
+	if reason != ReasonPromptCancel {
+		cause = fmt.Errorf("MCP request cancelled: %s", reason)
+	}
+	if !rec.commit.Cancel(cause) {
+		return false
+	}
+	rec.prog.close()
+	c.s.questions.CancelSession(rec.sessionID)
+	c.unregister(rec)
+	c.s.audit(AuditRequestCancelled, rec.sessionID, RequestCancelledPayload{
+		RequestID: rec.id.Raw(), SessionID: rec.sessionID, ClientID: c.s.clientID, Reason: reason,
 	})
-	return did
+	c.s.log.Info("MCP prompt cancelled", "session_id", rec.sessionID, "reason", reason)
+	return true
 }
 
-// complete settles a turn that committed its final write (called at the
-// commit point, and again when the turn returns); it reports false when
-// the turn was cancelled first.
-func (c *connection) complete(rec *promptRecord) bool {
-	rec.end.Do(func() { c.unregister(rec) })
-	return !rec.cancelled // set only inside end.Do, which happened before
+// settle removes the record of a turn that returned and reports whether a
+// cancel won its commit point; it waits for a winning cancel's clean-up.
+func (c *connection) settle(rec *promptRecord) (cancelled bool) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	c.unregister(rec)
+	return rec.commit.Err() != nil
 }
 
 // cancelAll cancels every running turn of the connection and refuses new
@@ -181,9 +183,7 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 	}
 	sessionID := sess.ID
 
-	turnCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	rec := &promptRecord{id: r.ID(), sessionID: sessionID, req: r, cancel: cancel, prog: newProgress(ctx, req)}
+	rec := &promptRecord{id: r.ID(), sessionID: sessionID, req: r, commit: runtime.NewCommit(), prog: newProgress(ctx, req)}
 	if why := c.register(rec); why != "" {
 		if created {
 			c.dropIfEmpty(ctx, sessionID)
@@ -191,7 +191,8 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 		return errorPayload(contracts.TextPromptExecutionFailed, why), nil
 	}
 	// The request context ends when the client cancels the request or the
-	// connection goes away; either cancels the turn with the right reason.
+	// connection goes away; either cancels the turn with the right reason,
+	// if the cancel wins over the turn's final write.
 	requestEnded := func() {
 		reason := ReasonConnectionClosed
 		if r.CancelledByPeer() {
@@ -208,19 +209,21 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 		AgentID:   sess.AgentID,
 		Request:   s.authzRequest(),
 		RequestID: newTurnRequestID(),
-		// From the commit point on, a prompt_cancel finds nothing to cancel.
-		Committed: func() { c.complete(rec) },
+		Commit:    rec.commit,
 	}
 	prog := rec.prog
 	fwd := startTurnProgress(s.bus, turnReq, prog, func(d events.ToolEndData) { s.auditDenial(sessionID, d) })
-	res, err := c.runTurn(turnCtx, turnReq)
+	// The turn is cancelled only through its commit point (cancelPrompt),
+	// never by the request context directly.
+	res, err := c.runTurn(context.WithoutCancel(ctx), turnReq)
 	if !stopWatch() && ctx.Err() != nil {
-		// The watcher may not have run yet: settle the record as cancelled
-		// before complete could claim it.
+		// The watcher may still be running: let it finish (cancelPrompt
+		// serialises on rec.mu); a second call changes nothing.
 		requestEnded()
 	}
-	if !c.complete(rec) {
-		// Cancelled: nothing of the turn reaches the client any more.
+	if c.settle(rec) {
+		// Cancelled: nothing of the turn's result was written, and nothing
+		// of the turn reaches the client any more.
 		prog.close()
 		fwd.finish()
 		if created {
@@ -248,8 +251,8 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 	})
 }
 
-// runTurn runs the turn, and once ctx is cancelled waits for it at most
-// abandonAfter.
+// runTurn runs the turn, and once a cancel won its commit point waits for
+// it at most abandonAfter.
 func (c *connection) runTurn(ctx context.Context, req runtime.TurnRequest) (runtime.TurnResult, error) {
 	type outcome struct {
 		res runtime.TurnResult
@@ -270,7 +273,7 @@ func (c *connection) runTurn(ctx context.Context, req runtime.TurnRequest) (runt
 	select {
 	case o := <-done:
 		return o.res, o.err
-	case <-ctx.Done():
+	case <-req.Commit.Done():
 	}
 	t := time.NewTimer(abandonAfter)
 	defer t.Stop()
@@ -279,7 +282,7 @@ func (c *connection) runTurn(ctx context.Context, req runtime.TurnRequest) (runt
 		return o.res, o.err
 	case <-t.C:
 		c.s.log.Error("a cancelled turn did not stop; abandoning it", "session_id", req.SessionID)
-		return runtime.TurnResult{}, context.Cause(ctx)
+		return runtime.TurnResult{}, req.Commit.Err()
 	}
 }
 

@@ -403,7 +403,7 @@ func TestDuplicateRequestIDs(t *testing.T) {
 	}
 	c := newConnection(e.srv)
 	id := mustID(t, float64(4))
-	first := &promptRecord{id: id, sessionID: "a", cancel: func(error) {}}
+	first := &promptRecord{id: id, sessionID: "a", commit: runtime.NewCommit()}
 	if why := c.register(first); why != "" {
 		t.Fatalf("register = %q", why)
 	}

@@ -88,14 +88,27 @@ func BenchmarkStoreWrites3Steps(b *testing.B) {
 }
 
 // memStore keeps just what a turn touches, in memory, so that
-// BenchmarkScriptedTurn3StepsMemStore measures the runtime alone.
+// BenchmarkScriptedTurn3StepsMemStore measures the runtime alone and a
+// race test's round costs microseconds.
 type memStore struct {
 	sessions.Store // nil: other methods are never called by a turn
-	mu             sync.Mutex
-	heads          map[string]string
-	msgs           map[string]sessions.Message
-	leases         map[string]string
-	n              int
+	// latency, slept after AppendMessages stored the messages and before it
+	// reports them, is that of a real commit: a disk that has the
+	// transaction but has not answered yet.
+	latency time.Duration
+	mu      sync.Mutex
+	heads   map[string]string
+	msgs    map[string]sessions.Message
+	leases  map[string]string
+	n       int
+}
+
+// head returns sid's head message; ok is false for an empty session.
+func (m *memStore) head(sid string) (msg sessions.Message, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	msg, ok = m.msgs[m.heads[sid]]
+	return msg, ok
 }
 
 func newMemStore() *memStore {
@@ -141,6 +154,7 @@ func (m *memStore) Branch(_ context.Context, sid string) ([]sessions.Message, er
 }
 
 func (m *memStore) AppendMessages(_ context.Context, sid, parent string, msgs []sessions.NewMessage, moveHead bool) ([]sessions.Message, error) {
+	defer time.Sleep(m.latency)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []sessions.Message

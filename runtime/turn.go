@@ -36,11 +36,11 @@ type TurnRequest struct {
 	authz.Request
 	// RequestID is an opaque id copied into every event of the turn.
 	RequestID string
-	// Committed, when set, is called once, synchronously, right after the
-	// turn's final write succeeded and before ProcessUserTurn returns: from
-	// then on the turn's outcome is fixed and cancelling ctx no longer
-	// changes it (the result is returned with a nil error).
-	Committed func()
+	// Commit, when set, is the turn's commit point (see [Commit]): the
+	// caller keeps it to cancel the turn and learn, atomically, whether the
+	// cancel won over the final write. Nil: the turn makes its own, and
+	// only ctx cancels it.
+	Commit *Commit
 }
 
 // TurnResult is how a turn ended. Failed turns (no provider configured, a
@@ -135,30 +135,52 @@ var errStopped = errors.New("turn stopped")
 // tool.end and turn.end, each with the request id; none holds user text or
 // tool arguments.
 //
-// Cancelling ctx stops the turn at once: no model call, tool execution or
-// message write happens after the cancel is seen, running tools are
-// cancelled, a late model answer is discarded, the session's pending
-// questions are declined and the lease is released. The user message
-// stays; no assistant message is written. The error then matches ctx's
-// error with errors.Is and the result is zero.
+// Cancelling ctx, or a winning req.Commit.Cancel, stops the turn at once
+// unless it has claimed its commit point (right before its final write):
+// no model call, tool execution or message write happens after the cancel
+// is seen, running tools are cancelled, a late model answer is discarded,
+// the session's pending questions are declined and the lease is released.
+// The user message stays; nothing of the turn's result is ever written.
+// The error then matches the cancel's cause (ctx's error for ctx) with
+// errors.Is and the result is zero. A cancel that comes after the claim
+// loses: the write completes and its outcome is returned as if no cancel
+// had come. Cancelling ctx while the lease is being taken never leaves the
+// lease behind.
 func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnResult, error) {
 	if err := req.validate(); err != nil {
 		return TurnResult{}, err
 	}
 	sid := req.SessionID
-	if ctx.Err() != nil {
-		return TurnResult{}, fmt.Errorf("turn on session %q: %w", sid, ctx.Err())
+	commit := req.Commit
+	if commit == nil {
+		commit = NewCommit()
 	}
+	// ctx's cancellation reaches the turn at once, and its commit point
+	// through the watch below and the claim (which checks ctx itself), so a
+	// cancel and the final write cannot both win.
+	turnCtx, cancelTurn := context.WithCancelCause(ctx)
+	defer cancelTurn(nil)
+	if ctx.Err() != nil {
+		commit.Cancel(context.Cause(ctx))
+	}
+	if err := commit.bind(cancelTurn); err != nil {
+		return TurnResult{}, fmt.Errorf("turn on session %q: %w", sid, err)
+	}
+	defer commit.settle(ctx) //nolint:errcheck // settled below; this covers a panic
+	stopWatch := context.AfterFunc(ctx, func() { commit.Cancel(context.Cause(ctx)) })
+	defer stopWatch()
+
 	owner := "turn/" + rand.Text()
 	store := r.opts.Store
-	if err := store.AcquireTurn(ctx, sid, owner, r.opts.LeaseTTL); err != nil {
-		if ctx.Err() != nil {
-			return TurnResult{}, fmt.Errorf("turn on session %q: %w", sid, ctx.Err())
+	// The store guarantees a failed acquire, a cancelled one included,
+	// leaves no lease behind.
+	if err := store.AcquireTurn(turnCtx, sid, owner, r.opts.LeaseTTL); err != nil {
+		if cerr := commit.settle(ctx); cerr != nil {
+			return TurnResult{}, fmt.Errorf("turn on session %q: %w", sid, cerr)
 		}
 		return TurnResult{}, fmt.Errorf("start turn on session %q: %w", sid, err)
 	}
 
-	turnCtx, cancelTurn := context.WithCancelCause(ctx)
 	declineOnCancel := context.AfterFunc(turnCtx, func() { r.cancelQuestions(sid) })
 	stopRenew := r.keepLease(turnCtx, cancelTurn, sid, owner)
 	r.publish(events.TurnStart, sid, events.TurnStartData{RequestID: req.RequestID, SessionID: sid})
@@ -177,7 +199,7 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 		}
 	}()
 
-	t := &turn{r: r, req: req, owner: owner}
+	t := &turn{r: r, req: req, owner: owner, commit: commit, callerCtx: ctx}
 	res, err := t.run(turnCtx)
 
 	stopped := errors.Is(err, errStopped)
@@ -190,9 +212,9 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 		RequestID: req.RequestID, SessionID: sid,
 		Failed: res.Failed, ErrorClass: res.ErrorClass, Cancelled: stopped,
 	})
-	switch {
-	case stopped && ctx.Err() != nil:
-		return TurnResult{}, fmt.Errorf("turn on session %q: %w", sid, ctx.Err())
+	switch cerr := commit.settle(ctx); {
+	case cerr != nil:
+		return TurnResult{}, fmt.Errorf("turn on session %q: %w", sid, cerr)
 	case stopped:
 		return TurnResult{}, fmt.Errorf("turn on session %q: %w", sid, cause)
 	case err != nil:
@@ -266,8 +288,11 @@ type turn struct {
 	r      *Runtime
 	req    TurnRequest
 	owner  string // the turn lease's owner
-	userID string
-	chain  []sessions.NewMessage
+	commit *Commit
+	// callerCtx is ProcessUserTurn's ctx: its end is a cancel of the turn.
+	callerCtx context.Context
+	userID    string
+	chain     []sessions.NewMessage
 }
 
 func (t *turn) run(ctx context.Context) (TurnResult, error) {
@@ -390,30 +415,31 @@ func (t *turn) fail(ctx context.Context, class, text string) (TurnResult, error)
 }
 
 // write stores the turn's chain under the user message and moves the head,
-// in one transaction.
+// in one transaction, once it has claimed the turn's commit point. From the
+// claim on, no cancel can stop it: the write runs on a context free of the
+// turn's cancellation, bounded by the lease TTL it has just renewed.
 func (t *turn) write(ctx context.Context, res TurnResult) (TurnResult, error) {
-	if ctx.Err() != nil {
+	if !t.commit.claim(t.callerCtx, ctx) {
 		return TurnResult{}, errStopped
 	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.r.opts.LeaseTTL)
+	defer cancel()
 	// Renewing proves the lease is still ours and keeps anyone from taking
 	// it over for a whole TTL, far longer than the write below: a turn whose
 	// lease expired (its renewals failed) must not move the head under a
 	// turn that took the session over.
-	if err := t.r.opts.Store.RenewTurn(ctx, t.req.SessionID, t.owner, t.r.opts.LeaseTTL); err != nil {
+	if err := t.r.opts.Store.RenewTurn(wctx, t.req.SessionID, t.owner, t.r.opts.LeaseTTL); err != nil {
 		if errors.Is(err, sessions.ErrLeaseLost) {
 			return TurnResult{}, fmt.Errorf("store the reply on session %q: %w", t.req.SessionID, err)
 		}
-		return t.storeErr(ctx, "renew the turn lease before storing the reply", err)
+		return TurnResult{}, fmt.Errorf("renew the turn lease before storing the reply: %w", err)
 	}
-	saved, err := t.r.opts.Store.AppendMessages(ctx, t.req.SessionID, t.userID, storable(t.chain), true)
+	saved, err := t.r.opts.Store.AppendMessages(wctx, t.req.SessionID, t.userID, storable(t.chain), true)
 	if err != nil {
-		return t.storeErr(ctx, "store the reply", err)
+		return TurnResult{}, fmt.Errorf("store the reply: %w", err)
 	}
 	res.UserMessageID = t.userID
 	res.AssistantMessageID = saved[len(saved)-1].ID
-	if t.req.Committed != nil {
-		t.req.Committed()
-	}
 	return res, nil
 }
 

@@ -649,36 +649,6 @@ func TestLostLeaseCheckedBeforeTheReply(t *testing.T) {
 	userOnly(t, store, "s1", "hi")
 }
 
-// Committed runs once, after the final write is stored and before
-// ProcessUserTurn returns; a cancelled turn never reaches it.
-func TestCommittedMarksTheFinalWrite(t *testing.T) {
-	st := openStore(t, t.TempDir())
-	createSession(t, st, "s1")
-	g := newGated(provider.Response{Text: "done", StopReason: provider.StopEnd})
-	close(g.release)
-	rt := runtime.New(runtime.Options{Store: st, Provider: g})
-	req := mcpRequest(t, "s1", "hello")
-	var stored []int
-	req.Committed = func() { stored = append(stored, len(branch(t, st, "s1"))) }
-	if _, err := rt.ProcessUserTurn(t.Context(), req); err != nil {
-		t.Fatal(err)
-	}
-	if len(stored) != 1 || stored[0] != 2 {
-		t.Errorf("Committed saw branches of lengths %v, want one call after both messages were stored", stored)
-	}
-
-	blocked := newGated(provider.Response{Text: "never"})
-	rt = runtime.New(runtime.Options{Store: st, Provider: blocked})
-	ctx, cancel := context.WithCancel(t.Context())
-	req = mcpRequest(t, "s1", "again")
-	called := false
-	req.Committed = func() { called = true }
-	go func() { <-blocked.entered; cancel() }()
-	if _, err := rt.ProcessUserTurn(ctx, req); !errors.Is(err, context.Canceled) || called {
-		t.Errorf("cancelled turn: err %v, Committed called %v; want context.Canceled and no call", err, called)
-	}
-}
-
 // The model is offered exactly the tools authz.ToolAllowed permits: a tool
 // that declares memory.read under a name the contract table does not
 // classify (process.exec) is not offered to a paired speaker.

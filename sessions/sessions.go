@@ -93,6 +93,8 @@ type Store interface {
 	// AcquireTurn takes the session's turn lease for owner until ttl from
 	// now. ErrBusy when another owner holds an unexpired lease; an expired
 	// lease is taken over; acquiring a lease owner already holds renews it.
+	// Whatever error it returns, a cancelled ctx included, owner holds no
+	// lease afterwards: an interrupted acquire never leaves one behind.
 	AcquireTurn(ctx context.Context, sessionID, owner string, ttl time.Duration) error
 	// RenewTurn extends owner's lease to ttl from now; ErrLeaseLost if owner
 	// does not hold it (released, or expired and taken over).

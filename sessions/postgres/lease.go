@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/internal/lease"
 )
 
 // The turn lease is one row of turn_leases per session, written by single
@@ -33,7 +34,9 @@ func checkLeaseArgs(sessionID, owner string, ttl time.Duration) error {
 // It fails fast with ErrBusy while another owner holds an unexpired lease;
 // an expired lease is taken over, and acquiring a lease owner already
 // holds renews it. The session need not exist yet: a turn may reserve a
-// new session id before creating the session.
+// new session id before creating the session. Whatever error it returns,
+// a cancelled ctx's included, owner holds no lease afterwards (see
+// lease.Acquire).
 func (s *Store) AcquireTurn(ctx context.Context, sessionID, owner string, ttl time.Duration) error {
 	if err := sessions.CheckText("session id", sessionID, "lease owner", owner); err != nil {
 		return err
@@ -41,21 +44,25 @@ func (s *Store) AcquireTurn(ctx context.Context, sessionID, owner string, ttl ti
 	if err := checkLeaseArgs(sessionID, owner, ttl); err != nil {
 		return fmt.Errorf("acquire turn on session %q: %w", sessionID, err)
 	}
-	err := s.run(ctx, func(q querier) error {
-		var got string
-		return q.QueryRow(ctx, `INSERT INTO turn_leases AS l (session_id, owner, expires_at)
+	return lease.Acquire(ctx, func(ctx context.Context) error {
+		err := s.run(ctx, func(q querier) error {
+			var got string
+			return q.QueryRow(ctx, `INSERT INTO turn_leases AS l (session_id, owner, expires_at)
 			VALUES ($1, $2, now() + $3 * interval '1 microsecond')
 			ON CONFLICT (session_id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
 				WHERE l.expires_at <= now() OR l.owner = EXCLUDED.owner
 			RETURNING owner`, sessionID, owner, micros(ttl)).Scan(&got)
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("acquire turn on session %q: %w", sessionID, sessions.ErrBusy)
+		}
+		if err != nil {
+			return fmt.Errorf("acquire turn on session %q: %w", sessionID, err)
+		}
+		return nil
+	}, func(ctx context.Context) error {
+		return s.ReleaseTurn(ctx, sessionID, owner)
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("acquire turn on session %q: %w", sessionID, sessions.ErrBusy)
-	}
-	if err != nil {
-		return fmt.Errorf("acquire turn on session %q: %w", sessionID, err)
-	}
-	return nil
 }
 
 // RenewTurn extends owner's lease to ttl from now. ErrLeaseLost when owner

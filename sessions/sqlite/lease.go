@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/internal/lease"
 )
 
 func checkLease(op, owner string, ttl time.Duration) error {
@@ -22,6 +23,8 @@ func checkLease(op, owner string, ttl time.Duration) error {
 // AcquireTurn implements [sessions.Store] with one conditional upsert: it
 // inserts the lease, or takes it over when it expired or owner already
 // holds it; a row left untouched means another live owner holds it.
+// Whatever error it returns, a cancelled ctx's included, owner holds no
+// lease afterwards (see lease.Acquire).
 func (s *Store) AcquireTurn(ctx context.Context, sessionID, owner string, ttl time.Duration) error {
 	if err := sessions.CheckText("session id", sessionID, "lease owner", owner); err != nil {
 		return err
@@ -30,20 +33,24 @@ func (s *Store) AcquireTurn(ctx context.Context, sessionID, owner string, ttl ti
 	if err := checkLease(op, owner, ttl); err != nil {
 		return err
 	}
-	now := time.Now()
-	res, err := s.w.ExecContext(ctx, `INSERT INTO turn_leases (session_id, owner, expires_at) VALUES (?1, ?2, ?3)
+	return lease.Acquire(ctx, func(ctx context.Context) error {
+		now := time.Now()
+		res, err := s.w.ExecContext(ctx, `INSERT INTO turn_leases (session_id, owner, expires_at) VALUES (?1, ?2, ?3)
 		ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
 		WHERE turn_leases.owner = excluded.owner OR turn_leases.expires_at <= ?4`,
-		sessionID, owner, micros(now.Add(ttl)), micros(now))
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	} else if n == 0 {
-		return fmt.Errorf("%s: %w", op, sessions.ErrBusy)
-	}
-	return nil
+			sessionID, owner, micros(now.Add(ttl)), micros(now))
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		} else if n == 0 {
+			return fmt.Errorf("%s: %w", op, sessions.ErrBusy)
+		}
+		return nil
+	}, func(ctx context.Context) error {
+		return s.ReleaseTurn(ctx, sessionID, owner)
+	})
 }
 
 // RenewTurn implements [sessions.Store]. An expired lease nobody took over

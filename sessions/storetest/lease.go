@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -18,6 +19,7 @@ var leaseTests = []test{
 	{"ExpiryTakeover", testLeaseExpiry},
 	{"Validation", testLeaseValidation},
 	{"Independent", testLeaseIndependent},
+	{"InterruptedAcquire", testLeaseInterruptedAcquire},
 }
 
 const longTTL = time.Minute
@@ -221,4 +223,50 @@ func testLeaseIndependent(t *testing.T, h *harness) {
 	}
 	mustCreate(t, s, sessions.Session{ID: "a"})
 	acquire(t, s, "a", "p5", longTTL)
+}
+
+// testLeaseInterruptedAcquire cancels AcquireTurn at every point of its
+// run: before, during and after the write. Whatever the moment, an acquire
+// that returns an error must leave no lease behind, or the session stays
+// busy for a whole TTL (a client that cancels at once could keep any
+// session busy for ever).
+func testLeaseInterruptedAcquire(t *testing.T, h *harness) {
+	s := h.store(t)
+	ctx := ctxT(t)
+	mustCreate(t, s, sessions.Session{ID: "s"})
+	const rounds = 400
+	interrupted, leaked := 0, 0
+	for i := range rounds {
+		owner := fmt.Sprintf("interrupted-%d", i)
+		actx, cancel := context.WithCancel(ctx)
+		// Spread the cancel over the acquire's duration: 0 to ~2 ms.
+		timer := time.AfterFunc(time.Duration(i%40)*50*time.Microsecond, cancel)
+		err := s.AcquireTurn(actx, "s", owner, longTTL)
+		timer.Stop()
+		cancel()
+		if err == nil {
+			if err := s.ReleaseTurn(ctx, "s", owner); err != nil {
+				t.Fatalf("round %d: ReleaseTurn error: %v", i, err)
+			}
+			continue
+		}
+		interrupted++
+		switch err := s.AcquireTurn(ctx, "s", "probe", longTTL); {
+		case errors.Is(err, sessions.ErrBusy):
+			leaked++
+			if err := s.ReleaseTurn(ctx, "s", owner); err != nil {
+				t.Fatalf("round %d: ReleaseTurn of the leaked lease error: %v", i, err)
+			}
+			continue
+		case err != nil:
+			t.Fatalf("round %d: AcquireTurn after an interrupted acquire error: %v", i, err)
+		}
+		if err := s.ReleaseTurn(ctx, "s", "probe"); err != nil {
+			t.Fatalf("round %d: ReleaseTurn error: %v", i, err)
+		}
+	}
+	t.Logf("%d rounds: %d acquires interrupted, %d left a lease behind", rounds, interrupted, leaked)
+	if leaked > 0 {
+		t.Errorf("%d of %d interrupted acquires left their lease behind, want 0", leaked, interrupted)
+	}
 }
