@@ -104,7 +104,7 @@ type auditReanchorCmd struct {
 }
 
 // auditReanchored is the audit record of a deliberate move of the anchor.
-const auditReanchored = "audit.reanchored"
+const auditReanchored = sessions.AuditReanchored
 
 // reanchoredPayload is its payload: the anchor given up ("" when there was
 // none, or the file was unreadable) and the head the log had before this

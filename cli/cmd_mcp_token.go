@@ -64,7 +64,7 @@ type mcpTokenRotateCmd struct {
 }
 
 // auditTokenRotated is the audit record of a token rotation.
-const auditTokenRotated = "mcp.token.rotated"
+const auditTokenRotated = sessions.AuditTokenRotated
 
 // tokenRotatedPayload is its payload: client identities, never the token.
 type tokenRotatedPayload struct {

@@ -22,9 +22,9 @@ import (
 const (
 	// AuditOwnerApproval records an approval the owner granted or denied
 	// in `openprogram chat`: tool, decision and session, never arguments.
-	AuditOwnerApproval = "owner.approval"
+	AuditOwnerApproval = sessions.AuditOwnerApproval
 	// AuditOwnerSessionCreated records a session `chat` or `prompt` made.
-	AuditOwnerSessionCreated = "owner.session.created"
+	AuditOwnerSessionCreated = sessions.AuditOwnerSessionCreated
 )
 
 // Decisions of an [OwnerApprovalPayload].

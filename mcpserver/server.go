@@ -32,29 +32,29 @@ const ServerName = "openprogram"
 // still due after stdin ends.
 const DefaultDrainTimeout = stdio.DefaultDrainTimeout
 
-// Audit record types written by the server, each with its payload type
-// (see audit.go). Payloads never hold prompt text, message content, tool
+// Audit record types written by the server (the one list of every type is
+// in sessions), each with its payload type (see audit.go). Payloads never hold prompt text, message content, tool
 // arguments or the token.
 const (
 	// AuditServerStart: [ServerStartPayload] when Serve starts.
-	AuditServerStart = "mcp.server.start"
+	AuditServerStart = sessions.AuditServerStart
 	// AuditServerStop: [ServerStopPayload] when Serve returns.
-	AuditServerStop = "mcp.server.stop"
+	AuditServerStop = sessions.AuditServerStop
 	// AuditPromptRequested: [PromptRequestedPayload] for every prompt_send,
 	// written before anything of it runs (see [AuditFailure]).
-	AuditPromptRequested = "mcp.prompt.requested"
+	AuditPromptRequested = sessions.AuditPromptRequested
 	// AuditToolRequested: [ToolRequestedPayload] for every tool_call of an
 	// exposed tool, written before the gate and the tool run.
-	AuditToolRequested = "mcp.tool.requested"
+	AuditToolRequested = sessions.AuditToolRequested
 	// AuditToolDenied: [ToolDeniedPayload] for every gate denial, of
 	// tool_call and of a tool call inside a prompt_send turn.
-	AuditToolDenied = "mcp.tool.denied"
+	AuditToolDenied = sessions.AuditToolDenied
 	// AuditPromptCompleted: [PromptCompletedPayload] for every prompt_send
 	// turn that ran to its end.
-	AuditPromptCompleted = "mcp.prompt.completed"
+	AuditPromptCompleted = sessions.AuditPromptCompleted
 	// AuditRequestCancelled: [RequestCancelledPayload] for a prompt_send
 	// turn that was cancelled.
-	AuditRequestCancelled = "mcp.request.cancelled"
+	AuditRequestCancelled = sessions.AuditRequestCancelled
 )
 
 // Reasons of [AuditRequestCancelled].

@@ -55,7 +55,7 @@ const KeySize = 32
 
 // RekeyType is the type of the audit record that starts a keyed chain: on a
 // new log it is record 1, on a re-keyed log the record after the old ones.
-const RekeyType = "audit.keyed"
+const RekeyType = sessions.AuditKeyed
 
 // RekeyPayload is the payload of the [RekeyType] record.
 type RekeyPayload struct {
