@@ -50,7 +50,7 @@ func (c mcpServeCmd) Run(ctx context.Context, app *App) error {
 	app.Logger = logger
 	log := app.Logger.With("client_id", clientID)
 
-	cfg, err := LoadConfig(dir)
+	cfg, err := loadRunConfig(app.Env, dir)
 	if err != nil {
 		return err
 	}

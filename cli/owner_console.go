@@ -81,7 +81,7 @@ func openOwnerConsole(ctx context.Context, app *App, interactive bool) (*ownerCo
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := LoadConfig(dir)
+	cfg, err := loadRunConfig(app.Env, dir)
 	if err != nil {
 		return nil, err
 	}
