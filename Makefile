@@ -10,6 +10,7 @@ SHELL := bash
 
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+ACTIONLINT  ?= github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 BENCHSTAT   ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 # Modules in go.work order, as paths relative to the repository root.
 MODULES     := $(shell ./scripts/modules.sh)
@@ -45,7 +46,7 @@ test/%:
 	cd $* && $(GO) test -race -count=1 ./...
 
 .PHONY: lint
-lint: fmt-check $(addprefix lint/,$(MODULES)) deps-check ## gofmt check, go vet, staticcheck, light-module dependency check
+lint: fmt-check $(addprefix lint/,$(MODULES)) deps-check actionlint ## gofmt check, go vet, staticcheck, light-module dependency check, actionlint
 
 .PHONY: fmt-check
 fmt-check:
@@ -54,6 +55,10 @@ fmt-check:
 lint/%:
 	@echo "== lint $*"
 	cd $* && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
+
+.PHONY: actionlint
+actionlint: ## check the GitHub workflows (actionlint, pinned)
+	$(GO) run $(ACTIONLINT) .github/workflows/*.yml
 
 .PHONY: deps-check
 deps-check:
