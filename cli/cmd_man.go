@@ -32,12 +32,12 @@ func manPage(root *kong.Node, app *App) string {
 		date = date[:i]
 	}
 	fmt.Fprintf(&b, ".TH OPENPROGRAM 1 %s %s \"User Commands\"\n", roffQuote(date), roffQuote("openprogram "+app.Version))
-	summary, rest, _ := strings.Cut(root.Help, "\n")
-	summary = strings.TrimPrefix(summary, "OpenProgram: ")
+	first, rest, _ := strings.Cut(root.Help, "\n")
+	summary := strings.TrimSuffix(strings.TrimPrefix(first, "OpenProgram: "), ".")
 	b.WriteString(".SH NAME\nopenprogram \\- " + roffText(summary) + "\n")
 	b.WriteString(".SH SYNOPSIS\n.B openprogram\n[\\fIGLOBAL OPTIONS\\fR] \\fICOMMAND\\fR [\\fIOPTIONS\\fR] [\\fIARGUMENTS\\fR]\n")
 	b.WriteString(".SH DESCRIPTION\n")
-	b.WriteString(roffText(summary) + "\n")
+	b.WriteString(roffText(first) + "\n")
 	for _, para := range strings.Split(strings.TrimSpace(rest), "\n\n") {
 		b.WriteString(".PP\n.nf\n" + roffText(para) + "\n.fi\n")
 	}
