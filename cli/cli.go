@@ -63,6 +63,7 @@ type root struct {
 	Audit      auditCmd      `cmd:"" help:"Read and verify the audit log."`
 	Doctor     doctorCmd     `cmd:"" help:"Check the installation and say how to fix what is wrong."`
 	Version    versionCmd    `cmd:"" help:"Print the version."`
+	Man        manCmd        `cmd:"" hidden:"" help:"Print the manual page (roff), as make dist puts it in the release archive."`
 }
 
 type kongExit struct{ code int }

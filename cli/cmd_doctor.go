@@ -45,7 +45,7 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 	add(ownerCheck(dir))
 
 	cfgPath := filepath.Join(dir, ConfigFileName)
-	cfg, err := LoadConfig(dir)
+	cfg, err := loadRunConfig(app.Env, dir)
 	if err != nil {
 		add(check{name: "config", info: err.Error(), fix: "fix or remove " + cfgPath})
 		return report(app, checks)

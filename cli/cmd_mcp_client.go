@@ -100,7 +100,7 @@ func clientHints(env Env, client string, l launch, stateDir string, installed bo
 	case "claude-desktop":
 		if installed {
 			hints = append(hints, "note: Claude Desktop passes no environment to the servers it starts, so the values of "+vars+
-				" were written into the file (mode 0600); run this again after `openprogram mcp token rotate`.")
+				" were written into the file (mode 0600); run this again after `openprogram mcp token rotate`. The release's .mcpb bundle keeps them out of the file: open it with Claude Desktop instead.")
 		} else {
 			hints = append(hints, "Claude Desktop passes no environment to the servers it starts: replace each <...> value with the real one.")
 		}

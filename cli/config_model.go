@@ -180,6 +180,39 @@ func providerConfig(cfg *Config) provider.Config {
 	}
 }
 
+// modelEnvOverrides is the one list of settings an environment variable
+// replaces, for the commands that run turns (mcp serve, chat, prompt,
+// doctor): an MCP bundle passes what the user typed into Claude Desktop this
+// way, since its server has no config.json of its own to edit. An empty
+// value counts as unset; config get, set and list show config.json alone.
+var modelEnvOverrides = []struct{ env, key string }{
+	{"OPENPROGRAM_MODEL_PROVIDER", "model.provider"},
+	{"OPENPROGRAM_MODEL_NAME", "model.name"},
+	{"OPENPROGRAM_MODEL_BASE_URL", "model.base_url"},
+}
+
+// loadRunConfig is LoadConfig with modelEnvOverrides applied from env, each
+// value checked by its key's validator: what the commands that run turns use.
+func loadRunConfig(env Env, stateDir string) (*Config, error) {
+	cfg, err := LoadConfig(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range modelEnvOverrides {
+		v := env.Get(o.env)
+		if v == "" {
+			continue
+		}
+		if strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") {
+			return nil, fmt.Errorf("%s is %q, a placeholder the MCP client did not fill in: set it, or leave it empty to use %s of config.json", o.env, v, o.key)
+		}
+		if err := cfg.set(o.key, v); err != nil {
+			return nil, fmt.Errorf("%s: %w (unset it to use config.json's %s)", o.env, err, o.key)
+		}
+	}
+	return cfg, nil
+}
+
 // modelProvider builds the model provider exactly as `mcp serve` does, from
 // config.json and the environment (API key, ${NAME} in model.headers), with
 // this build's version in the User-Agent. A configuration that cannot work

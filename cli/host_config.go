@@ -35,11 +35,12 @@ func hostConfig(app *App, cfg *Config, stateDir string) (host.Config, error) {
 	}, nil
 }
 
-// openHost loads config.json of the state directory and builds the host
+// openHost loads config.json of the state directory (with the model
+// overrides of the environment, loadRunConfig) and builds the host
 // every turn-running front end shares; opts.Getenv and opts.Version come
 // from app, and a nil opts.Logger is app's.
 func openHost(ctx context.Context, app *App, stateDir string, opts host.Options) (*host.Host, error) {
-	cfg, err := LoadConfig(stateDir)
+	cfg, err := loadRunConfig(app.Env, stateDir)
 	if err != nil {
 		return nil, err
 	}
