@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -246,16 +247,21 @@ func TestInteropClients(t *testing.T) {
 		{"opencode", interopOpencode},
 		{"gemini", interopGemini},
 	}
+	// All at once, whatever -parallel says: each mostly waits out the
+	// long turn, and one after another they would take minutes.
+	var wg sync.WaitGroup
 	for _, cl := range clients {
-		t.Run(cl.name, func(t *testing.T) {
-			t.Parallel()
-			dir := filepath.Join(root, cl.name)
-			interopNpmCI(t, npm, dir)
-			start := time.Now()
-			cl.run(t, dir)
-			t.Logf("%s took %s", cl.name, time.Since(start).Round(time.Second))
+		wg.Go(func() {
+			t.Run(cl.name, func(t *testing.T) {
+				dir := filepath.Join(root, cl.name)
+				interopNpmCI(t, npm, dir)
+				start := time.Now()
+				cl.run(t, dir)
+				t.Logf("%s took %s", cl.name, time.Since(start).Round(time.Second))
+			})
 		})
 	}
+	wg.Wait()
 }
 
 // interopClaudeCode: install runs the real `claude mcp add`, `claude mcp
@@ -306,8 +312,13 @@ func interopCodex(t *testing.T, dir string) {
 	codex := filepath.Join(dir, "node_modules", "@openai", "codex", "bin", "codex.js")
 	// codex exec cannot ask, and Codex asks before every MCP tool that is
 	// not read-only; install leaves that to the user, the test approves.
+	// Without required, a server slower to start than Codex's 10 s start-up
+	// timeout (the race-enabled binary on a loaded machine) would leave
+	// Codex running silently without our tools.
 	out := c.run(t, 8*time.Minute, env, "node", codex, "exec", "--skip-git-repo-check",
-		"-c", `mcp_servers.openprogram.default_tools_approval_mode="approve"`, "Use the openprogram tools as planned.")
+		"-c", `mcp_servers.openprogram.default_tools_approval_mode="approve"`,
+		"-c", "mcp_servers.openprogram.required=true", "-c", "mcp_servers.openprogram.startup_timeout_sec=120",
+		"Use the openprogram tools as planned.")
 	if !strings.Contains(out, "interop done") {
 		t.Errorf("codex exec printed %q, want the fake's final answer", out)
 	}
