@@ -245,14 +245,17 @@ func TestClientConfigClaudeCode(t *testing.T) {
 					t.Errorf("snippet = %q, want one command line", r.stdout)
 				}
 				got := runWithFakeClaude(t, sh, r.stdout)
-				want := []string{"mcp", "add", "--scope", "user"}
+				// The name comes before the options: --env takes every
+				// following word up to the next option, so a name after it
+				// is read as one more variable.
+				want := []string{"mcp", "add", "openprogram", "--scope", "user"}
 				if c.wantHome != "" {
 					want = append(want, "--env", "OPENPROGRAM_HOME="+c.wantHome)
 				}
 				for _, s := range c.secrets() {
 					want = append(want, "--env", s+"=${"+s+"}")
 				}
-				want = append(want, "openprogram", "--", exe, "mcp", "serve")
+				want = append(want, "--", exe, "mcp", "serve")
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("claude's arguments (-want +got):\n%s", diff)
 				}
@@ -283,7 +286,7 @@ func TestClientConfigNeverPrintsTheToken(t *testing.T) {
 	env, _ := fresh(t)
 	token := strings.TrimSpace(mustCLI(t, env, "mcp", "token", "create"))
 	env = append(env, "OPENPROGRAM_MCP_TOKEN="+token)
-	for _, client := range []string{"claude-desktop", "claude-code", "cursor", "vscode", "codex"} {
+	for _, client := range []string{"claude-desktop", "claude-code", "cursor", "vscode", "codex", "opencode", "gemini"} {
 		r := runCLI(t, env, "mcp", "client-config", "--client", client)
 		if strings.Contains(r.stdout, token) || strings.Contains(r.stderr, token) {
 			t.Errorf("client-config --client %s printed the token", client)

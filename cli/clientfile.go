@@ -171,7 +171,7 @@ func removeElement(arr *hujson.Array, j int) {
 // upsertJSON puts entry at top.openprogram in data (JSON or JSONC), and for
 // each of inputs (objects with an "id") replaces the element of the
 // top-level "inputs" list with that id or appends it.
-func upsertJSON(data []byte, top string, entry jsonServer, inputs []vscodeInput) ([]byte, error) {
+func upsertJSON(data []byte, top string, entry any, inputs []vscodeInput) ([]byte, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		out, err := encodeJSON(jsonDoc(top, entry, inputs), "", "  ")
 		if err != nil {
@@ -266,14 +266,14 @@ func inputIndex(arr *hujson.Array, id string) int {
 }
 
 // jsonDoc is a whole configuration that holds only our entry (and inputs).
-func jsonDoc(top string, entry jsonServer, inputs []vscodeInput) any {
+func jsonDoc(top string, entry any, inputs []vscodeInput) any {
 	if len(inputs) == 0 {
 		return map[string]any{top: map[string]any{mcpServerName: entry}}
 	}
 	return struct {
-		Inputs  []vscodeInput         `json:"inputs"`
-		Servers map[string]jsonServer `json:"servers"`
-	}{inputs, map[string]jsonServer{mcpServerName: entry}}
+		Inputs  []vscodeInput  `json:"inputs"`
+		Servers map[string]any `json:"servers"`
+	}{inputs, map[string]any{mcpServerName: entry}}
 }
 
 // removeJSON takes top.openprogram, and the inputs with the given ids, out
@@ -309,7 +309,7 @@ func removeJSON(data []byte, top string, inputIDs []string) ([]byte, error) {
 
 // checkJSONEntry parses out as a client would and checks that it holds
 // entry under top: the last guard before anything is written.
-func checkJSONEntry(out []byte, top string, entry jsonServer) error {
+func checkJSONEntry(out []byte, top string, entry any) error {
 	std, err := hujson.Standardize(bytes.Clone(out))
 	if err != nil {
 		return fmt.Errorf("the merged file does not parse (%w); report this and edit the file by hand", err)

@@ -18,13 +18,13 @@ import (
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
-// This file knows the five MCP clients: where each keeps its configuration,
+// This file knows the seven MCP clients: where each keeps its configuration,
 // how it passes secrets to a server it starts, and how our entry looks in
 // its format. client-config prints the entry; install and uninstall merge it
 // into (or take it out of) the client's file.
 
 // Clients client-config, install and uninstall know, in help order.
-var mcpClients = []string{"claude-desktop", "claude-code", "cursor", "vscode", "codex"}
+var mcpClients = []string{"claude-desktop", "claude-code", "cursor", "vscode", "codex", "opencode", "gemini"}
 
 // mcpServerName is the name of our entry in every client's configuration.
 const mcpServerName = "openprogram"
@@ -32,6 +32,11 @@ const mcpServerName = "openprogram"
 // codexToolTimeoutSec is the tool timeout the Codex entry asks for: a
 // prompt_send turn can take minutes, and Codex's default cuts it at 60 s.
 const codexToolTimeoutSec = 600
+
+// geminiTimeoutMS is the request timeout the Gemini CLI entry asks for, the
+// same 600 s as Codex's (Gemini's own default today, written down so a
+// lower default cannot cut a long prompt_send).
+const geminiTimeoutMS = codexToolTimeoutSec * 1000
 
 // tokenPlaceholder stands where the user pastes the token in a snippet for a
 // client that can only hold literal values; the real token is never printed
@@ -119,6 +124,16 @@ type jsonServer struct {
 	Command string            `json:"command"`
 	Args    []string          `json:"args"`
 	Env     map[string]string `json:"env"`
+	Timeout int               `json:"timeout,omitempty"` // Gemini CLI, in ms
+}
+
+// opencodeServer is our entry in opencode's configuration: a local server
+// whose command is one list, program first.
+type opencodeServer struct {
+	Type        string            `json:"type"`
+	Command     []string          `json:"command"`
+	Enabled     bool              `json:"enabled"`
+	Environment map[string]string `json:"environment"`
 }
 
 // vscodeInput is a VS Code input variable that asks for a secret.
@@ -133,8 +148,8 @@ type vscodeInput struct {
 // the object that holds servers, the entry, and (VS Code) the inputs it uses.
 // secretValue gives the literal value of a secret for clients that can only
 // hold literals (Claude Desktop).
-func jsonEntry(client string, l launch, secretValue func(name string) string) (top string, entry jsonServer, inputs []vscodeInput) {
-	entry = jsonServer{Command: l.exe, Args: serveArgs, Env: l.plainEnv()}
+func jsonEntry(client string, l launch, secretValue func(name string) string) (top string, server any, inputs []vscodeInput) {
+	entry := jsonServer{Command: l.exe, Args: serveArgs, Env: l.plainEnv()}
 	switch client {
 	case "claude-desktop":
 		for _, s := range l.secrets {
@@ -159,6 +174,22 @@ func jsonEntry(client string, l launch, secretValue func(name string) string) (t
 			inputs = append(inputs, vscodeInput{Type: "promptString", ID: id, Description: desc, Password: true})
 		}
 		return "servers", entry, inputs
+	case "gemini":
+		// Gemini CLI hides every inherited variable named like a secret
+		// (*TOKEN*, *KEY*) from the servers it starts unless the entry
+		// names it in env, where $NAME expands from Gemini's environment.
+		for _, s := range l.secrets {
+			entry.Env[s] = "$" + s
+		}
+		entry.Timeout = geminiTimeoutMS
+		return "mcpServers", entry, nil
+	case "opencode":
+		// {env:NAME} is opencode's substitution from its own environment.
+		oc := opencodeServer{Type: "local", Command: append([]string{l.exe}, serveArgs...), Enabled: true, Environment: l.plainEnv()}
+		for _, s := range l.secrets {
+			oc.Environment[s] = "{env:" + s + "}"
+		}
+		return "mcp", oc, nil
 	}
 	panic("jsonEntry: not a JSON client: " + client)
 }
@@ -219,8 +250,12 @@ func tomlList(items []string) string {
 // Secrets are passed as ${NAME}, which Claude Code expands from its own
 // environment when it starts the server, so no secret reaches the shell's
 // history or the file.
+//
+// The name comes first: --env takes every following word up to the next
+// option, so a name after it would be read as one more variable (Claude
+// Code then fails with "Invalid environment variable format").
 func claudeAddArgs(l launch, scope string) []string {
-	args := []string{"mcp", "add", "--scope", scope}
+	args := []string{"mcp", "add", mcpServerName, "--scope", scope}
 	plain := l.plainEnv()
 	for _, k := range sortedKeys(plain) {
 		args = append(args, "--env", k+"="+plain[k])
@@ -228,7 +263,7 @@ func claudeAddArgs(l launch, scope string) []string {
 	for _, s := range l.secrets {
 		args = append(args, "--env", s+"=${"+s+"}")
 	}
-	args = append(args, mcpServerName, "--", l.exe)
+	args = append(args, "--", l.exe)
 	return append(args, serveArgs...)
 }
 
@@ -279,6 +314,16 @@ func clientConfigPath(env Env, client, scope string) (string, error) {
 			return project(".vscode", "mcp.json")
 		}
 		return filepath.Join(userConfigDir(env, home), "Code", "User", "mcp.json"), nil
+	case "opencode":
+		if scope == "project" {
+			return project("opencode.json")
+		}
+		return filepath.Join(xdgConfigHome(env, home), "opencode", "opencode.json"), nil
+	case "gemini":
+		if scope == "project" {
+			return project(".gemini", "settings.json")
+		}
+		return filepath.Join(home, ".gemini", "settings.json"), nil
 	case "codex":
 		if scope == "project" {
 			return project(".codex", "config.toml")
@@ -297,6 +342,12 @@ func userConfigDir(env Env, home string) string {
 	if goruntime.GOOS == "darwin" {
 		return filepath.Join(home, "Library", "Application Support")
 	}
+	return xdgConfigHome(env, home)
+}
+
+// xdgConfigHome is XDG_CONFIG_HOME from env, else ~/.config, on every
+// system (opencode keeps its configuration there on macOS too).
+func xdgConfigHome(env Env, home string) string {
 	if x := env.Get("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
 		return x
 	}

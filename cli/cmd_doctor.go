@@ -42,6 +42,7 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 	}
 	add(stateDirCheck(dir))
 	add(tokenCheck(app, dir))
+	checks = append(checks, clientChecks(app, dir)...)
 	add(ownerCheck(dir))
 
 	cfgPath := filepath.Join(dir, ConfigFileName)

@@ -29,10 +29,11 @@ type mcpCmd struct {
 // clientNames names the clients for messages.
 var clientNames = map[string]string{
 	"claude-desktop": "Claude Desktop", "claude-code": "Claude Code", "cursor": "Cursor", "vscode": "VS Code", "codex": "Codex",
+	"opencode": "opencode", "gemini": "Gemini CLI",
 }
 
 type mcpClientConfigCmd struct {
-	Client string `name:"client" default:"claude-desktop" enum:"claude-desktop,claude-code,cursor,vscode,codex" help:"The client: ${enum}."`
+	Client string `name:"client" default:"claude-desktop" enum:"claude-desktop,claude-code,cursor,vscode,codex,opencode,gemini" help:"The client: ${enum}."`
 }
 
 // Run prints exactly what the user pastes on stdout, and where it goes and
@@ -114,8 +115,8 @@ func clientHints(env Env, client string, l launch, stateDir string, installed bo
 
 // clientTarget is what install and uninstall act on.
 type clientTarget struct {
-	Client string `name:"client" required:"" enum:"claude-desktop,claude-code,cursor,vscode,codex" help:"The client: ${enum}."`
-	Scope  string `name:"scope" default:"user" enum:"user,project" help:"user: every project (the client's user configuration); project: the current directory's (.cursor/, .vscode/, .codex/, .mcp.json)."`
+	Client string `name:"client" required:"" enum:"claude-desktop,claude-code,cursor,vscode,codex,opencode,gemini" help:"The client: ${enum}."`
+	Scope  string `name:"scope" default:"user" enum:"user,project" help:"user: every project (the client's user configuration); project: the current directory's (.cursor/, .vscode/, .codex/, .gemini/, opencode.json, .mcp.json)."`
 	DryRun bool   `name:"dry-run" help:"Show the change as a diff (or the command) and write nothing."`
 }
 
@@ -160,7 +161,7 @@ func (c *mcpInstallCmd) Run(ctx context.Context, app *App) error {
 		top, entry, inputs := jsonEntry(c.Client, l, func(name string) string { return values[name] })
 		updated, err = upsertJSON(old, top, entry, inputs)
 	}
-	done, err := applyClientFile(app, path, old, updated, err, mode, c.DryRun, literals,
+	done, err := applyClientFile(app, "install", path, old, updated, err, mode, c.DryRun, literals,
 		"openprogram is already installed in "+path+"; nothing changed",
 		"installed openprogram in "+path+"; restart "+clientNames[c.Client]+" to load it")
 	if !done {
@@ -205,7 +206,7 @@ func (c *mcpUninstallCmd) Run(ctx context.Context, app *App) error {
 		}
 		updated, err = removeJSON(old, top, ids)
 	}
-	_, err = applyClientFile(app, path, old, updated, err, mode, c.DryRun, writtenSecrets(c.Client, old),
+	_, err = applyClientFile(app, "uninstall", path, old, updated, err, mode, c.DryRun, writtenSecrets(c.Client, old),
 		"openprogram is not in "+path+"; nothing changed",
 		"removed openprogram from "+path+"; restart "+clientNames[c.Client])
 	return err
@@ -237,14 +238,15 @@ func readClientFile(path string) ([]byte, fs.FileMode, error) {
 // applyClientFile finishes install and uninstall: unless merging failed
 // (mergeErr), it writes updated over path when it differs from old (a
 // timestamped backup of the old file first, then an atomic replace) and
-// says same or changed on stderr. With dryRun it prints the diff instead,
+// says same or changed on stderr. With dryRun it prints the diff instead
+// (its new side labelled "after <verb>"),
 // each of literals shown as <redacted>. done reports a real write or a
 // confirmed no-op, after which the caller may print its hints.
-func applyClientFile(app *App, path string, old, updated []byte, mergeErr error, mode fs.FileMode, dryRun bool, literals []string, same, changed string) (done bool, err error) {
+func applyClientFile(app *App, verb, path string, old, updated []byte, mergeErr error, mode fs.FileMode, dryRun bool, literals []string, same, changed string) (done bool, err error) {
 	if mergeErr != nil {
 		return false, fmt.Errorf("update %s: %w; nothing was changed", path, mergeErr)
 	}
-	wrote, err := writeClientFile(app, path, old, updated, mode, dryRun, literals)
+	wrote, err := writeClientFile(app, verb, path, old, updated, mode, dryRun, literals)
 	if err != nil || dryRun {
 		return false, err
 	}
@@ -258,7 +260,7 @@ func applyClientFile(app *App, path string, old, updated []byte, mergeErr error,
 
 // writeClientFile writes updated over path unless it equals old, or prints
 // the diff on a dry run.
-func writeClientFile(app *App, path string, old, updated []byte, mode fs.FileMode, dryRun bool, literals []string) (changed bool, err error) {
+func writeClientFile(app *App, verb, path string, old, updated []byte, mode fs.FileMode, dryRun bool, literals []string) (changed bool, err error) {
 	if string(old) == string(updated) {
 		if dryRun {
 			fmt.Fprintf(app.Stderr, "dry run: %s would not change\n", path)
@@ -266,7 +268,11 @@ func writeClientFile(app *App, path string, old, updated []byte, mode fs.FileMod
 		return false, nil
 	}
 	if dryRun {
-		diff := unifiedDiff(path, old, updated)
+		from, to := path+" (now)", path+" (after "+verb+")"
+		if old == nil {
+			from, to = "/dev/null", path+" (new file)"
+		}
+		diff := unifiedDiff(from, to, old, updated)
 		for _, s := range literals {
 			if s != "" {
 				diff = strings.ReplaceAll(diff, s, "<redacted>")

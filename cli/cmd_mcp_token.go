@@ -122,6 +122,18 @@ func (c *mcpTokenRotateCmd) Run(ctx context.Context, app *App) error {
 	for _, client := range installedClients(app.Env) {
 		switch client {
 		case "claude-desktop":
+			// Its file holds the token: offer to write the new one where
+			// someone can answer; otherwise say the exact command.
+			if !c.Yes && console.IsTerminal(app.Stdin) {
+				ok, err := confirm(app, "Write the new token into Claude Desktop's configuration now? [y/N] ")
+				if err == nil && ok {
+					install := mcpInstallCmd{clientTarget{Client: client, Scope: "user"}}
+					if err := install.Run(ctx, app); err != nil {
+						return fmt.Errorf("the token was rotated but updating Claude Desktop failed: %w; run: openprogram mcp install --client claude-desktop", err)
+					}
+					continue
+				}
+			}
 			fmt.Fprintln(app.Stderr, "  claude-desktop: openprogram mcp install --client claude-desktop (its file holds the token)")
 		case "vscode":
 			fmt.Fprintln(app.Stderr, "  vscode: clear the saved value of the openprogram-mcp-token input so VS Code asks again")

@@ -30,7 +30,7 @@ func TestCompletionBash(t *testing.T) {
 		{"openprogram ", []string{"mcp", "config", "completion", "doctor"}},
 		{"openprogram mcp to", []string{"token"}},
 		{"openprogram mcp token ", []string{"create", "path", "rotate"}},
-		{"openprogram mcp install --client ", []string{"claude-desktop", "claude-code", "cursor", "vscode", "codex"}},
+		{"openprogram mcp install --client ", []string{"claude-desktop", "claude-code", "cursor", "vscode", "codex", "opencode", "gemini"}},
 		{"openprogram mcp install --client co", []string{"codex"}},
 		{"openprogram mcp serve --log-", []string{"--log-level", "--log-format", "--log-file"}},
 		{"openprogram completion ", []string{"bash", "zsh", "fish"}},

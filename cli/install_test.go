@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -139,6 +140,68 @@ model = "o4-mini"
 		keep:  []string{"# my Codex settings", `model = "o3" # the model`, "# profiles follow", "[profiles.fast]"},
 		entry: codexFileEntry,
 	},
+	{
+		client: "opencode",
+		path:   func(home string) string { return filepath.Join(home, ".config", "opencode", "opencode.json") },
+		existing: `{
+  "$schema": "https://opencode.ai/config.json",
+  // my model
+  "model": "anthropic/claude-sonnet-4-5",
+  "mcp": {
+    "other": {"type": "local", "command": ["/usr/bin/other", "--flag"], "enabled": true}
+  }
+}
+`,
+		keep:  []string{"// my model", `"model": "anthropic/claude-sonnet-4-5"`},
+		entry: opencodeFileEntry,
+	},
+	{
+		client: "gemini",
+		path:   func(home string) string { return filepath.Join(home, ".gemini", "settings.json") },
+		existing: `{
+  "security": {"auth": {"selectedType": "gemini-api-key"}},
+  "mcpServers": {
+    "other": {"command": "/usr/bin/other", "args": []}
+  }
+}
+`,
+		keep:  []string{`"security": {"auth": {"selectedType": "gemini-api-key"}}`},
+		entry: jsoncEntry("mcpServers"),
+	},
+}
+
+// opencodeFileEntry reads opencode's entries into the shape of the others:
+// command and args from the one command list, env from environment.
+func opencodeFileEntry(t *testing.T, data []byte) (map[string]any, string) {
+	t.Helper()
+	std, err := hujson.Standardize(append([]byte(nil), data...))
+	if err != nil {
+		t.Fatalf("the file is not JSONC: %v\n%s", err, data)
+	}
+	var doc struct {
+		MCP map[string]struct {
+			Type        string         `json:"type"`
+			Command     []any          `json:"command"`
+			Enabled     bool           `json:"enabled"`
+			Environment map[string]any `json:"environment"`
+		} `json:"mcp"`
+	}
+	if err := json.Unmarshal(std, &doc); err != nil {
+		t.Fatalf("the file is not opencode's shape: %v", err)
+	}
+	var other string
+	if o, ok := doc.MCP["other"]; ok && len(o.Command) > 0 {
+		other, _ = o.Command[0].(string)
+	}
+	e, ok := doc.MCP["openprogram"]
+	if !ok {
+		return nil, other
+	}
+	if e.Type != "local" || !e.Enabled || len(e.Command) == 0 {
+		t.Errorf("opencode entry = %+v, want an enabled local server", e)
+		return map[string]any{}, other
+	}
+	return map[string]any{"command": e.Command[0], "args": e.Command[1:], "env": e.Environment}, other
 }
 
 // installEnv is a fresh HOME with a token and the openai provider set, and
@@ -188,10 +251,15 @@ func checkOurs(t *testing.T, client string, ours map[string]any, token string) {
 		if diff := cmp.Diff(want, env); diff != "" {
 			t.Errorf("claude-desktop env (-want +got):\n%s", diff)
 		}
-	case "cursor":
-		want := map[string]any{"OPENPROGRAM_MCP_TOKEN": "${env:OPENPROGRAM_MCP_TOKEN}", "OPENAI_API_KEY": "${env:OPENAI_API_KEY}"}
+	case "cursor", "opencode", "gemini":
+		// Each names the variables of its own environment its way.
+		ref := map[string]string{"cursor": "${env:%s}", "opencode": "{env:%s}", "gemini": "$%s"}[client]
+		want := map[string]any{"OPENPROGRAM_MCP_TOKEN": fmt.Sprintf(ref, "OPENPROGRAM_MCP_TOKEN"), "OPENAI_API_KEY": fmt.Sprintf(ref, "OPENAI_API_KEY")}
 		if diff := cmp.Diff(want, env); diff != "" {
-			t.Errorf("cursor env (-want +got):\n%s", diff)
+			t.Errorf("%s env (-want +got):\n%s", client, diff)
+		}
+		if client == "gemini" && ours["timeout"] != float64(600000) {
+			t.Errorf("gemini timeout %v, want 600000", ours["timeout"])
 		}
 	case "vscode":
 		want := map[string]any{"OPENPROGRAM_MCP_TOKEN": "${input:openprogram-mcp-token}", "OPENAI_API_KEY": "${input:openprogram-openai-api-key}"}
@@ -303,8 +371,8 @@ func TestInstallDryRun(t *testing.T) {
 			env, home := installEnv(t)
 			path := ic.path(home)
 			r := runCLI(t, env, "mcp", "install", "--client", ic.client, "--dry-run")
-			if r.code != 0 || !strings.HasPrefix(r.stdout, "--- "+path+"\n+++ ") || !strings.Contains(r.stdout, "+") {
-				t.Fatalf("install --dry-run = exit %d stdout %q stderr %s, want a diff", r.code, r.stdout, r.stderr)
+			if r.code != 0 || !strings.HasPrefix(r.stdout, "--- /dev/null\n+++ "+path+" (new file)\n") || !strings.Contains(r.stdout, "+") {
+				t.Fatalf("install --dry-run = exit %d stdout %q stderr %s, want a diff that creates the file", r.code, r.stdout, r.stderr)
 			}
 			if _, err := os.Stat(path); !os.IsNotExist(err) {
 				t.Errorf("install --dry-run wrote %s", path)
@@ -312,6 +380,34 @@ func TestInstallDryRun(t *testing.T) {
 			token := strings.TrimSpace(string(readFile(t, filepath.Join(home, ".openprogram", "mcp_server_token"))))
 			if strings.Contains(r.stdout+r.stderr, token) || strings.Contains(r.stdout+r.stderr, "sk-test-key") {
 				t.Errorf("install --dry-run printed a secret:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+// TestDryRunLabelsExistingFile: a dry run over a file that exists labels
+// the two sides of its diff as the file now and after the change, never
+// as a new file.
+func TestDryRunLabelsExistingFile(t *testing.T) {
+	for _, ic := range installClients {
+		t.Run(ic.client, func(t *testing.T) {
+			env, home := installEnv(t)
+			path := ic.path(home)
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(ic.existing), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, verb := range []string{"install", "uninstall"} {
+				if verb == "uninstall" {
+					mustCLI(t, env, "mcp", "install", "--client", ic.client)
+				}
+				r := runCLI(t, env, "mcp", verb, "--client", ic.client, "--dry-run")
+				want := "--- " + path + " (now)\n+++ " + path + " (after " + verb + ")\n"
+				if r.code != 0 || !strings.HasPrefix(r.stdout, want) {
+					t.Errorf("%s --dry-run over an existing file = exit %d stdout %q, want it to start with %q", verb, r.code, r.stdout, want)
+				}
 			}
 		})
 	}
@@ -375,7 +471,7 @@ func TestInstallRefusesBrokenFile(t *testing.T) {
 func TestInstallClaudeCode(t *testing.T) {
 	env, home := installEnv(t)
 	r := runCLI(t, env, "mcp", "install", "--client", "claude-code")
-	if r.code != 0 || !strings.Contains(r.stdout, "claude mcp add --scope user") || !strings.Contains(r.stderr, "not on PATH") {
+	if r.code != 0 || !strings.Contains(r.stdout, "claude mcp add openprogram --scope user") || !strings.Contains(r.stderr, "not on PATH") {
 		t.Fatalf("install without claude = exit %d stdout %q stderr %q, want the command and a hint", r.code, r.stdout, r.stderr)
 	}
 
@@ -393,7 +489,7 @@ func TestInstallClaudeCode(t *testing.T) {
 	got := strings.Split(strings.TrimSpace(string(readFile(t, log))), "\n")
 	want := []string{
 		"mcp remove --scope project openprogram",
-		"mcp add --scope project --env OPENPROGRAM_MCP_TOKEN=${OPENPROGRAM_MCP_TOKEN} --env OPENAI_API_KEY=${OPENAI_API_KEY} openprogram -- " + testExe + " mcp serve",
+		"mcp add openprogram --scope project --env OPENPROGRAM_MCP_TOKEN=${OPENPROGRAM_MCP_TOKEN} --env OPENAI_API_KEY=${OPENAI_API_KEY} -- " + testExe + " mcp serve",
 		"mcp remove --scope user openprogram",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

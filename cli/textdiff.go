@@ -9,16 +9,16 @@ import (
 // inputs are shown as a whole removal and addition.
 const maxDiffCells = 4 << 20
 
-// unifiedDiff renders the change from a to b as a unified diff with three
-// lines of context, or "" when they are equal.
-func unifiedDiff(name string, a, b []byte) string {
+// unifiedDiff renders the change from a (labelled from) to b (labelled to)
+// as a unified diff with three lines of context, or "" when they are equal.
+func unifiedDiff(from, to string, a, b []byte) string {
 	if string(a) == string(b) {
 		return ""
 	}
 	x, y := splitLines(string(a)), splitLines(string(b))
 	ops := diffLines(x, y)
 	var out strings.Builder
-	fmt.Fprintf(&out, "--- %s\n+++ %s (new)\n", name, name)
+	fmt.Fprintf(&out, "--- %s\n+++ %s\n", from, to)
 	const context = 3
 	for i := 0; i < len(ops); {
 		if ops[i].kind == ' ' {
