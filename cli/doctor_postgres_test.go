@@ -21,6 +21,12 @@ func TestDoctorPostgresConnections(t *testing.T) {
 		t.Errorf("doctor on SQLite has a postgres connections check: %+v", c)
 	}
 	env = append(env, "OPENPROGRAM_DATABASE_URL="+pgtest.URL(t, "op_cli_doctor"))
+	// The install's audit anchor belongs to its SQLite log: moving to
+	// PostgreSQL is a deliberate change of store, accepted once.
+	if r := runCLI(t, env, "mcp", "serve"); r.code != 1 || !strings.Contains(r.stderr, "audit reanchor --yes") {
+		t.Fatalf("mcp serve on a new store under an old anchor = exit %d, stderr %q; want the anchor refusal", r.code, r.stderr)
+	}
+	mustCLI(t, env, "audit", "reanchor", "--yes")
 	mustCLI(t, env, "mcp", "serve") // creates the store: doctor migrates nothing
 	r := runCLI(t, env, "doctor")
 	pc := findCheck(t, parseDoctor(t, r.stdout), "postgres connections")
