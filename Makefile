@@ -44,6 +44,10 @@ modules: ## print the modules go.work lists
 TESTLOG  ?= $(CURDIR)/.testlog
 TESTTOP  ?= 10
 TESTTAGS ?=
+# The end-to-end package drives real clients (90 s turns) and packs a
+# bundle: go test's default 10 minutes per package is too tight on 2
+# loaded cores.
+TESTTIMEOUT ?= 30m
 
 .PHONY: test
 test: ## run every module's tests with -race, all of them even after a failure, then a summary (PostgreSQL suites use OPENPROGRAM_TEST_DATABASE_URL)
@@ -60,7 +64,7 @@ test: ## run every module's tests with -race, all of them even after a failure, 
 test/%:
 	@mkdir -p $(TESTLOG)
 	@echo "== test $*"
-	cd $* && $(GO) test -race -count=1 $(if $(TESTTAGS),-tags $(TESTTAGS)) ./... 2>&1 | tee $(TESTLOG)/$(subst /,_,$*).txt
+	cd $* && $(GO) test -race -count=1 -timeout $(TESTTIMEOUT) $(if $(TESTTAGS),-tags $(TESTTAGS)) ./... 2>&1 | tee $(TESTLOG)/$(subst /,_,$*).txt
 
 .PHONY: test-long
 test-long: ## make test with -tags long: the long variants of the randomised suites too
