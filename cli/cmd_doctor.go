@@ -12,7 +12,6 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/mcpserver"
-	"github.com/openprogram/openprogram/runtime/builtin"
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
@@ -98,7 +97,7 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 		add(check{name: "audit log", ok: true, info: fmt.Sprintf("%d records, keyed chain intact", rep.Records)})
 	}
 
-	reg, err := newRegistry(st, cfg, builtin.Deps{WorkDirs: cfg.Strings("agent.work_dirs"), StateDir: dir})
+	reg, err := newRegistry(app, st, cfg, dir)
 	if err != nil {
 		add(check{name: "runtime tools", info: err.Error()})
 		return report(app, checks)

@@ -4,25 +4,20 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/mcpserver"
-	"github.com/openprogram/openprogram/runtime"
-	"github.com/openprogram/openprogram/runtime/builtin"
 	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
 )
 
-// newRegistry builds the live runtime tool registry: the built-in tools on
-// store, with deps (working directories, state directory, logger) and the
-// secret environment variables of cfg (runtime.SecretEnv), which no tool's
-// subprocess ever sees.
-func newRegistry(store sessions.Store, cfg *Config, deps builtin.Deps) (*tool.Registry, error) {
-	reg := tool.NewRegistry()
-	deps.Store = store
-	deps.Secrets = runtime.SecretEnv(providerConfig(cfg))
-	if err := builtin.Register(reg, deps); err != nil {
-		return nil, fmt.Errorf("register the built-in tools: %w", err)
+// newRegistry is host.NewRegistry for a command that reads cfg (config.json
+// of stateDir) without building a host: tools list and doctor.
+func newRegistry(app *App, store sessions.Store, cfg *Config, stateDir string) (*tool.Registry, error) {
+	hc, err := hostConfig(app, cfg, stateDir)
+	if err != nil {
+		return nil, err
 	}
-	return reg, nil
+	return host.NewRegistry(store, hc, app.Logger)
 }
 
 // listingStore stands in for the session store when the registry is built
@@ -44,11 +39,11 @@ type toolsListCmd struct {
 // (listing calls no tool), so it creates and changes nothing, and works
 // before the first mcp serve.
 func (c *toolsListCmd) Run(app *App) error {
-	cfg, _, err := loadAppConfig(app)
+	cfg, dir, err := loadAppConfig(app)
 	if err != nil {
 		return err
 	}
-	reg, err := newRegistry(listingStore{}, cfg, builtin.Deps{WorkDirs: cfg.Strings("agent.work_dirs")})
+	reg, err := newRegistry(app, listingStore{}, cfg, dir)
 	if err != nil {
 		return err
 	}

@@ -77,10 +77,10 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg := tool.NewRegistry()
-	if err := builtin.Register(reg, builtin.Deps{Store: st, WorkDirs: cfg.Agent.WorkDirs, StateDir: cfg.StateDir, Logger: log, Secrets: runtime.SecretEnv(cfg.Model)}); err != nil {
+	reg, err := NewRegistry(st, cfg, log)
+	if err != nil {
 		st.Close()
-		return nil, fmt.Errorf("register the built-in tools: %w", err)
+		return nil, err
 	}
 	bus := events.NewBus(&events.BusOptions{Buffer: opts.EventBuffer, Logger: log})
 	qs := questions.New(&questions.Options{Bus: bus})
@@ -108,6 +108,22 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 	})
 	return &Host{cfg: cfg, store: st, reg: reg, bus: bus, qs: qs, rt: rt, principal: principal,
 		providerErr: provErr, version: opts.Version, log: log}, nil
+}
+
+// NewRegistry is the one way the live runtime tool registry is built: the
+// built-in tools over store, confined to cfg's working directories and
+// state directory, with the secret environment variables of cfg's model
+// configuration (runtime.SecretEnv), which no tool's subprocess ever sees.
+// [Open] builds its registry with it; a command that only lists tools
+// (tools list, doctor) calls it too. log receives the file tools' debug
+// records (nil discards).
+func NewRegistry(store sessions.Store, cfg Config, log *slog.Logger) (*tool.Registry, error) {
+	reg := tool.NewRegistry()
+	if err := builtin.Register(reg, builtin.Deps{Store: store, WorkDirs: cfg.Agent.WorkDirs, StateDir: cfg.StateDir,
+		Logger: log, Secrets: runtime.SecretEnv(cfg.Model)}); err != nil {
+		return nil, fmt.Errorf("register the built-in tools: %w", err)
+	}
+	return reg, nil
 }
 
 // Close stops the event bus and closes the store.
