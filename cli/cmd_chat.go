@@ -15,7 +15,6 @@ import (
 	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/events"
-	"github.com/openprogram/openprogram/runtime/gate"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/sessions"
 )
@@ -349,9 +348,10 @@ func (v *turnView) ask(id string) {
 		}
 		return
 	}
-	toolName, _ := q.Data[gate.DataTool].(string)
-	capab, _ := q.Data[gate.DataCapability].(string)
-	args, _ := q.Data[gate.DataArguments].(string)
+	var toolName, capab, args string
+	if a := q.Approval; a != nil {
+		toolName, capab, args = a.Tool, a.Capability, a.Arguments
+	}
 	audit := OwnerApprovalPayload{SessionID: v.sid, Tool: toolName, Capability: capab}
 	if v.standing[v.sid][toolName] {
 		if v.oc.qs.Resolve(id, questions.Answer{Value: "allow"}) {

@@ -16,16 +16,6 @@ import (
 // declined, timed out, cancelled or answered with anything but allow.
 const ReasonApprovalDenied = "APPROVAL_DENIED"
 
-// Keys of an approval question's [questions.Question.Data], for whoever
-// answers it (the owner's console shows them). Data is never published
-// on the event bus, so the arguments stay out of events.
-const (
-	DataTool       = "tool"       // the tool's name
-	DataCapability = "capability" // the capability it needs
-	DataCallID     = "call_id"    // the call's id
-	DataArguments  = "arguments"  // the call's arguments as sent: JSON text
-)
-
 // Options configure [Guard]. The zero value of each field means "none".
 type Options struct {
 	// Questions asks the owner when a decision needs approval. Without it
@@ -96,8 +86,7 @@ func (g *gated) approve(ctx context.Context, callID string, args json.RawMessage
 		Prompt:    fmt.Sprintf("Allow tool %s (%s)? %s", name, d.Capability, d.Message),
 		Options:   []string{"allow", "deny"},
 		Timeout:   g.opts.ApprovalTimeout,
-		Data: map[string]any{DataTool: name, DataCapability: string(d.Capability), DataCallID: callID,
-			DataArguments: string(args)},
+		Approval:  &questions.Approval{Tool: name, Capability: string(d.Capability), CallID: callID, Arguments: string(args)},
 	})
 	if err != nil {
 		return authz.Decision{ReasonCode: ReasonApprovalDenied, Capability: d.Capability, Message: fmt.Sprintf("approval for %s could not be asked: %v", name, err)}

@@ -281,7 +281,7 @@ func TestApprovalQuestion(t *testing.T) {
 				if e.Data.(events.QuestionData).Kind != "approval" || e.SessionID != "s" {
 					t.Errorf("question.asked = %+v, want an approval on s", e)
 				}
-				if q, ok := reg.Get(id); !ok || q.Data["tool"] != "write" {
+				if q, ok := reg.Get(id); !ok || q.Approval == nil || q.Approval.Tool != "write" {
 					t.Errorf("Get(%s) = %+v, %v", id, q, ok)
 				}
 				c.answer(reg, id)
@@ -398,8 +398,8 @@ func TestApprovalQuestionCarriesArguments(t *testing.T) {
 		e := <-asked.C()
 		id := e.Data.(events.QuestionData).QuestionID
 		q, ok := reg.Get(id)
-		if !ok || q.Data[gate.DataArguments] != args || q.Data[gate.DataTool] != "write" {
-			t.Errorf("Get(%s).Data = %v, want tool write and arguments %s", id, q.Data, args)
+		if !ok || q.Approval == nil || q.Approval.Arguments != args || q.Approval.Tool != "write" || q.Approval.Capability != string(authz.CapFSWrite) {
+			t.Errorf("Get(%s).Approval = %+v, want tool write, fs.write and arguments %s", id, q.Approval, args)
 		}
 		reg.Resolve(id, questions.Answer{Value: "deny"})
 		<-done

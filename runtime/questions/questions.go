@@ -47,9 +47,23 @@ type Question struct {
 	Prompt    string
 	Options   []string
 	Timeout   time.Duration
-	// Data carries context for whoever answers (the tool name of an
-	// approval, ...). It is not published with question.asked.
-	Data map[string]any
+	// Approval is what an approval question (KindApproval) asks to allow,
+	// for whoever answers. It is not published with question.asked.
+	Approval *Approval
+}
+
+// Approval is the typed payload of an approval question: the tool call the
+// answerer is asked to allow.
+type Approval struct {
+	// Tool is the tool's name.
+	Tool string
+	// Capability is the capability it needs.
+	Capability string
+	// CallID is the call's id.
+	CallID string
+	// Arguments are the call's arguments as sent: JSON text. They reach the
+	// answerer only, never the event bus.
+	Arguments string
 }
 
 // Answer is how a question was resolved. Value is set for StatusAnswered.
