@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/questions"
@@ -158,14 +160,18 @@ func (c *ownerConsole) audit(typ, sessionID string, payload any) {
 	}
 }
 
-// validPrompt refuses a blank prompt or one holding U+0000, as prompt_send
-// does.
+// validPrompt refuses what prompt_send refuses: the rule is contracts'
+// (prompt_send's frozen schema and its U+0000 check), said the console's way.
 func validPrompt(text string) error {
-	if strings.TrimSpace(text) == "" {
-		return usagef("the prompt is blank; say something, or pass - to read it from stdin")
+	args, err := json.Marshal(contracts.PromptSendArgs{Prompt: text})
+	if err != nil {
+		return fmt.Errorf("encode the prompt: %w", err)
+	}
+	if _, err := contracts.Validate(contracts.PromptSend, args); err == nil {
+		return nil
 	}
 	if strings.ContainsRune(text, 0) {
 		return usagef("the prompt holds a NUL character (U+0000); remove it")
 	}
-	return nil
+	return usagef("the prompt is blank; say something, or pass - to read it from stdin")
 }

@@ -38,6 +38,12 @@ import (
 // null the returned map holds an empty object there. Nothing is trimmed,
 // coerced or defaulted.
 //
+// Arguments that pass the schema but hold U+0000 in any string or key
+// (prompt, session_id, name, anything inside tool_call's arguments) are
+// refused as "invalid arguments at <path>: contains U+0000", naming the
+// first such field in key order: no store can keep NUL, so every backend
+// behaves alike.
+//
 // Numbers in the returned map are json.Number, so re-encoding them (for
 // example tool_call arguments on their way to a runtime tool) loses no
 // precision. Validate never modifies args.
@@ -79,6 +85,9 @@ func Validate(name string, args json.RawMessage) (map[string]any, error) {
 	m, ok := value.(map[string]any)
 	if !ok { // every input schema has "type":"object"
 		return nil, invalidArguments(schema.Violation{Path: "$", Keyword: "type"})
+	}
+	if err := checkNUL(m); err != nil { // nul.go
+		return nil, err
 	}
 	return m, nil
 }

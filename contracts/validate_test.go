@@ -492,3 +492,36 @@ func TestValidateCallParams(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateRefusesNUL: U+0000 anywhere in the wrapper arguments, a key
+// included, is refused after the schema passes, naming the first field in
+// key order; the schema's own violations come first.
+func TestValidateRefusesNUL(t *testing.T) {
+	for _, c := range []struct {
+		tool, args, want string
+	}{
+		{PromptSend, `{"prompt":"a\u0000b"}`, "invalid arguments at $.prompt: contains U+0000"},
+		{PromptSend, `{"prompt":"hi","session_id":"s\u0000"}`, "invalid arguments at $.session_id: contains U+0000"},
+		{ToolCall, `{"name":"t","arguments":{"z":"ok","a":["x","\u0000"]}}`, "invalid arguments at $.arguments.a[1]: contains U+0000"},
+		{PromptSend, `{"prompt":" ","x":"\u0000"}`, "invalid arguments at $.extra"},
+	} {
+		_, err := Validate(c.tool, json.RawMessage(c.args))
+		var jerr *jsonrpc.Error
+		if !errors.As(err, &jerr) || jerr.Code != jsonrpc.CodeInvalidParams {
+			t.Errorf("Validate(%s, %s) = %v, want -32602", c.tool, c.args, err)
+			continue
+		}
+		if c.tool == PromptSend && strings.Contains(c.args, `"x"`) {
+			if strings.Contains(jerr.Message, "U+0000") {
+				t.Errorf("Validate(%s, %s) = %q, want the schema's violation before the NUL", c.tool, c.args, jerr.Message)
+			}
+			continue
+		}
+		if jerr.Message != c.want {
+			t.Errorf("Validate(%s, %s) = %q, want %q", c.tool, c.args, jerr.Message, c.want)
+		}
+	}
+	if _, err := Validate(PromptSend, json.RawMessage(`{"prompt":"fine"}`)); err != nil {
+		t.Errorf("Validate(prompt_send, fine) = %v", err)
+	}
+}

@@ -126,9 +126,6 @@ func (c *connection) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `invalid params: missing "params"`}
 			}
 			args, verr := contracts.Validate(call.Params.Name, call.Params.Arguments)
-			if verr == nil {
-				verr = checkNUL(args) // nul.go
-			}
 			if verr != nil {
 				return nil, verr
 			}
