@@ -124,8 +124,8 @@ const maxSafeInteger = 1<<53 - 1
 // [MaxProgressTokenBytes] bytes or an integer literal within ±(2^53-1), and
 // which nests at most [MaxParamsDepth] levels. Anything else is a -32602
 // *jsonrpc.Error ([jsonrpc.CodeInvalidParams]) in the form of [Validate]'s
-// errors, its path rooted at params: "invalid params at $.name: type",
-// "invalid params at $._meta.progressToken: maxLength", "invalid params at
+// errors, its path rooted at params: "invalid arguments at $.name: type",
+// "invalid arguments at $._meta.progressToken: maxLength", "invalid arguments at
 // $: required" (no params) or "$: type" (params not an object). Nesting too
 // deep inside "arguments" is reported as [Validate] would report it,
 // rooted at the arguments: "invalid arguments at $.a.b: maxDepth".
@@ -200,6 +200,6 @@ func ValidateCallParams(params json.RawMessage) *jsonrpc.Error {
 func invalidParams(v schema.Violation) *jsonrpc.Error {
 	return &jsonrpc.Error{
 		Code:    jsonrpc.CodeInvalidParams,
-		Message: "invalid params at " + v.String(),
+		Message: "invalid arguments at " + v.String(),
 	}
 }
