@@ -136,7 +136,7 @@ func (c *chat) command(ctx context.Context, text string) (exit bool) {
 		c.cur = nil
 		c.say("%s", c.style.Dim("Your next message starts a new session."))
 	case "/sessions":
-		list, err := c.oc.store.ListSessions(ctx, 20)
+		list, err := c.oc.host.Store().ListSessions(ctx, 20)
 		if err != nil {
 			c.say("%s", c.style.Err(fmt.Sprintf("list sessions: %v", err)))
 			return false
@@ -196,7 +196,7 @@ func (c *chat) send(ctx context.Context, text string) {
 		}
 	}
 	reqID := newTurnID()
-	sub := c.oc.bus.Subscribe(events.TextProgress, events.ToolStart, events.ToolEnd, events.QuestionAsked)
+	sub := c.oc.host.Bus().Subscribe(events.TextProgress, events.ToolStart, events.ToolEnd, events.QuestionAsked)
 	defer sub.Close()
 	turnCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

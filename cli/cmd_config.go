@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+
+	"github.com/openprogram/openprogram/cli/host"
 )
 
 type configCmd struct {
@@ -73,7 +75,7 @@ func (c *configSetCmd) Run(app *App) error {
 			return usagef("invalid value for model.script: %v; config.json was not changed", err)
 		}
 	}
-	if err := ensureStateDir(dir); err != nil {
+	if err := host.EnsureStateDir(dir); err != nil {
 		return err
 	}
 	return cfg.Save(dir)

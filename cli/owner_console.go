@@ -15,7 +15,6 @@ import (
 	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/runtime"
-	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/sessions"
 )
@@ -63,13 +62,10 @@ const ownerAgent = "main"
 // ownerConsole is what `chat` and `prompt` share: the host and the
 // owner's speaker (source cli, owner tier).
 type ownerConsole struct {
-	host  *host.Host
-	store sessions.Store
-	rt    *runtime.Runtime
-	bus   *events.Bus
-	qs    *questions.Registry // nil for prompt: nobody answers
-	req   authz.Request
-	log   *slog.Logger
+	host *host.Host
+	qs   *questions.Registry // the host's for chat; nil for prompt: nobody answers
+	req  authz.Request
+	log  *slog.Logger
 }
 
 // openOwnerConsole builds the host and the owner's speaker. Interactive
@@ -98,7 +94,7 @@ func openOwnerConsole(ctx context.Context, app *App, interactive bool) (*ownerCo
 		}
 		return nil, err
 	}
-	oc := &ownerConsole{host: h, store: h.Store(), rt: h.Runtime(), bus: h.Bus(), req: owner.Request, log: app.Logger}
+	oc := &ownerConsole{host: h, req: owner.Request, log: app.Logger}
 	if interactive {
 		oc.qs = h.Questions()
 	}
@@ -110,7 +106,7 @@ func (c *ownerConsole) Close() { c.host.Close() }
 // session loads session id, with a message that says what to do when it
 // does not exist.
 func (c *ownerConsole) session(ctx context.Context, id string) (sessions.Session, error) {
-	s, err := c.store.GetSession(ctx, id)
+	s, err := c.host.Store().GetSession(ctx, id)
 	if errors.Is(err, sessions.ErrNotFound) {
 		return sessions.Session{}, fmt.Errorf("session %q not found; list them with `openprogram sessions list`", id)
 	}
@@ -126,7 +122,7 @@ func (c *ownerConsole) newSession(ctx context.Context, text, command string) (se
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	now := time.Now()
-	s, err := c.store.CreateSession(ctx, sessions.Session{
+	s, err := c.host.Store().CreateSession(ctx, sessions.Session{
 		ID: "cli_" + hex.EncodeToString(b[:]), AgentID: ownerAgent, Title: sessions.Title(text, "Owner session"), Source: authz.SourceCLI,
 		CreatedAt: now, UpdatedAt: now,
 	})
@@ -145,7 +141,7 @@ func (c *ownerConsole) newSession(ctx context.Context, text, command string) (se
 func newTurnID() string { return "cli_turn_" + rand.Text() }
 
 func (c *ownerConsole) turn(ctx context.Context, s sessions.Session, text, requestID string) (runtime.TurnResult, error) {
-	return c.rt.ProcessUserTurn(ctx, runtime.TurnRequest{
+	return c.host.Runtime().ProcessUserTurn(ctx, runtime.TurnRequest{
 		SessionID: s.ID, Text: text, AgentID: s.AgentID, Request: c.req, RequestID: requestID,
 	})
 }
@@ -155,7 +151,7 @@ func (c *ownerConsole) turn(ctx context.Context, s sessions.Session, text, reque
 func (c *ownerConsole) audit(typ, sessionID string, payload any) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := sessions.AppendAuditPayload(ctx, c.store, typ, c.req.Authority.SpeakerID, sessionID, payload); err != nil {
+	if _, err := sessions.AppendAuditPayload(ctx, c.host.Store(), typ, c.req.Authority.SpeakerID, sessionID, payload); err != nil {
 		c.log.Warn("append audit record failed", "type", typ, "error", err)
 	}
 }

@@ -102,6 +102,3 @@ func defaultStateDir(env Env, dir string) bool {
 	def, err := StateDir(bare)
 	return err == nil && env.Get("HOME") != "" && def == dir
 }
-
-// ensureStateDir is host.EnsureStateDir: mode 0700, no symlink.
-func ensureStateDir(dir string) error { return host.EnsureStateDir(dir) }
