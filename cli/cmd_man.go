@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/tokenauth"
 )
 
 // manCmd prints the manual page. It is hidden: `make dist` runs it to put
@@ -78,20 +81,28 @@ func manPage(root *kong.Node, app *App) string {
 	}
 	walk(root)
 	b.WriteString(".SH ENVIRONMENT\n")
-	b.WriteString(".TP\n.B OPENPROGRAM_HOME\nThe state directory (default ~/.openprogram).\n")
-	b.WriteString(".TP\n.B OPENPROGRAM_PROFILE\nUse ~/.openprogram\\-NAME as the state directory.\n")
-	b.WriteString(".TP\n.B OPENPROGRAM_LOG_LEVEL\\fR, \\fBOPENPROGRAM_LOG_FORMAT\nThe defaults of mcp serve's \\-\\-log\\-level and \\-\\-log\\-format.\n")
+	for _, e := range [][2]string{
+		{EnvHome, "The state directory (default ~/.openprogram)."},
+		{EnvProfile, "Use ~/.openprogram-NAME as the state directory."},
+		{tokenauth.EnvVar, "The MCP token mcp serve compares with the token file before it reads stdin."},
+		{EnvDatabaseURL, "The store URL; replaces store.url of config.json."},
+		{"OPENPROGRAM_LOG_LEVEL, OPENPROGRAM_LOG_FORMAT", "The defaults of mcp serve's --log-level and --log-format."},
+	} {
+		b.WriteString(".TP\n.B " + roffText(e[0]) + "\n" + roffText(e[1]) + "\n")
+	}
 	for _, o := range modelEnvOverrides {
 		b.WriteString(".TP\n.B " + o.env + "\n" + roffText("Overrides "+o.key+" of config.json for the commands that run turns; empty means unset.") + "\n")
 	}
 	b.WriteString(".SH FILES\n")
 	for _, f := range [][2]string{
-		{"~/.openprogram/mcp_server_token", "the MCP token (mode 0600); mcp serve compares OPENPROGRAM_MCP_TOKEN with it"},
-		{"~/.openprogram/config.json", "the settings config get, set, unset and list read and change"},
-		{"~/.openprogram/openprogram.db", "the SQLite store: sessions, memory, audit log"},
-		{"~/.openprogram/audit_key", "the audit chain's key; keep its backup apart from the database's"},
+		{tokenauth.FileName, "the MCP token (mode 0600); mcp serve compares " + tokenauth.EnvVar + " with it"},
+		{ConfigFileName, "the settings config get, set, unset and list read and change"},
+		{DatabaseFileName, "the SQLite store: sessions, memory, audit log"},
+		{tokenauth.KeyFileName, "the audit chain's key; keep its backup apart from the database's"},
+		{tokenauth.AnchorFileName, "the last audit head this install saw; a log that does not extend it is refused (audit reanchor --yes after a deliberate restore)"},
+		{authz.OwnerFileName, "the install's owner principal"},
 	} {
-		b.WriteString(".TP\n.I " + roffText(f[0]) + "\n" + roffText(f[1]) + "\n")
+		b.WriteString(".TP\n.I " + roffText("~/.openprogram/"+f[0]) + "\n" + roffText(f[1]) + "\n")
 	}
 	b.WriteString(".SH EXIT STATUS\n0 success, 1 failure, 2 usage (an unknown command, flag or config key, an invalid value).\n")
 	b.WriteString(".SH SEE ALSO\nThe README and docs/ that come with the release archive: docs/contract.md, docs/operations.md.\n")
