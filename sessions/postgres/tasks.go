@@ -94,7 +94,7 @@ func (s *Store) CreateTask(ctx context.Context, in sessions.NewTask) (sessions.T
 		}
 		var err error
 		out, err = scanTask(tx.QueryRow(ctx, `INSERT INTO tasks (id, client_id, status, request, created_at, updated_at, ttl, expires_at)
-			VALUES ($1, $2, 'working', $3, now(), now(), $4, now() + $4 * interval '1 microsecond')
+			VALUES ($1, $2, 'working', $3, now(), now(), $4::bigint, now() + $4::bigint * interval '1 microsecond')
 			ON CONFLICT (id) DO NOTHING RETURNING `+taskColumns,
 			in.ID, in.ClientID, string(in.Request), micros(in.TTL)))
 		if errors.Is(err, pgx.ErrNoRows) {
