@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/openprogram/openprogram/contracts/clip"
 )
 
 // Interaction values of [Authority.Interaction].
@@ -80,7 +82,7 @@ func MCPClientAuthority(clientID, principalID string) (Authority, error) {
 		return Authority{}, fmt.Errorf("%w: client id must be 16 lowercase hex characters (got %d bytes); authenticate the client first", ErrInvalidAuthority, len(clientID))
 	}
 	if !IsPrincipalID(principalID) {
-		return Authority{}, fmt.Errorf("%w: principal id %q is not owner/install/<16 hex>; load it with LoadOrCreateOwnerPrincipal", ErrInvalidAuthority, Clip(principalID, msgClip))
+		return Authority{}, fmt.Errorf("%w: principal id %q is not owner/install/<16 hex>; load it with LoadOrCreateOwnerPrincipal", ErrInvalidAuthority, clip.String(principalID, msgClip))
 	}
 	return Authority{
 		SpeakerKind:    SpeakerKindClient,
@@ -96,7 +98,7 @@ func MCPClientAuthority(clientID, principalID string) (Authority, error) {
 // speaker_kind "owner", speaker_id "owner", speaker_display "Owner", tier owner.
 func OwnerAuthority(principalID string) (Authority, error) {
 	if !IsPrincipalID(principalID) {
-		return Authority{}, fmt.Errorf("%w: principal id %q is not owner/install/<16 hex>; load it with LoadOrCreateOwnerPrincipal", ErrInvalidAuthority, Clip(principalID, msgClip))
+		return Authority{}, fmt.Errorf("%w: principal id %q is not owner/install/<16 hex>; load it with LoadOrCreateOwnerPrincipal", ErrInvalidAuthority, clip.String(principalID, msgClip))
 	}
 	return Authority{
 		SpeakerKind:    SpeakerKindOwner,
@@ -116,7 +118,7 @@ func OwnerAuthority(principalID string) (Authority, error) {
 // [Decide] grants nothing to an authority that fails Validate.
 func (a Authority) Validate() error {
 	if a.SpeakerKind == "" || strings.TrimFunc(a.SpeakerKind, func(r rune) bool { return r == '_' || (r >= 'a' && r <= 'z') }) != "" {
-		return fmt.Errorf("%w: speaker_kind %q must be lowercase letters", ErrInvalidAuthority, Clip(a.SpeakerKind, msgClip))
+		return fmt.Errorf("%w: speaker_kind %q must be lowercase letters", ErrInvalidAuthority, clip.String(a.SpeakerKind, msgClip))
 	}
 	for _, f := range []struct{ name, v string }{{"speaker_id", a.SpeakerID}, {"speaker_display", a.SpeakerDisplay}} {
 		if err := checkText(f.v); err != nil {
@@ -124,19 +126,19 @@ func (a Authority) Validate() error {
 		}
 	}
 	if !IsPrincipalID(a.PrincipalID) {
-		return fmt.Errorf("%w: principal_id %q is not owner/install/<16 hex>", ErrInvalidAuthority, Clip(a.PrincipalID, msgClip))
+		return fmt.Errorf("%w: principal_id %q is not owner/install/<16 hex>", ErrInvalidAuthority, clip.String(a.PrincipalID, msgClip))
 	}
 	if !a.Tier.Valid() {
-		return fmt.Errorf("%w: unknown authority_tier %q", ErrInvalidAuthority, Clip(string(a.Tier), msgClip))
+		return fmt.Errorf("%w: unknown authority_tier %q", ErrInvalidAuthority, clip.String(string(a.Tier), msgClip))
 	}
 	if a.Interaction != InteractionInteractive && a.Interaction != InteractionNonInteractive {
-		return fmt.Errorf("%w: interaction %q must be %q or %q", ErrInvalidAuthority, Clip(a.Interaction, msgClip), InteractionInteractive, InteractionNonInteractive)
+		return fmt.Errorf("%w: interaction %q must be %q or %q", ErrInvalidAuthority, clip.String(a.Interaction, msgClip), InteractionInteractive, InteractionNonInteractive)
 	}
 	switch a.SpeakerKind {
 	case SpeakerKindClient:
 		id, ok := strings.CutPrefix(a.SpeakerID, mcpSpeakerPrefix)
 		if !ok || !IsClientID(id) {
-			return fmt.Errorf("%w: client speaker_id %q must be mcp/<16 hex>", ErrInvalidAuthority, Clip(a.SpeakerID, msgClip))
+			return fmt.Errorf("%w: client speaker_id %q must be mcp/<16 hex>", ErrInvalidAuthority, clip.String(a.SpeakerID, msgClip))
 		}
 		if want, _ := MCPClientAuthority(id, a.PrincipalID); a != want {
 			return fmt.Errorf("%w: a client authority must be display %q, tier %q, %s", ErrInvalidAuthority, mcpSpeakerDisplay, TierPaired, InteractionNonInteractive)
@@ -161,25 +163,6 @@ func checkText(s string) error {
 		return errors.New("contains control characters")
 	}
 	return nil
-}
-
-// ClipMarker ends a string [Clip] shortened.
-const ClipMarker = "..."
-
-// Clip returns s when it is at most n bytes long; otherwise its longest
-// prefix of at most n bytes that ends on a UTF-8 character boundary,
-// followed by [ClipMarker]. It bounds a caller-supplied value in an error
-// message, an event or a log line, so a long or hostile value is never
-// echoed whole and never cut inside a character.
-func Clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := max(0, n)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ClipMarker
 }
 
 // msgClip is how much of a caller-supplied value authz messages show.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/openprogram/openprogram/contracts/clip"
 )
 
 // The fixed phrases of a path denial. A [PathError] says one of them and nothing else
@@ -33,7 +35,7 @@ type PathError struct {
 // e.g. `/proc/self/cwd/x is outside the working directories`. It never includes
 // Detail.
 func (e *PathError) Error() string {
-	p := show(Clip(e.Path, msgClip))
+	p := show(clip.String(e.Path, msgClip))
 	switch e.Phrase {
 	case PhraseUnresolvable:
 		return p + " " + e.Phrase

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/openprogram/openprogram/contracts/clip"
 )
 
 // Sources of a request. Only [SourceCLI] is trusted as a person at a terminal; every
@@ -144,7 +146,7 @@ func DecideTool(req Request, tool string, declared Capability, args json.RawMess
 			}
 		}
 	}
-	name := show(Clip(tool, msgClip))
+	name := show(clip.String(tool, msgClip))
 	if denyRule != nil {
 		return deny(ReasonRuleDeny, capab, fmt.Sprintf("permission rule %s denies %s", denyRule, name))
 	}
@@ -167,13 +169,13 @@ func DecideTool(req Request, tool string, declared Capability, args json.RawMess
 func approval(req Request, nonInteractive bool, capab Capability, why string) Decision {
 	switch {
 	case nonInteractive && req.Source == SourceCLI:
-		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and speaker %s is non-interactive", why, show(Clip(req.Authority.SpeakerID, msgClip))))
+		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and speaker %s is non-interactive", why, show(clip.String(req.Authority.SpeakerID, msgClip))))
 	case nonInteractive:
 		src := req.Source
 		if src == "" {
 			src = "(none)"
 		}
-		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and source %s is non-interactive", why, show(Clip(src, msgClip))))
+		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and source %s is non-interactive", why, show(clip.String(src, msgClip))))
 	case !req.Authority.Tier.Has(CapApprovalRequest):
 		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and authority tier %s cannot request approval", why, show(string(req.Authority.Tier))))
 	}
@@ -206,9 +208,9 @@ func hardConstraint(req Request, tool string, args json.RawMessage, constrained 
 	if src == "" {
 		src = "(none)"
 	}
-	name := show(Clip(tool, msgClip))
+	name := show(clip.String(tool, msgClip))
 	if constrained && IsRiskyTool(tool) {
-		return fmt.Sprintf("%s is not allowed for source %s", name, show(Clip(src, msgClip)))
+		return fmt.Sprintf("%s is not allowed for source %s", name, show(clip.String(src, msgClip)))
 	}
 	var targets []string
 	switch l := strings.ToLower(tool); l {
@@ -243,7 +245,7 @@ func hardConstraint(req Request, tool string, args json.RawMessage, constrained 
 		if !constrained {
 			return ""
 		}
-		return fmt.Sprintf("%s cannot write: source %s has no working directory", name, show(Clip(src, msgClip)))
+		return fmt.Sprintf("%s cannot write: source %s has no working directory", name, show(clip.String(src, msgClip)))
 	}
 	for _, t := range targets {
 		if _, err := req.WriteTarget(tool, t); err != nil {
@@ -252,7 +254,7 @@ func hardConstraint(req Request, tool string, args json.RawMessage, constrained 
 				if !constrained {
 					continue
 				}
-				return fmt.Sprintf("%s target %s %s", name, show(Clip(t, msgClip)), PhraseUnresolvable)
+				return fmt.Sprintf("%s target %s %s", name, show(clip.String(t, msgClip)), PhraseUnresolvable)
 			}
 			if !constrained && (pe.Phrase == PhraseOutside || pe.Phrase == PhraseUnresolvable) {
 				continue

@@ -1,3 +1,7 @@
 module github.com/openprogram/openprogram/authz
 
 go 1.26
+
+require github.com/openprogram/openprogram/contracts v0.0.0
+
+replace github.com/openprogram/openprogram/contracts => ../contracts

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/openprogram/openprogram/contracts/clip"
 )
 
 // OwnerFileName is the file in the state directory that holds the owner principal.
@@ -104,7 +106,7 @@ func parseOwner(data []byte) (string, error) {
 	}
 	for k := range raw {
 		if k != "version" && k != "principal_id" {
-			return "", fmt.Errorf("unknown key %s", show(Clip(k, msgClip)))
+			return "", fmt.Errorf("unknown key %s", show(clip.String(k, msgClip)))
 		}
 	}
 	if len(raw) != 2 {
@@ -118,7 +120,7 @@ func parseOwner(data []byte) (string, error) {
 		return "", fmt.Errorf("version must be 1")
 	}
 	if !IsPrincipalID(of.PrincipalID) {
-		return "", fmt.Errorf("principal_id %s is not owner/install/<16 hex>", show(Clip(of.PrincipalID, msgClip)))
+		return "", fmt.Errorf("principal_id %s is not owner/install/<16 hex>", show(clip.String(of.PrincipalID, msgClip)))
 	}
 	return of.PrincipalID, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/openprogram/openprogram/contracts/clip"
 )
 
 // The apply_patch envelope markers.
@@ -190,7 +192,7 @@ func (p *patchParser) line(lineNo int, raw string) error {
 			p.h.EOF = true
 			return p.flushHunk()
 		case !indented:
-			return fmt.Errorf("patch line %d: unknown marker %s", lineNo, show(Clip(marker, msgClip)))
+			return fmt.Errorf("patch line %d: unknown marker %s", lineNo, show(clip.String(marker, msgClip)))
 		}
 		// Indented text such as a Markdown rule in a context line.
 	}
@@ -245,7 +247,7 @@ func (p *patchParser) path(lineNo int, t, marker string) (string, error) {
 	case !ok || path == "":
 		return "", fmt.Errorf("patch line %d: empty path", lineNo)
 	case strings.TrimSpace(path) != path:
-		return "", fmt.Errorf("patch line %d: path %s has leading or trailing whitespace", lineNo, show(Clip(path, msgClip)))
+		return "", fmt.Errorf("patch line %d: path %s has leading or trailing whitespace", lineNo, show(clip.String(path, msgClip)))
 	case strings.IndexByte(path, 0) >= 0:
 		return "", fmt.Errorf("patch line %d: path contains a NUL byte", lineNo)
 	}
@@ -265,7 +267,7 @@ func (p *patchParser) flush() error {
 	}
 	if p.cur != nil {
 		if p.cur.Kind == PatchUpdate && len(p.cur.Hunks) == 0 && p.cur.MoveTo == "" {
-			return fmt.Errorf("patch line %d: Update File %s has no changes", p.cur.Line, show(Clip(p.cur.Path, msgClip)))
+			return fmt.Errorf("patch line %d: Update File %s has no changes", p.cur.Line, show(clip.String(p.cur.Path, msgClip)))
 		}
 		p.ops = append(p.ops, *p.cur)
 		p.cur = nil

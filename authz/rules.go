@@ -8,6 +8,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/openprogram/openprogram/contracts/clip"
 )
 
 // Action is what a permission rule does with a matching call.
@@ -35,7 +37,7 @@ type Rule struct {
 
 // String returns the rule as it appears in configuration, for messages.
 func (r Rule) String() string {
-	return fmt.Sprintf("{tool: %s, action: %s}", show(Clip(r.Tool, msgClip)), show(Clip(string(r.Action), msgClip)))
+	return fmt.Sprintf("{tool: %s, action: %s}", show(clip.String(r.Tool, msgClip)), show(clip.String(string(r.Action), msgClip)))
 }
 
 // ErrInvalidRule is wrapped by every error of [ParseRules] and [Rule.Validate].
@@ -96,7 +98,7 @@ func compileRule(r Rule) (compiledRule, error) {
 		case strings.ContainsAny(c.pattern, "*?["):
 			c.kind = patternGlob
 			if _, err := path.Match(c.pattern, ""); err != nil {
-				return bad("bad glob %s: %v", show(Clip(c.pattern, msgClip)), err)
+				return bad("bad glob %s: %v", show(clip.String(c.pattern, msgClip)), err)
 			}
 		default:
 			c.kind = patternExact
@@ -140,10 +142,10 @@ func ParseRules(raw json.RawMessage) ([]Rule, error) {
 			Action *string `json:"action"`
 		}
 		if err := strictUnmarshal(item, &fields); err != nil {
-			return nil, fmt.Errorf("%w: tools.permission_rules[%d] %s: must be an object with string keys \"tool\" and \"action\" only: %w", ErrInvalidRule, i, show(Clip(string(item), msgClip)), err)
+			return nil, fmt.Errorf("%w: tools.permission_rules[%d] %s: must be an object with string keys \"tool\" and \"action\" only: %w", ErrInvalidRule, i, show(clip.String(string(item), msgClip)), err)
 		}
 		if fields.Tool == nil || fields.Action == nil {
-			return nil, fmt.Errorf("%w: tools.permission_rules[%d] %s: both \"tool\" and \"action\" are required", ErrInvalidRule, i, show(Clip(string(item), msgClip)))
+			return nil, fmt.Errorf("%w: tools.permission_rules[%d] %s: both \"tool\" and \"action\" are required", ErrInvalidRule, i, show(clip.String(string(item), msgClip)))
 		}
 		r := Rule{Tool: *fields.Tool, Action: Action(*fields.Action)}
 		if err := r.Validate(); err != nil {
@@ -318,7 +320,7 @@ func decodeArgs(args json.RawMessage) (map[string]any, error) {
 			return nil, errors.New("arguments are not a JSON object")
 		}
 		if _, dup := obj[key]; dup {
-			return nil, fmt.Errorf("argument %s appears twice", show(Clip(key, msgClip)))
+			return nil, fmt.Errorf("argument %s appears twice", show(clip.String(key, msgClip)))
 		}
 		var v any
 		if err := dec.Decode(&v); err != nil {
@@ -342,7 +344,7 @@ func decodeArgs(args json.RawMessage) (map[string]any, error) {
 func argString(obj map[string]any, key string) (string, error) {
 	for k := range obj {
 		if k != key && strings.EqualFold(k, key) {
-			return "", fmt.Errorf("argument %s is ambiguous with %q", show(Clip(k, msgClip)), key)
+			return "", fmt.Errorf("argument %s is ambiguous with %q", show(clip.String(k, msgClip)), key)
 		}
 	}
 	v, present := obj[key]

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/contracts/clip"
+
 	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/events"
@@ -164,7 +165,7 @@ func (c *chat) command(ctx context.Context, text string) (exit bool) {
 		c.cur = &s
 		c.say("%s", c.style.Dim("Now in session "+s.ID+": "+console.Printable(oneLine(s.Title))))
 	default:
-		c.say("Unknown command %s; /help lists them.", console.Printable(authz.Clip(name, 64)))
+		c.say("Unknown command %s; /help lists them.", console.Printable(clip.String(name, 64)))
 	}
 	return false
 }

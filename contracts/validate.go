@@ -10,8 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/openprogram/openprogram/contracts/clip"
 	"github.com/openprogram/openprogram/contracts/internal/canonjson"
-	"github.com/openprogram/openprogram/contracts/internal/clip"
 	"github.com/openprogram/openprogram/contracts/schema"
 )
 

@@ -10,10 +10,11 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/openprogram/openprogram/contracts/clip"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
 	"github.com/openprogram/openprogram/runtime/events"
@@ -139,8 +140,8 @@ func (c *connection) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if ir, ok := req.(*mcp.ServerRequest[*mcp.InitializeParams]); ok && ir.Params != nil && ir.Params.ClientInfo != nil {
 				// Diagnostics only: clientInfo never affects identity or scope.
 				c.s.log.Info("MCP client initializing", "client_id", c.s.clientID,
-					"client_name", authz.Clip(ir.Params.ClientInfo.Name, 128), "client_version", authz.Clip(ir.Params.ClientInfo.Version, 128),
-					"protocol_version", authz.Clip(ir.Params.ProtocolVersion, 128))
+					"client_name", clip.String(ir.Params.ClientInfo.Name, 128), "client_version", clip.String(ir.Params.ClientInfo.Version, 128),
+					"protocol_version", clip.String(ir.Params.ProtocolVersion, 128))
 			}
 		case "tools/list":
 			res, err = next(ctx, method, req)

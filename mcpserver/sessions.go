@@ -6,12 +6,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/openprogram/openprogram/contracts/clip"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
-	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
 )
 
@@ -35,7 +35,7 @@ func (c *connection) sessionsList(ctx context.Context) (*mcp.CallToolResult, err
 	}
 	out := make([]contracts.SessionSummary, 0, len(list))
 	for _, s := range list {
-		out = append(out, contracts.SessionSummary{ID: s.ID, Title: authz.Clip(s.Title, contracts.MaxTitleBytes), UpdatedAt: s.UpdatedAt.Unix()})
+		out = append(out, contracts.SessionSummary{ID: s.ID, Title: clip.String(s.Title, contracts.MaxTitleBytes), UpdatedAt: s.UpdatedAt.Unix()})
 	}
 	return payloadResult(out)
 }
@@ -73,14 +73,14 @@ func (c *connection) sessionGet(ctx context.Context, req *mcp.CallToolRequest, i
 
 // boundedBranch returns the session_get payload text of branch (root
 // first): each content cut to contracts.MaxMessageContentBytes as tool
-// output is (tool.TruncateMiddle), and the whole within
+// output is (clip.Middle), and the whole within
 // contracts.MaxSessionPayloadBytes by keeping the newest messages that fit;
 // when older ones are left out, the first kept content starts with
 // contracts.OmittedMessagesMarker. The text is what contracts.TextResult
 // writes for the kept messages.
 func boundedBranch(branch []sessions.Message) (string, error) {
 	item := func(m *sessions.Message, prefix string) (string, error) {
-		content, _ := tool.TruncateMiddle(m.Content, contracts.MaxMessageContentBytes)
+		content, _ := clip.Middle(m.Content, contracts.MaxMessageContentBytes)
 		return contracts.EncodePayload(contracts.Message{ID: m.ID, Role: m.Role, Content: prefix + content, Timestamp: m.CreatedAt.Unix()})
 	}
 	// Room for "[", "]" and the marker: a message never takes more than a

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/openprogram/openprogram/contracts/clip"
 
 	"github.com/openprogram/openprogram/runtime/provider"
 )
@@ -188,11 +189,7 @@ func shortenSavings(ms []provider.Message) int {
 // headLen is how many bytes of s a shortened result keeps: shortenedKeep,
 // cut back to a rune boundary.
 func headLen(s string) int {
-	n := shortenedKeep
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return n
+	return clip.Cut(s, shortenedKeep)
 }
 
 const (

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/openprogram/openprogram/contracts/clip"
+
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/gate"
@@ -45,7 +47,7 @@ type ToolCall struct {
 // [tool.Result.ArgumentsRejected]. tool.start and tool.end events frame
 // the call (tool.end says whether it was denied).
 func (r *Runtime) RunTool(ctx context.Context, req authz.Request, call ToolCall) tool.Result {
-	name, callID := authz.Clip(call.Name, events.MaxToolLen), authz.Clip(call.ID, events.MaxCallIDLen)
+	name, callID := clip.String(call.Name, events.MaxToolLen), clip.String(call.ID, events.MaxCallIDLen)
 	r.publish(events.ToolStart, call.SessionID, events.ToolStartData{RequestID: call.RequestID, CallID: callID, Tool: name})
 	var res tool.Result
 	tl, ok := r.registry().Get(call.Name)

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/openprogram/openprogram/authz"
 	"io/fs"
 	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/openprogram/openprogram/contracts/clip"
 
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
@@ -155,7 +156,7 @@ func ParseHead(s string) (sessions.AuditHead, error) {
 	idText, mac, ok := strings.Cut(s, ":")
 	id, err := strconv.ParseInt(idText, 10, 64)
 	if !ok || err != nil || id < 1 || idText != strconv.FormatInt(id, 10) {
-		return sessions.AuditHead{}, fmt.Errorf("want <id>:<mac> as printed by `openprogram audit head` (id a positive number), got %q", authz.Clip(s, 100))
+		return sessions.AuditHead{}, fmt.Errorf("want <id>:<mac> as printed by `openprogram audit head` (id a positive number), got %q", clip.String(s, 100))
 	}
 	if len(mac) != 64 || strings.Trim(mac, "0123456789abcdef") != "" {
 		return sessions.AuditHead{}, fmt.Errorf("%d:...: the MAC must be 64 lowercase hex digits as printed by `openprogram audit head`", id)

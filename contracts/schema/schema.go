@@ -50,8 +50,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
+	"github.com/openprogram/openprogram/contracts/clip"
 	"github.com/openprogram/openprogram/contracts/internal/canonjson"
-	"github.com/openprogram/openprogram/contracts/internal/clip"
 )
 
 // location is the base URI every compiled document gets; it never leaves

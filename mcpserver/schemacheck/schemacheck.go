@@ -35,9 +35,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/openprogram/openprogram/contracts/clip"
 
-	"github.com/openprogram/openprogram/authz"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // SchemaJSON is the embedded MCP 2025-11-25 schema, byte for byte.
@@ -183,7 +183,7 @@ func (v *Validator) ServerFrame(frame []byte, requestMethod string) error {
 		return fmt.Errorf("frame is not a JSON object: %w", err)
 	}
 	if err := v.message(obj, requestMethod); err != nil {
-		return fmt.Errorf("frame %s: %w", authz.Clip(string(frame), 300), err)
+		return fmt.Errorf("frame %s: %w", clip.String(string(frame), 300), err)
 	}
 	return nil
 }

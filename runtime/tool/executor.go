@@ -10,7 +10,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/openprogram/openprogram/contracts/clip"
 )
 
 // Executor defaults.
@@ -327,33 +328,11 @@ func (e *Executor) capResult(name string, r *Result) {
 		case c.Type == TypeText && len(c.Text) <= budget:
 			budget -= len(c.Text)
 		case c.Type == TypeText:
-			c.Text, _ = TruncateMiddle(c.Text, budget)
+			c.Text, _ = clip.Middle(c.Text, budget)
 			budget = 0
 		}
 		content = append(content, c)
 	}
 	r.Content = content
 	r.Details = withDetail(r.Details, DetailTruncated, true)
-}
-
-// TruncateMiddle returns s unchanged when it is at most max bytes long;
-// otherwise its head and tail (about max bytes together, cut at UTF-8
-// boundaries) around a "\n[... N bytes truncated ...]\n" marker, and true.
-func TruncateMiddle(s string, max int) (string, bool) {
-	if len(s) <= max {
-		return s, false
-	}
-	if max < 0 {
-		max = 0
-	}
-	head := max / 2
-	tail := max - head
-	for head > 0 && !utf8.RuneStart(s[head]) {
-		head--
-	}
-	start := len(s) - tail
-	for start < len(s) && !utf8.RuneStart(s[start]) {
-		start++
-	}
-	return fmt.Sprintf("%s\n[... %d bytes truncated ...]\n%s", s[:head], start-head, s[start:]), true
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
@@ -453,17 +452,6 @@ func TestExecutorCapsImages(t *testing.T) {
 	})
 	if res := ex.Execute(context.Background(), small, "c", json.RawMessage(`{"text":"x"}`), nil); res.IsError || len(res.Content) != 1 {
 		t.Errorf("result with an image at the cap = %+v, want it passed through", res)
-	}
-}
-
-func TestTruncateMiddleKeepsUTF8(t *testing.T) {
-	s := strings.Repeat("é", 100) // 200 bytes
-	got, cut := tool.TruncateMiddle(s, 51)
-	if !cut || !utf8.ValidString(got) {
-		t.Errorf("TruncateMiddle = %q, %v; want valid UTF-8 and cut", got, cut)
-	}
-	if got, cut := tool.TruncateMiddle("short", 10); got != "short" || cut {
-		t.Errorf("TruncateMiddle(short) = %q, %v", got, cut)
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/openprogram/openprogram/contracts/clip"
+
 	"github.com/chzyer/readline"
 )
 
@@ -257,9 +259,6 @@ func fold(s string, width int) string {
 	if len(s) <= width {
 		return s
 	}
-	cut := width
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
+	cut := clip.Cut(s, width)
 	return fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
 }

@@ -17,9 +17,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openprogram/openprogram/contracts/clip"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
 )
 
@@ -191,7 +192,7 @@ func (d *demo) run(ctx context.Context) error {
 		return fmt.Errorf("session_get: %w", err)
 	}
 	for _, m := range msgs {
-		d.say("  [%s] %s", m.Role, authz.Clip(strings.Join(strings.Fields(m.Content), " "), 100))
+		d.say("  [%s] %s", m.Role, clip.String(strings.Join(strings.Fields(m.Content), " "), 100))
 	}
 
 	d.section("prompt_send that streams slowly, cancelled with prompt_cancel")
@@ -233,7 +234,7 @@ func (d *demo) toolCall(ctx context.Context, c *contracts.Client, name string, a
 	default:
 		for _, ct := range content {
 			if tc, ok := ct.(*mcp.TextContent); ok {
-				d.say("  %s -> %s", name, authz.Clip(strings.Join(strings.Fields(tc.Text), " "), 160))
+				d.say("  %s -> %s", name, clip.String(strings.Join(strings.Fields(tc.Text), " "), 160))
 			}
 		}
 	}

@@ -43,11 +43,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openprogram/openprogram/contracts/clip"
+
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts/schema"
 )
 
@@ -854,7 +855,7 @@ func boundError(e *jsonrpc.Error) *jsonrpc.Error {
 	if msgLen > maxErrorMessageBytes {
 		keep := maxErrorMessageBytes
 		for {
-			out.Message = authz.Clip(e.Message, keep) // marked with authz.ClipMarker
+			out.Message = clip.String(e.Message, keep) // marked with clip.Marker
 			if msgLen = encodedLen(out.Message); msgLen <= maxErrorMessageBytes {
 				break
 			}

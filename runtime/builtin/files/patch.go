@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/openprogram/openprogram/contracts/clip"
+
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/builtin/internal/tooldef"
 	"github.com/openprogram/openprogram/runtime/tool"
@@ -47,7 +49,7 @@ func applyHunks(content string, op authz.PatchOp) (string, error) {
 		if h.Header != "" {
 			at := findLines(lines, []string{h.Header}, cursor, false)
 			if at < 0 {
-				return "", fmt.Errorf("hunk %d (patch line %d): context line %q not found in %s", i+1, h.Line, authz.Clip(h.Header, 60), op.Path)
+				return "", fmt.Errorf("hunk %d (patch line %d): context line %q not found in %s", i+1, h.Line, clip.String(h.Header, 60), op.Path)
 			}
 			cursor = at + 1
 		}
@@ -59,7 +61,7 @@ func applyHunks(content string, op authz.PatchOp) (string, error) {
 		}
 		at := findLines(lines, old, cursor, h.EOF)
 		if at < 0 {
-			return "", fmt.Errorf("hunk %d (patch line %d): the lines to change were not found in %s after line %d (first: %q); read the file and retry", i+1, h.Line, op.Path, cursor, authz.Clip(old[0], 60))
+			return "", fmt.Errorf("hunk %d (patch line %d): the lines to change were not found in %s after line %d (first: %q); read the file and retry", i+1, h.Line, op.Path, cursor, clip.String(old[0], 60))
 		}
 		// Context lines keep the file's text (a fuzzy match may differ in
 		// whitespace); only + lines come from the patch.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/openprogram/openprogram/contracts/clip"
+
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/builtin/internal/tooldef"
 	"github.com/openprogram/openprogram/runtime/tool"
@@ -123,7 +125,7 @@ func (c *config) read(ctx context.Context, _ string, a readArgs, _ func(string))
 		}
 		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
 		if len(line) > maxLineBytes {
-			t, _ := tool.TruncateMiddle(line, maxLineBytes)
+			t, _ := clip.Middle(line, maxLineBytes)
 			line = strings.ReplaceAll(t, "\n", " ")
 		}
 		fmt.Fprintf(&out, "%6d\t%s\n", lineNo, line)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/openprogram/openprogram/contracts/clip"
+
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/builtin/internal/tooldef"
 	"github.com/openprogram/openprogram/runtime/tool"
@@ -361,7 +363,7 @@ func (c *config) grep(ctx context.Context, _ string, a grepArgs, _ func(string))
 			count++
 			matches++
 			if mode == modeContent {
-				text, _ := tool.TruncateMiddle(string(line), maxGrepLineBytes)
+				text, _ := clip.Middle(string(line), maxGrepLineBytes)
 				if !emit(fmt.Sprintf("%s:%d:%s", shown, lineNo, strings.ReplaceAll(text, "\n", " "))) {
 					return errStop
 				}

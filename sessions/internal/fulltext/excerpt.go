@@ -2,7 +2,8 @@ package fulltext
 
 import (
 	"strings"
-	"unicode/utf8"
+
+	"github.com/openprogram/openprogram/contracts/clip"
 )
 
 // Words splits a user's search query into plain words: runs of letters,
@@ -39,13 +40,8 @@ func excerpt(content string, q Query) string {
 		}
 		return true
 	})
-	start, end := max(0, at-excerptRadius), min(len(content), at+excerptRadius)
-	for start > 0 && !utf8.RuneStart(content[start]) {
-		start--
-	}
-	for end < len(content) && !utf8.RuneStart(content[end]) {
-		end++
-	}
+	start := clip.Cut(content, max(0, at-excerptRadius))
+	end := clip.Next(content, at+excerptRadius)
 	out := strings.Join(strings.Fields(content[start:end]), " ")
 	if start > 0 {
 		out = "…" + out

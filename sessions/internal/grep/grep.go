@@ -4,7 +4,8 @@ package grep
 
 import (
 	"strings"
-	"unicode/utf8"
+
+	"github.com/openprogram/openprogram/contracts/clip"
 )
 
 // MaxSnippet is the longest snippet returned, in bytes (cut on a rune boundary).
@@ -50,9 +51,5 @@ func Snippet(s string) string {
 	if len(s) <= MaxSnippet {
 		return s
 	}
-	cut := MaxSnippet
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return s[:clip.Cut(s, MaxSnippet)] + "…"
 }
