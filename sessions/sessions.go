@@ -123,6 +123,19 @@ type Store interface {
 	// BrowseMemory lists the paths starting with prefix, in path order.
 	BrowseMemory(ctx context.Context, prefix string) ([]MemoryEntry, error)
 
+	// AllowForSession records the owner's standing approval of tool for
+	// the rest of session sessionID ("allow for this session"), granted by
+	// by. Recording it again is a no-op. ErrNotFound if the session does
+	// not exist; an invalid tool name wraps [ErrInvalidAllowance]
+	// ([CheckAllowance]). The approvals go with their session
+	// (DeleteSession). Only the owner's speaker may read or write them:
+	// the store does not know speakers, its caller does (cli/host).
+	AllowForSession(ctx context.Context, sessionID, tool string, by SourceAuthority) error
+	// SessionAllowances returns the tools allowed for session sessionID, in
+	// name order (byte order): empty, not nil, when there are none or the
+	// session does not exist.
+	SessionAllowances(ctx context.Context, sessionID string) ([]string, error)
+
 	// AppendAudit appends a record to the keyed chain. It fails with
 	// ErrAuditKey when the store has no key, another key than the log's,
 	// or an unkeyed log (see Options.AuditKey): never an unkeyed record.
