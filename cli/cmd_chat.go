@@ -380,6 +380,7 @@ func (v *turnView) ask(id string) {
 	if audit.Decision == DecisionDeny {
 		value = "deny"
 	}
+	kept := false
 	if audit.Decision == DecisionAllowSession {
 		// Kept in the store, per session, before the call goes on: the
 		// host's gate answers the next calls of this tool in this session
@@ -387,13 +388,16 @@ func (v *turnView) ask(id string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := v.oc.host.AllowForSession(ctx, v.oc.owner, v.sid, toolName)
 		cancel()
-		if err != nil {
+		if kept = err == nil; !kept {
 			v.say("%s", v.style.Err("could not keep the approval for this session ("+console.Printable(oneLine(err.Error()))+"); this call is allowed, later ones will ask again"))
 		}
 	}
 	if !v.oc.qs.Resolve(id, questions.Answer{Value: value}) {
 		v.say("%s", v.style.Dim("(that question had already ended)"))
-		return
+		if !kept {
+			return
+		}
+		// The standing approval was kept all the same: its record says so.
 	}
 	v.oc.audit(AuditOwnerApproval, v.sid, audit)
 }
