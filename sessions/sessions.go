@@ -73,8 +73,8 @@ type Store interface {
 	ListSessions(ctx context.Context, limit int) ([]Session, error)
 	// UpdateSession applies u and returns the updated session, or ErrNotFound.
 	UpdateSession(ctx context.Context, id string, u SessionUpdate) (Session, error)
-	// DeleteSession deletes the session with its messages and lease, or
-	// returns ErrNotFound. It exists to undo an orphan session on failure.
+	// DeleteSession deletes the session with its messages, lease and
+	// standing approvals, or returns ErrNotFound. It exists to undo an orphan session on failure.
 	DeleteSession(ctx context.Context, id string) error
 
 	// AppendMessages appends msgs as a chain (msgs[0] under parentID, each next under the previous),
