@@ -12,9 +12,7 @@ import (
 
 	"github.com/tailscale/hujson"
 
-	"github.com/openprogram/openprogram/runtime/provider"
-	"github.com/openprogram/openprogram/runtime/provider/anthropic"
-	"github.com/openprogram/openprogram/runtime/provider/openai"
+	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -69,35 +67,10 @@ func newLaunch(app *App) (launch, string, error) {
 	if !defaultStateDir(app.Env, dir) {
 		l.home = dir
 	}
-	if key := modelKeyEnv(cfg); key != "" {
+	if key := runtime.KeyEnv(cfg.Model); key != "" {
 		l.secrets = append(l.secrets, key)
 	}
 	return l, dir, nil
-}
-
-// modelKeyEnv returns the environment variable that holds the configured
-// provider's API key, or "" when the provider needs none.
-func modelKeyEnv(cfg *Config) string {
-	env := cfg.String("model.api_key_env")
-	if env == provider.KeyEnvNone {
-		return ""
-	}
-	switch cfg.String("model.provider") {
-	case "openai":
-		if env == "" && !openai.KeyRequired(cfg.String("model.base_url")) {
-			return ""
-		}
-		if env == "" {
-			env = openai.DefaultKeyEnv
-		}
-	case "anthropic":
-		if env == "" {
-			env = anthropic.DefaultKeyEnv
-		}
-	default:
-		return ""
-	}
-	return env
 }
 
 // plainEnv is the environment entry every client gets literally.

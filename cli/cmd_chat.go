@@ -53,8 +53,7 @@ func (c *chatCmd) Run(ctx context.Context, app *App) error {
 		return err
 	}
 	defer oc.Close()
-	ch := &chat{oc: oc, out: app.Stdout, sigs: sigs, style: console.NewStyle(app.Stdout, app.Env.Get("NO_COLOR")),
-		standing: map[string]map[string]bool{}}
+	ch := &chat{oc: oc, out: app.Stdout, sigs: sigs, style: console.NewStyle(app.Stdout, app.Env.Get("NO_COLOR"))}
 	if c.Session != "" {
 		s, err := oc.session(ctx, c.Session)
 		if err != nil {
@@ -82,8 +81,6 @@ type chat struct {
 	sigs  <-chan os.Signal
 	// cur is the session messages go to; nil: the next one makes a session.
 	cur *sessions.Session
-	// standing holds, per session, the tools allowed for the session.
-	standing map[string]map[string]bool
 	// quit is set when input ended, or Ctrl-C came twice, during a turn.
 	quit bool
 }
@@ -197,7 +194,7 @@ func (c *chat) send(ctx context.Context, text string) {
 		}
 	}
 	reqID := newTurnID()
-	sub := c.oc.host.Bus().Subscribe(events.TextProgress, events.ToolStart, events.ToolEnd, events.QuestionAsked)
+	sub := c.oc.host.Bus().Subscribe(events.TextProgress, events.ToolStart, events.ToolEnd, events.QuestionAsked, events.StandingApproval)
 	defer sub.Close()
 	turnCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -322,6 +319,11 @@ func (v *turnView) show(e events.Event) {
 		}
 		v.newline()
 		v.line(v.style.Dim("<- " + console.Printable(d.Tool) + " " + outcome))
+	case events.StandingData:
+		// The host's gate allowed the call with a standing approval (chat,
+		// or prompt --session); its audit record is written.
+		v.newline()
+		v.line(v.style.Dim("(allowed for this session: " + console.Printable(d.Tool) + ")"))
 	case events.QuestionData:
 		if v.chat == nil {
 			return // prompt is non-interactive: its approvals are denied at once
@@ -354,14 +356,6 @@ func (v *turnView) ask(id string) {
 		toolName, capab, args = a.Tool, a.Capability, a.Arguments
 	}
 	audit := OwnerApprovalPayload{SessionID: v.sid, Tool: toolName, Capability: capab}
-	if v.standing[v.sid][toolName] {
-		if v.oc.qs.Resolve(id, questions.Answer{Value: "allow"}) {
-			audit.Decision, audit.Standing = DecisionAllowSession, true
-			v.oc.audit(AuditOwnerApproval, v.sid, audit)
-			v.say("%s", v.style.Dim("(allowed for this session: "+console.Printable(toolName)+")"))
-		}
-		return
-	}
 	v.say("%s", v.style.Warn(fmt.Sprintf("? %s wants to run (%s):", console.Printable(toolName), console.Printable(capab))))
 	for _, l := range console.FoldArgs(args, argWidth) {
 		v.say("    %s", l)
@@ -387,15 +381,24 @@ func (v *turnView) ask(id string) {
 	if audit.Decision == DecisionDeny {
 		value = "deny"
 	}
+	kept := false
+	if audit.Decision == DecisionAllowSession {
+		// Kept in the store, per session, before the call goes on: the
+		// host's gate answers the next calls of this tool in this session
+		// itself, here, after a restart and in prompt --session.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := v.oc.host.AllowForSession(ctx, v.oc.owner, v.sid, toolName)
+		cancel()
+		if kept = err == nil; !kept {
+			v.say("%s", v.style.Err("could not keep the approval for this session ("+console.Printable(oneLine(err.Error()))+"); this call is allowed, later ones will ask again"))
+		}
+	}
 	if !v.oc.qs.Resolve(id, questions.Answer{Value: value}) {
 		v.say("%s", v.style.Dim("(that question had already ended)"))
-		return
-	}
-	if audit.Decision == DecisionAllowSession {
-		if v.standing[v.sid] == nil {
-			v.standing[v.sid] = map[string]bool{}
+		if !kept {
+			return
 		}
-		v.standing[v.sid][toolName] = true
+		// The standing approval was kept all the same: its record says so.
 	}
 	v.oc.audit(AuditOwnerApproval, v.sid, audit)
 }

@@ -47,6 +47,9 @@ type configSetCmd struct {
 	Value string `arg:"" help:"The value: JSON, or a plain string."`
 }
 
+// Run loads the configuration through the one loader, applies the key
+// with its own parser, checks the whole, and writes config.json
+// atomically; on any refusal the file is left as it was.
 func (c *configSetCmd) Run(app *App) error {
 	k, ok := lookupKey(c.Key)
 	if !ok {
@@ -71,7 +74,7 @@ func (c *configSetCmd) Run(app *App) error {
 	// Checked when set, not when loaded: a file that goes away later is
 	// reported by doctor and by the prompt that needs it.
 	if c.Key == "model.script" {
-		if err := checkScript(v); err != nil {
+		if err := checkScript(cfg.Model.Script); err != nil {
 			return usagef("invalid value for model.script: %v; config.json was not changed", err)
 		}
 	}
@@ -93,10 +96,12 @@ func (c *configUnsetCmd) Run(app *App) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := cfg.values[c.Key]; !ok {
+	if _, set, _ := cfg.Get(c.Key); !set {
 		return nil
 	}
-	delete(cfg.values, c.Key)
+	if err := cfg.unset(c.Key); err != nil {
+		return err
+	}
 	return cfg.Save(dir)
 }
 
@@ -125,13 +130,15 @@ func (c configListCmd) Run(app *App) error {
 	return nil
 }
 
-// loadAppConfig resolves the state directory and loads config.json from it.
+// loadAppConfig resolves the state directory and loads the configuration
+// from it and the environment (the store URL; not the model overrides,
+// which only the commands that run turns read: loadRunConfig).
 func loadAppConfig(app *App) (*Config, string, error) {
 	dir, err := app.StateDir()
 	if err != nil {
 		return nil, "", err
 	}
-	cfg, err := LoadConfig(dir)
+	cfg, err := loadConfig(dir, loadFrom{env: app.Env})
 	if err != nil {
 		return nil, "", err
 	}

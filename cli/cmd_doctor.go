@@ -58,16 +58,13 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 	}
 
 	add(modelCheck(ctx, app, cfg))
-	if rules, err := cfg.Rules(); err != nil {
-		add(check{name: "permission rules", info: err.Error(), fix: "openprogram config set tools.permission_rules '[...]'"})
-	} else {
-		add(check{name: "permission rules", ok: true, info: fmt.Sprintf("%d rules", len(rules))})
-	}
+	// The loader checked every rule.
+	add(check{name: "permission rules", ok: true, info: fmt.Sprintf("%d rules", len(cfg.Tools.PermissionRules))})
 
-	u := storeURL(app.Env, cfg, dir)
+	u := cfg.StoreURL
 	// doctor reports, it does not install: no database, table or audit key
 	// is created and no migration runs (the first mcp serve does that).
-	st, err := inspectStore(ctx, app, cfg, dir)
+	st, err := inspectStore(ctx, app, cfg)
 	switch {
 	case errors.Is(err, sessions.ErrNoStore):
 		add(check{name: "store", warn: true, info: "no store yet: " + err.Error(), fix: "the first `openprogram mcp serve` creates it"})
@@ -97,12 +94,12 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 		add(check{name: "audit log", ok: true, info: fmt.Sprintf("%d records, keyed chain intact", rep.Records)})
 	}
 
-	reg, err := newRegistry(app, st, cfg, dir)
+	reg, err := newRegistry(app, st, cfg)
 	if err != nil {
 		add(check{name: "runtime tools", info: err.Error()})
 		return report(app, checks)
 	}
-	exposed := mcpserver.ResolveExposed(reg, cfg.Strings("mcp_server.exposed_tools"))
+	exposed := mcpserver.ResolveExposed(reg, cfg.MCPServer.ExposedTools)
 	if len(exposed) == 0 {
 		add(check{name: "exposed tools", ok: true, info: "none exposed to MCP clients (mcp_server.exposed_tools is [])"})
 	}
@@ -190,15 +187,15 @@ func modelCheck(ctx context.Context, app *App, cfg *Config) check {
 	if err != nil {
 		return check{name: "model provider", warn: true, info: err.Error(), fix: "prompts will complete with failed:true until the settings above are fixed"}
 	}
-	what := cfg.String("model.provider") + " " + cfg.String("model.name")
-	if base := cfg.String("model.base_url"); base != "" {
+	what := cfg.Model.Provider + " " + cfg.Model.Model
+	if base := cfg.Model.BaseURL; base != "" {
 		what += " at " + sessions.RedactURL(base)
 	}
 	pctx, cancel := context.WithTimeout(ctx, modelProbeTimeout)
 	defer cancel()
 	start := time.Now()
 	_, err = prov.Stream(pctx, provider.Request{
-		Model:     cfg.String("model.name"),
+		Model:     cfg.Model.Model,
 		Messages:  []provider.Message{{Role: provider.RoleUser, Content: "Reply with the single word: ok"}},
 		MaxTokens: 16,
 	}, nil)

@@ -93,6 +93,14 @@ func manPage(root *kong.Node, app *App) string {
 	for _, o := range modelEnvOverrides {
 		b.WriteString(".TP\n.B " + o.env + "\n" + roffText("Overrides "+o.key+" of config.json for the commands that run turns; empty means unset.") + "\n")
 	}
+	b.WriteString(".SH CONFIGURATION\n" + roffText("The keys of config.json (openprogram config list shows their values):") + "\n")
+	for _, k := range configKeys {
+		text := k.help + " Default: " + encodeValue(k.def) + "."
+		if k.secret {
+			text += " Hidden by config get and list unless --show-secrets."
+		}
+		b.WriteString(".TP\n.B " + roffText(k.name) + "\n" + roffText(text) + "\n")
+	}
 	b.WriteString(".SH FILES\n")
 	for _, f := range [][2]string{
 		{tokenauth.FileName, "the MCP token (mode 0600); mcp serve compares " + tokenauth.EnvVar + " with it"},

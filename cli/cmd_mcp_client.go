@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/provider/anthropic"
 	"github.com/openprogram/openprogram/runtime/provider/openai"
 	"github.com/openprogram/openprogram/tokenauth"
@@ -199,7 +200,7 @@ func (c *mcpUninstallCmd) Run(ctx context.Context, app *App) error {
 		if c.Client == "vscode" {
 			ids = []string{vscodeInputID(tokenauth.EnvVar), vscodeInputID(openai.DefaultKeyEnv), vscodeInputID(anthropic.DefaultKeyEnv)}
 			if cfg, _, err := loadAppConfig(app); err == nil {
-				if k := modelKeyEnv(cfg); k != "" {
+				if k := runtime.KeyEnv(cfg.Model); k != "" {
 					ids = append(ids, vscodeInputID(k))
 				}
 			}

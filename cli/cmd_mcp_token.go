@@ -100,7 +100,7 @@ func (c *mcpTokenRotateCmd) Run(ctx context.Context, app *App) error {
 	}
 	// The store opens first: a rotation is never left unaudited because the
 	// store was unreachable.
-	st, err := openStore(ctx, app, cfg, dir)
+	st, err := openStore(ctx, app, cfg)
 	if err != nil {
 		return fmt.Errorf("open the store for the audit record: %w; the token was not changed", err)
 	}

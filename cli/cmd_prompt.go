@@ -62,7 +62,7 @@ func (c *promptCmd) Run(ctx context.Context, app *App) error {
 	// payload alone) and each tool call is a line on stderr, through the
 	// view chat uses, so both sanitise alike.
 	reqID := newTurnID()
-	sub := oc.host.Bus().Subscribe(events.TextProgress, events.ToolStart, events.ToolEnd)
+	sub := oc.host.Bus().Subscribe(events.TextProgress, events.ToolStart, events.ToolEnd, events.StandingApproval)
 	defer sub.Close()
 	v := &turnView{out: app.Stdout, info: app.Stderr, style: console.NewStyle(app.Stderr, app.Env.Get("NO_COLOR")), sid: s.ID, reqID: reqID}
 	if c.JSON {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,18 +18,6 @@ import (
 // DatabaseFileName is the embedded SQLite store inside the state directory.
 const DatabaseFileName = "openprogram.db"
 
-// storeURL picks the store: OPENPROGRAM_DATABASE_URL, else config store.url,
-// else SQLite in the state directory.
-func storeURL(env Env, cfg *Config, stateDir string) string {
-	if u := env.Get(EnvDatabaseURL); u != "" {
-		return u
-	}
-	if u := cfg.String("store.url"); u != "" {
-		return u
-	}
-	return "sqlite:" + filepath.Join(stateDir, DatabaseFileName)
-}
-
 // openAppStore loads config.json and opens the configured store for a
 // read-only command, with the audit key if it exists (it is never created
 // here); the caller closes the store.
@@ -39,11 +26,11 @@ func openAppStore(ctx context.Context, app *App) (*Config, sessions.Store, error
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) && strings.HasPrefix(storeURL(app.Env, cfg, dir), "sqlite:") {
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) && strings.HasPrefix(cfg.StoreURL, "sqlite:") {
 		// A read-only command does not install: no state dir means no store yet.
 		return nil, nil, fmt.Errorf("no state directory at %s yet: create one with `openprogram mcp token create`", dir)
 	}
-	st, err := openStoreKey(ctx, app, cfg, dir, false)
+	st, err := openStoreKey(ctx, app, cfg, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -55,8 +42,8 @@ func openAppStore(ctx context.Context, app *App) (*Config, sessions.Store, error
 // embedded default and the audit key if it is missing, and holds it to the
 // audit anchor of the state directory (host.OpenStore with Create): a log
 // that does not extend the anchor is refused there, for every front end.
-func openStore(ctx context.Context, app *App, cfg *Config, stateDir string) (sessions.Store, error) {
-	return openStoreKey(ctx, app, cfg, stateDir, true)
+func openStore(ctx context.Context, app *App, cfg *Config) (sessions.Store, error) {
+	return openStoreKey(ctx, app, cfg, true)
 }
 
 // inspectStore opens the configured store for a command that changes
@@ -64,15 +51,15 @@ func openStore(ctx context.Context, app *App, cfg *Config, stateDir string) (ses
 // audit key is created and no migration runs. A store that does not exist
 // yet is an error wrapping sessions.ErrNoStore, one an older version wrote
 // sessions.ErrMigrationsPending.
-func inspectStore(ctx context.Context, app *App, cfg *Config, stateDir string) (sessions.Store, error) {
-	return host.OpenStore(ctx, stateDir, storeURL(app.Env, cfg, stateDir), &host.StoreOptions{Inspect: true, Logger: app.Logger})
+func inspectStore(ctx context.Context, app *App, cfg *Config) (sessions.Store, error) {
+	return host.OpenStore(ctx, cfg.StateDir, cfg.StoreURL, &host.StoreOptions{Inspect: true, Logger: app.Logger})
 }
 
 // openStoreKey opens the configured store with the audit key of the state
 // directory: host.OpenStore, the one place a store is opened (with create,
 // what a first run needs is created).
-func openStoreKey(ctx context.Context, app *App, cfg *Config, stateDir string, create bool) (sessions.Store, error) {
-	return host.OpenStore(ctx, stateDir, storeURL(app.Env, cfg, stateDir), &host.StoreOptions{Create: create, Logger: app.Logger})
+func openStoreKey(ctx context.Context, app *App, cfg *Config, create bool) (sessions.Store, error) {
+	return host.OpenStore(ctx, cfg.StateDir, cfg.StoreURL, &host.StoreOptions{Create: create, Logger: app.Logger})
 }
 
 type sessionsCmd struct {

@@ -10,14 +10,10 @@ import (
 	"github.com/openprogram/openprogram/sessions"
 )
 
-// newRegistry is host.NewRegistry for a command that reads cfg (config.json
-// of stateDir) without building a host: tools list and doctor.
-func newRegistry(app *App, store sessions.Store, cfg *Config, stateDir string) (*tool.Registry, error) {
-	hc, err := hostConfig(app, cfg, stateDir)
-	if err != nil {
-		return nil, err
-	}
-	return host.NewRegistry(store, hc, app.Logger)
+// newRegistry is host.NewRegistry for a command that reads cfg without
+// building a host: tools list and doctor.
+func newRegistry(app *App, store sessions.Store, cfg *Config) (*tool.Registry, error) {
+	return host.NewRegistry(store, cfg.Config, app.Logger)
 }
 
 // listingStore stands in for the session store when the registry is built
@@ -39,15 +35,15 @@ type toolsListCmd struct {
 // (listing calls no tool), so it creates and changes nothing, and works
 // before the first mcp serve.
 func (c *toolsListCmd) Run(app *App) error {
-	cfg, dir, err := loadAppConfig(app)
+	cfg, _, err := loadAppConfig(app)
 	if err != nil {
 		return err
 	}
-	reg, err := newRegistry(app, listingStore{}, cfg, dir)
+	reg, err := newRegistry(app, listingStore{}, cfg)
 	if err != nil {
 		return err
 	}
-	resolved := mcpserver.ResolveExposed(reg, cfg.Strings("mcp_server.exposed_tools"))
+	resolved := mcpserver.ResolveExposed(reg, cfg.MCPServer.ExposedTools)
 	tw := tabwriter.NewWriter(app.Stdout, 0, 4, 2, ' ', 0)
 	if c.Exposed {
 		fmt.Fprintln(tw, "NAME\tCAPABILITY")

@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/runtime/secretenv"
 	"github.com/openprogram/openprogram/sessions"
 )
@@ -23,12 +27,15 @@ const ConfigFileName = "config.json"
 const maxConfigBytes = 1 << 20
 
 // configKey describes one setting: its dotted name, what it is for, the
-// value a missing key reads as, and the validator every write goes through.
+// value a missing key reads as, whether its value is a secret (config get
+// and list redact it), and apply, its one parser: it validates a JSON value
+// and stores it, typed, in a Config.
 type configKey struct {
-	name     string
-	help     string
-	def      any
-	validate func(v any) error
+	name   string
+	help   string
+	def    any
+	secret bool
+	apply  func(c *Config, v any) error
 }
 
 // validToolName reports whether s matches ^[A-Za-z0-9_.-]{1,128}$.
@@ -37,37 +44,66 @@ func validToolName(s string) bool {
 	return validName(s, 128, isToolByte, isToolByte)
 }
 
-// configKeys is every key config.json may hold, in `config list` order.
+// configKeys is every key config.json may hold, in `config list` order:
+// the one table of keys, their types (the parser), defaults, secrets and
+// help (config list, completion and the man page read it).
 var configKeys = []configKey{
-	{"mcp_server.exposed_tools", "runtime tools MCP clients may discover and call (a JSON list; [] exposes none; read when `mcp serve` starts)", []any{}, validateToolList},
-	{"audit.on_failure", "what mcp serve does with a prompt_send or tool_call whose audit record cannot be written: refuse (before anything runs) or log (run it unaudited)", "refuse", validateEnum("refuse", "log")},
-	{"store.url", "the session store: sqlite:<path> or postgres://... (default: sqlite in the state directory)", "", validateStoreURL},
-	{"model.provider", "the model provider: openai, anthropic or scripted", "", validateEnum("openai", "anthropic", "scripted")},
-	{"model.name", "the model name sent to the provider", "", validateString},
-	{"model.base_url", "the provider's base URL (OpenAI-compatible servers: Ollama, vLLM, llama.cpp, LM Studio, OpenRouter)", "", validateBaseURL},
-	{"model.api_key_env", "the environment variable that holds the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY; none: the server takes no key, at any URL)", "", validateKeyEnv},
-	{"model.script", "the JSON script the scripted provider replays", "", validateString},
-	{"model.temperature", "sampling temperature, 0 to 2 (null: the server's default; the anthropic provider refuses it)", nil, validateFloat(0, 2, true)},
-	{"model.top_p", "nucleus sampling, above 0 and at most 1 (null: the server's default; the anthropic provider refuses it)", nil, validateFloat(0, 1, false)},
-	{"model.max_output_tokens", "the longest reply in tokens (null: the server's default; anthropic: 8192)", nil, validateInt(1, 1<<24)},
-	{"model.timeout", `the longest silence of one model request: the wait for the response and each gap in the stream ("90s", "5m")`, "120s", validateDuration},
-	{"model.turn_timeout", `the longest a whole prompt may take, model calls, retries and tools together (null: no limit)`, nil, validateDuration},
-	{"model.headers", `extra HTTP headers for every model request, a JSON object of strings; ${NAME} in a value is read from the environment`, map[string]any{}, validateHeaders},
-	{"model.context_tokens", "the model's context window in tokens: older turns are left out of what is sent to fit it (null: send the whole session)", nil, validateInt(256, 1<<24)},
-	{"tools.permission_rules", `permission rules: [{"tool":"name or name(pattern)","action":"allow|ask|deny"}]`, []any{}, validateRules},
-	{"agent.system_prompt", "the system prompt of the main agent", "", validateString},
-	{"agent.work_dirs", "absolute directories the runtime's file tools are confined to", []any{}, validateWorkDirs},
-	{"agent.max_steps", "the most model calls one prompt may make", json.Number("20"), validateInt(1, 1000)},
+	{"mcp_server.exposed_tools", "runtime tools MCP clients may discover and call (a JSON list; [] exposes none; read when `mcp serve` starts)", []any{}, false,
+		into(parseToolList, func(c *Config, v []string) { c.MCPServer.ExposedTools = v })},
+	{"audit.on_failure", "what mcp serve does with a prompt_send or tool_call whose audit record cannot be written: refuse (before anything runs) or log (run it unaudited)", "refuse", false,
+		into(parseEnum("refuse", "log"), func(c *Config, v string) { c.Audit.LogFailures = v == "log" })},
+	{"store.url", "the session store: sqlite:<path> or postgres://... (default: sqlite in the state directory)", "", true,
+		into(parseStoreURL, func(c *Config, v string) { c.fileStoreURL = v })},
+	{"model.provider", "the model provider: openai, anthropic or scripted", "", false,
+		into(parseEnum("openai", "anthropic", "scripted"), func(c *Config, v string) { c.Model.Provider = v })},
+	{"model.name", "the model name sent to the provider", "", false,
+		into(parseString, func(c *Config, v string) { c.Model.Model = v })},
+	{"model.base_url", "the provider's base URL (OpenAI-compatible servers: Ollama, vLLM, llama.cpp, LM Studio, OpenRouter)", "", true,
+		into(parseBaseURL, func(c *Config, v string) { c.Model.BaseURL = v })},
+	{"model.api_key_env", "the environment variable that holds the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY; none: the server takes no key, at any URL)", "", false,
+		into(parseKeyEnv, func(c *Config, v string) { c.Model.APIKeyEnv = v })},
+	{"model.script", "the JSON script the scripted provider replays", "", false,
+		into(parseString, func(c *Config, v string) { c.Model.Script = v })},
+	{"model.temperature", "sampling temperature, 0 to 2 (null: the server's default; the anthropic provider refuses it)", nil, false,
+		into(parseFloat(0, 2, true), func(c *Config, v *float64) { c.Model.Temperature = v })},
+	{"model.top_p", "nucleus sampling, above 0 and at most 1 (null: the server's default; the anthropic provider refuses it)", nil, false,
+		into(parseFloat(0, 1, false), func(c *Config, v *float64) { c.Model.TopP = v })},
+	{"model.max_output_tokens", "the longest reply in tokens (null: the server's default; anthropic: 8192)", nil, false,
+		into(parseInt(1, 1<<24), func(c *Config, v int) { c.Model.MaxOutputTokens = v })},
+	{"model.timeout", `the longest silence of one model request: the wait for the response and each gap in the stream ("90s", "5m")`, "120s", false,
+		into(parseDuration, func(c *Config, v time.Duration) { c.Model.Timeout = v })},
+	{"model.turn_timeout", `the longest a whole prompt may take, model calls, retries and tools together (null: no limit)`, nil, false,
+		into(parseDuration, func(c *Config, v time.Duration) { c.Agent.TurnTimeout = v })},
+	{"model.headers", `extra HTTP headers for every model request, a JSON object of strings; ${NAME} in a value is read from the environment`, map[string]any{}, true,
+		into(parseHeaders, func(c *Config, v map[string]string) { c.Model.Headers = v })},
+	{"model.context_tokens", "the model's context window in tokens: older turns are left out of what is sent to fit it (null: send the whole session)", nil, false,
+		into(parseInt(256, 1<<24), func(c *Config, v int) { c.Agent.ContextTokens = v })},
+	{"tools.permission_rules", `permission rules: [{"tool":"name or name(pattern)","action":"allow|ask|deny"}]`, []any{}, false,
+		into(parseRules, func(c *Config, v []authz.Rule) { c.Tools.PermissionRules = v })},
+	{"agent.system_prompt", "the system prompt of the main agent", "", false,
+		into(parseString, func(c *Config, v string) { c.Agent.SystemPrompt = v })},
+	{"agent.work_dirs", "absolute directories the runtime's file tools are confined to", []any{}, false,
+		into(parseWorkDirs, func(c *Config, v []string) { c.Agent.WorkDirs = v })},
+	{"agent.max_steps", "the most model calls one prompt may make", json.Number("20"), false,
+		into(parseInt(1, 1000), func(c *Config, v int) { c.Agent.MaxSteps = v })},
 }
 
-// secretKeys are keys whose values hold secrets: list and get redact them
-// unless asked not to.
-var secretKeys = map[string]bool{"store.url": true, "model.base_url": true, "model.headers": true}
+// into makes a key's apply from its parser and the field it fills.
+func into[T any](parse func(any) (T, error), store func(*Config, T)) func(*Config, any) error {
+	return func(c *Config, v any) error {
+		t, err := parse(v)
+		if err != nil {
+			return err
+		}
+		store(c, t)
+		return nil
+	}
+}
 
 // redactValue hides the secret parts of key's value: a URL's credentials
 // (sessions.RedactURL), every value of an object (HTTP headers).
 func redactValue(key string, v any) any {
-	if !secretKeys[key] {
+	if k, ok := lookupKey(key); !ok || !k.secret {
 		return v
 	}
 	switch v := v.(type) {
@@ -154,19 +190,67 @@ func knownKeys() string {
 	return strings.Join(names, ", ")
 }
 
-// Config is the parsed config.json: dotted key -> JSON value. Only known keys,
-// each valid, are ever held.
+// Config is the configuration, typed: config.json, then the environment,
+// over the defaults of configKeys, each value checked by its key's parser.
+// [loadConfig] is the one loader that produces it; the embedded
+// host.Config is what the host is built from, and nothing downstream
+// checks those values again.
 type Config struct {
-	values map[string]any
+	host.Config
+	// file holds the keys config.json sets, as the JSON values it holds:
+	// what config get, list and set show and write back.
+	file map[string]any
+	// fileStoreURL is store.url as config.json has it; Config.StoreURL is
+	// the store actually used (OPENPROGRAM_DATABASE_URL, then store.url,
+	// then SQLite in the state directory).
+	fileStoreURL string
+}
+
+// loadFrom says where [loadConfig] reads from besides config.json.
+type loadFrom struct {
+	// env is the environment: OPENPROGRAM_DATABASE_URL, and with modelEnv
+	// the modelEnvOverrides.
+	env Env
+	// modelEnv applies modelEnvOverrides: what the commands that run turns
+	// (mcp serve, chat, prompt, doctor) see. config get, set and list show
+	// config.json alone.
+	modelEnv bool
 }
 
 // LoadConfig reads <stateDir>/config.json. A missing file is an empty config;
 // a malformed file, an unknown key or an invalid value is an error that names it.
 func LoadConfig(stateDir string) (*Config, error) {
+	return loadConfig(stateDir, loadFrom{})
+}
+
+// loadConfig is the one loader: config.json of stateDir (every key known
+// and valid, or an error naming it), the defaults of the keys it does not
+// set, then the environment as from says; the store URL resolved.
+func loadConfig(stateDir string, from loadFrom) (*Config, error) {
 	path := filepath.Join(stateDir, ConfigFileName)
+	data, err := readConfigFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := parseConfig(data)
+	if err != nil {
+		// config set/unset load the file first, so they cannot repair it.
+		return nil, fmt.Errorf("%s: %w; edit or remove the file (openprogram config cannot change it while it is invalid)", path, err)
+	}
+	if from.modelEnv {
+		if err := c.applyModelEnv(from.env); err != nil {
+			return nil, err
+		}
+	}
+	c.resolve(from.env, stateDir)
+	return c, nil
+}
+
+// readConfigFile returns the bytes of path, bounded; a missing file is empty.
+func readConfigFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return &Config{values: map[string]any{}}, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
@@ -179,16 +263,23 @@ func LoadConfig(stateDir string) (*Config, error) {
 	if buf.Len() > maxConfigBytes {
 		return nil, fmt.Errorf("read %s: larger than %d bytes", path, maxConfigBytes)
 	}
-	c, err := parseConfig(buf.Bytes())
-	if err != nil {
-		// config set/unset load the file first, so they cannot repair it.
-		return nil, fmt.Errorf("%s: %w; edit or remove the file (openprogram config cannot change it while it is invalid)", path, err)
+	return buf.Bytes(), nil
+}
+
+// newConfig is the configuration of an empty config.json: every key its
+// default.
+func newConfig() *Config {
+	c := &Config{file: map[string]any{}}
+	for _, k := range configKeys {
+		if err := k.apply(c, k.def); err != nil {
+			panic(fmt.Sprintf("config key %s: invalid default: %v", k.name, err)) // a defect of configKeys
+		}
 	}
-	return c, nil
+	return c
 }
 
 func parseConfig(data []byte) (*Config, error) {
-	c := &Config{values: map[string]any{}}
+	c := newConfig()
 	if len(bytes.TrimSpace(data)) == 0 {
 		return c, nil
 	}
@@ -201,14 +292,13 @@ func parseConfig(data []byte) (*Config, error) {
 	if dec.More() {
 		return nil, errors.New("trailing data after the JSON object")
 	}
-	for section, raw := range root {
-		obj, ok := raw.(map[string]any)
+	for _, section := range slices.Sorted(maps.Keys(root)) {
+		obj, ok := root[section].(map[string]any)
 		if !ok {
 			return nil, fmt.Errorf("section %q must be an object", section)
 		}
-		for name, v := range obj {
-			key := section + "." + name
-			if err := c.set(key, v); err != nil {
+		for _, name := range slices.Sorted(maps.Keys(obj)) {
+			if err := c.set(section+"."+name, obj[name]); err != nil {
 				return nil, err
 			}
 		}
@@ -216,65 +306,84 @@ func parseConfig(data []byte) (*Config, error) {
 	return c, nil
 }
 
-// set validates and stores one value.
+// set parses one value with its key's parser and stores it, typed and as
+// config.json will hold it.
 func (c *Config) set(key string, v any) error {
 	k, ok := lookupKey(key)
 	if !ok {
 		return errors.New(unknownKeyMessage(key))
 	}
-	if err := k.validate(v); err != nil {
+	if err := k.apply(c, v); err != nil {
 		return fmt.Errorf("invalid value for %s: %w", key, err)
 	}
-	c.values[key] = v
+	c.file[key] = v
 	return nil
 }
 
-// Get returns the value of key, or its default when unset, and whether it was set.
+// unset removes key from config.json: it reads as its default again.
+func (c *Config) unset(key string) error {
+	k, ok := lookupKey(key)
+	if !ok {
+		return unknownKeyError(key)
+	}
+	if err := k.apply(c, k.def); err != nil {
+		return fmt.Errorf("config key %s: invalid default: %w", key, err)
+	}
+	delete(c.file, key)
+	return nil
+}
+
+// applyModelEnv applies modelEnvOverrides from env, each value checked by
+// its key's parser; config.json's values (c.file) stay as they are.
+func (c *Config) applyModelEnv(env Env) error {
+	for _, o := range modelEnvOverrides {
+		v := env.Get(o.env)
+		if v == "" {
+			continue
+		}
+		if strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") {
+			return fmt.Errorf("%s is %q, a placeholder the MCP client did not fill in: set it, or leave it empty to use %s of config.json", o.env, v, o.key)
+		}
+		k, _ := lookupKey(o.key)
+		if err := k.apply(c, v); err != nil {
+			return fmt.Errorf("%s: invalid value for %s: %w (unset it to use config.json's %s)", o.env, o.key, err, o.key)
+		}
+	}
+	return nil
+}
+
+// resolve fills in what comes from outside config.json: the state
+// directory and the store (OPENPROGRAM_DATABASE_URL, else store.url, else
+// SQLite in the state directory).
+func (c *Config) resolve(env Env, stateDir string) {
+	c.StateDir = stateDir
+	switch {
+	case env.Get(EnvDatabaseURL) != "":
+		c.StoreURL = env.Get(EnvDatabaseURL)
+	case c.fileStoreURL != "":
+		c.StoreURL = c.fileStoreURL
+	default:
+		c.StoreURL = "sqlite:" + filepath.Join(stateDir, DatabaseFileName)
+	}
+}
+
+// Get returns the value of key as config.json holds it, or its default
+// when unset, and whether it was set.
 func (c *Config) Get(key string) (any, bool, error) {
 	k, ok := lookupKey(key)
 	if !ok {
 		return nil, false, unknownKeyError(key)
 	}
-	if v, ok := c.values[key]; ok {
+	if v, ok := c.file[key]; ok {
 		return v, true, nil
 	}
 	return k.def, false, nil
 }
 
-// String returns a string setting ("" when unset).
-func (c *Config) String(key string) string {
-	v, _, _ := c.Get(key)
-	s, _ := v.(string)
-	return s
-}
-
-// Strings returns a list-of-strings setting (empty when unset).
-func (c *Config) Strings(key string) []string {
-	v, _, _ := c.Get(key)
-	list, _ := v.([]any)
-	out := make([]string, 0, len(list))
-	for _, e := range list {
-		if s, ok := e.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// Rules returns tools.permission_rules, parsed.
-func (c *Config) Rules() ([]authz.Rule, error) {
-	v, _, _ := c.Get("tools.permission_rules")
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encode tools.permission_rules: %w", err)
-	}
-	return authz.ParseRules(raw)
-}
-
 // Marshal renders the config as the nested JSON object stored on disk.
 func (c *Config) Marshal() ([]byte, error) {
 	root := map[string]map[string]any{}
-	for key, v := range c.values {
+	for key, v := range c.file {
 		section, name, _ := strings.Cut(key, ".")
 		if root[section] == nil {
 			root[section] = map[string]any{}
@@ -288,9 +397,7 @@ func (c *Config) Marshal() ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
-// Save writes the config atomically: a 0600 temp file in the same directory,
-// fsync, rename over config.json, fsync the directory. On any failure the old
-// file is left as it was.
+// Save writes the config atomically (writeFileAtomic, mode 0600).
 func (c *Config) Save(stateDir string) error {
 	data, err := c.Marshal()
 	if err != nil {
@@ -374,109 +481,103 @@ func encodeValue(v any) string {
 	return strings.TrimSuffix(buf.String(), "\n")
 }
 
-func validateString(v any) error {
-	if _, ok := v.(string); !ok {
-		return fmt.Errorf("want a string, got %s", jsonKind(v))
+// The parsers: each validates one JSON value (as encoding/json decodes it,
+// numbers as json.Number) and returns it typed, or an error that says what
+// is wanted.
+
+func parseString(v any) (string, error) {
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("want a string, got %s", jsonKind(v))
 	}
-	return nil
+	return s, nil
 }
 
-func validateEnum(allowed ...string) func(any) error {
-	return func(v any) error {
-		s, ok := v.(string)
-		if !ok {
-			return fmt.Errorf("want a string, got %s", jsonKind(v))
+func parseEnum(allowed ...string) func(any) (string, error) {
+	return func(v any) (string, error) {
+		s, err := parseString(v)
+		if err != nil || s == "" || slices.Contains(allowed, s) {
+			return s, err
 		}
-		if s == "" {
-			return nil
-		}
-		for _, a := range allowed {
-			if s == a {
-				return nil
-			}
-		}
-		return fmt.Errorf("%q is not one of %s", s, strings.Join(allowed, ", "))
+		return "", fmt.Errorf("%q is not one of %s", s, strings.Join(allowed, ", "))
 	}
 }
 
-func validateToolList(v any) error {
+func parseToolList(v any) ([]string, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return fmt.Errorf(`want a JSON list of tool names such as '["memory_search"]', got %s`, jsonKind(v))
+		return nil, fmt.Errorf(`want a JSON list of tool names such as '["memory_search"]', got %s`, jsonKind(v))
 	}
+	out := make([]string, 0, len(list))
 	for i, e := range list {
 		s, ok := e.(string)
 		if !ok {
-			return fmt.Errorf("entry %d: want a tool name string, got %s", i, jsonKind(e))
+			return nil, fmt.Errorf("entry %d: want a tool name string, got %s", i, jsonKind(e))
 		}
 		if !validToolName(s) {
-			return fmt.Errorf("entry %d: %q is not a valid tool name", i, s)
+			return nil, fmt.Errorf("entry %d: %q is not a valid tool name", i, s)
 		}
+		out = append(out, s)
 	}
-	return nil
+	return out, nil
 }
 
-func validateStoreURL(v any) error {
-	s, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("want a string, got %s", jsonKind(v))
+func parseStoreURL(v any) (string, error) {
+	s, err := parseString(v)
+	if err != nil || s == "" || strings.HasPrefix(s, "sqlite:") || strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") {
+		return s, err
 	}
-	if s == "" || strings.HasPrefix(s, "sqlite:") || strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") {
-		return nil
-	}
-	return fmt.Errorf("%q is not a store URL: use sqlite:<path> or postgres://user@host/db", sessions.RedactURL(s))
+	return "", fmt.Errorf("%q is not a store URL: use sqlite:<path> or postgres://user@host/db", sessions.RedactURL(s))
 }
 
-func validateBaseURL(v any) error {
-	s, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("want a string, got %s", jsonKind(v))
-	}
-	if s == "" {
-		return nil
+func parseBaseURL(v any) (string, error) {
+	s, err := parseString(v)
+	if err != nil || s == "" {
+		return s, err
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL", sessions.RedactURL(s))
+		return "", fmt.Errorf("%q is not an http(s) URL", sessions.RedactURL(s))
 	}
-	return nil
+	return s, nil
 }
 
-func validateEnvName(v any) error {
-	s, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("want a string, got %s", jsonKind(v))
+func parseEnvName(v any) (string, error) {
+	s, err := parseString(v)
+	if err != nil {
+		return "", err
 	}
 	if s != "" && !secretenv.ValidName(s) {
-		return fmt.Errorf("%q is not an environment variable name", s)
+		return "", fmt.Errorf("%q is not an environment variable name", s)
 	}
-	return nil
+	return s, nil
 }
 
-func validateRules(v any) error {
+func parseRules(v any) ([]authz.Rule, error) {
+	if _, ok := v.([]any); !ok {
+		return nil, fmt.Errorf("want a JSON list of rules, got %s", jsonKind(v))
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, ok := v.([]any); !ok {
-		return fmt.Errorf("want a JSON list of rules, got %s", jsonKind(v))
-	}
-	_, err = authz.ParseRules(raw)
-	return err
+	return authz.ParseRules(raw)
 }
 
-func validateWorkDirs(v any) error {
+func parseWorkDirs(v any) ([]string, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return fmt.Errorf("want a JSON list of absolute directories, got %s", jsonKind(v))
+		return nil, fmt.Errorf("want a JSON list of absolute directories, got %s", jsonKind(v))
 	}
+	var out []string
 	for i, e := range list {
 		s, ok := e.(string)
 		if !ok || !filepath.IsAbs(s) {
-			return fmt.Errorf("entry %d: want an absolute directory path", i)
+			return nil, fmt.Errorf("entry %d: want an absolute directory path", i)
 		}
+		out = append(out, s)
 	}
-	return nil
+	return out, nil
 }
 
 func jsonKind(v any) string {

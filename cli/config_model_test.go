@@ -35,7 +35,7 @@ func setText(c *Config, k, v string) error {
 
 func configOf(t *testing.T, kv map[string]string) *Config {
 	t.Helper()
-	c := &Config{values: map[string]any{}}
+	c := newConfig()
 	for k, v := range kv {
 		if err := setText(c, k, v); err != nil {
 			t.Fatalf("set %s %s: %v", k, v, err)
@@ -58,7 +58,7 @@ func TestModelKeysValidated(t *testing.T) {
 	}
 	for k, vs := range good {
 		for _, v := range vs {
-			c := &Config{values: map[string]any{}}
+			c := newConfig()
 			if err := setText(c, k, v); err != nil {
 				t.Errorf("set %s %s: %v", k, v, err)
 			}
@@ -77,7 +77,7 @@ func TestModelKeysValidated(t *testing.T) {
 	}
 	for k, vs := range bad {
 		for _, v := range vs {
-			c := &Config{values: map[string]any{}}
+			c := newConfig()
 			if err := setText(c, k, v); err == nil {
 				t.Errorf("set %s %s accepted", k, v)
 			}
@@ -163,23 +163,17 @@ func TestModelProviderFromConfig(t *testing.T) {
 		}
 	}
 
-	hc, err := hostConfig(&App{}, cfg, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc := cfg.Config
 	if a := hc.Agent; a.MaxSteps != 7 || a.ContextTokens != 16000 || hc.Model.MaxOutputTokens != 512 || a.TurnTimeout != 10*time.Minute {
 		t.Errorf("host config = steps %d, context %d, output %d, turn %s", a.MaxSteps, a.ContextTokens, hc.Model.MaxOutputTokens, a.TurnTimeout)
 	}
 
 	// Unset: the defaults (20 steps, no budget, no turn timeout).
-	hc, err = hostConfig(&App{}, configOf(t, nil), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc = configOf(t, nil).Config
 	if a := hc.Agent; a.MaxSteps != runtime.DefaultMaxSteps || a.ContextTokens != 0 || a.TurnTimeout != 0 {
 		t.Errorf("default host config = %+v", a)
 	}
-	if pc := providerConfig(configOf(t, nil)); pc.Temperature != nil || pc.TopP != nil || pc.MaxOutputTokens != 0 || pc.Headers != nil ||
+	if pc := configOf(t, nil).Model; pc.Temperature != nil || pc.TopP != nil || pc.MaxOutputTokens != 0 || pc.Headers != nil ||
 		pc.Timeout != runtime.DefaultModelTimeout {
 		t.Errorf("default provider config = %+v", pc)
 	}

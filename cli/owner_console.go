@@ -28,23 +28,16 @@ const (
 	AuditOwnerSessionCreated = sessions.AuditOwnerSessionCreated
 )
 
-// Decisions of an [OwnerApprovalPayload].
+// Decisions of an [OwnerApprovalPayload] (the owner's room, cli/host).
 const (
-	DecisionAllowOnce    = "allow_once"
-	DecisionAllowSession = "allow_session"
-	DecisionDeny         = "deny"
+	DecisionAllowOnce    = host.DecisionAllowOnce
+	DecisionAllowSession = host.DecisionAllowSession
+	DecisionDeny         = host.DecisionDeny
 )
 
-// OwnerApprovalPayload is the payload of [AuditOwnerApproval]. Standing
-// marks a call allowed by an earlier "allow for this session" without a
-// new question to the owner.
-type OwnerApprovalPayload struct {
-	SessionID  string `json:"session_id"`
-	Tool       string `json:"tool"`
-	Capability string `json:"capability"`
-	Decision   string `json:"decision"`
-	Standing   bool   `json:"standing,omitempty"`
-}
+// OwnerApprovalPayload is the payload of [AuditOwnerApproval]
+// (host.OwnerApprovalPayload).
+type OwnerApprovalPayload = host.OwnerApprovalPayload
 
 // OwnerSessionCreatedPayload is the payload of [AuditOwnerSessionCreated]:
 // who made the session and through which command.
@@ -62,10 +55,11 @@ const ownerAgent = "main"
 // ownerConsole is what `chat` and `prompt` share: the host and the
 // owner's speaker (source cli, owner tier).
 type ownerConsole struct {
-	host *host.Host
-	qs   *questions.Registry // the host's for chat; nil for prompt: nobody answers
-	req  authz.Request
-	log  *slog.Logger
+	host  *host.Host
+	owner host.Speaker
+	qs    *questions.Registry // the host's for chat; nil for prompt: nobody answers
+	req   authz.Request
+	log   *slog.Logger
 }
 
 // openOwnerConsole builds the host and the owner's speaker. Interactive
@@ -94,7 +88,7 @@ func openOwnerConsole(ctx context.Context, app *App, interactive bool) (*ownerCo
 		}
 		return nil, err
 	}
-	oc := &ownerConsole{host: h, req: owner.Request, log: app.Logger}
+	oc := &ownerConsole{host: h, owner: owner, req: owner.Request, log: app.Logger}
 	if interactive {
 		oc.qs = h.Questions()
 	}

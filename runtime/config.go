@@ -86,6 +86,31 @@ func missingModel(p string) *ConfigError {
 		"model.name is not set for the %s provider: run `openprogram config set model.name <model>`", p)}
 }
 
+// defaultKeyEnvs is each provider's default API-key variable.
+var defaultKeyEnvs = map[string]string{ProviderOpenAI: openai.DefaultKeyEnv, ProviderAnthropic: anthropic.DefaultKeyEnv}
+
+// KeyEnv returns the environment variable the provider cfg describes needs
+// its API key in, or "" when it needs none: model.api_key_env, else the
+// provider's default (OPENAI_API_KEY, ANTHROPIC_API_KEY). It is "" for
+// model.api_key_env "none", for the scripted provider, and for openai at a
+// loopback model.base_url with no model.api_key_env (a local server takes
+// no key). Whoever starts `openprogram mcp serve` for a client passes that
+// variable on.
+func KeyEnv(cfg provider.Config) string {
+	name := strings.ToLower(strings.TrimSpace(cfg.Provider))
+	def, ok := defaultKeyEnvs[name]
+	env := strings.TrimSpace(cfg.APIKeyEnv)
+	switch {
+	case !ok || env == provider.KeyEnvNone:
+		return ""
+	case env != "":
+		return env
+	case name == ProviderOpenAI && !openai.KeyRequired(cfg.BaseURL):
+		return ""
+	}
+	return def
+}
+
 // keyEnv returns the variable the key is read from and the key it holds
 // (spaces trimmed; "" when unset). env "" with a nil error means
 // model.api_key_env is none (no key).
@@ -154,7 +179,7 @@ func newOpenAI(cfg provider.Config, getenv func(string) string) (provider.Provid
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, missingModel(ProviderOpenAI)
 	}
-	env, key, err := keyEnv(cfg, openai.DefaultKeyEnv, getenv)
+	env, key, err := keyEnv(cfg, defaultKeyEnvs[ProviderOpenAI], getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +210,7 @@ func newAnthropic(cfg provider.Config, getenv func(string) string) (provider.Pro
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, missingModel(ProviderAnthropic)
 	}
-	env, key, err := keyEnv(cfg, anthropic.DefaultKeyEnv, getenv)
+	env, key, err := keyEnv(cfg, defaultKeyEnvs[ProviderAnthropic], getenv)
 	if err != nil {
 		return nil, err
 	}

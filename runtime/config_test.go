@@ -113,3 +113,26 @@ func TestNewProvider(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// KeyEnv is the one answer to "which variable holds the model's API key",
+// for the provider and for whoever configures an MCP client.
+func TestKeyEnv(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  provider.Config
+		want string
+	}{
+		{provider.Config{Provider: "openai"}, "OPENAI_API_KEY"},
+		{provider.Config{Provider: "openai", BaseURL: "http://127.0.0.1:11434/v1"}, ""},
+		{provider.Config{Provider: "openai", BaseURL: "http://127.0.0.1:11434/v1", APIKeyEnv: "LOCAL_KEY"}, "LOCAL_KEY"},
+		{provider.Config{Provider: "openai", BaseURL: "https://openrouter.ai/api/v1"}, "OPENAI_API_KEY"},
+		{provider.Config{Provider: "openai", APIKeyEnv: "none"}, ""},
+		{provider.Config{Provider: "anthropic"}, "ANTHROPIC_API_KEY"},
+		{provider.Config{Provider: "anthropic", APIKeyEnv: "MY_KEY"}, "MY_KEY"},
+		{provider.Config{Provider: "scripted", APIKeyEnv: "MY_KEY"}, ""},
+		{provider.Config{}, ""},
+	} {
+		if got := runtime.KeyEnv(tc.cfg); got != tc.want {
+			t.Errorf("KeyEnv(%+v) = %q, want %q", tc.cfg, got, tc.want)
+		}
+	}
+}

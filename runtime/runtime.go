@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/runtime/events"
+	"github.com/openprogram/openprogram/runtime/gate"
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/runtime/tool"
@@ -47,6 +48,10 @@ type Options struct {
 	// its pending questions of a session are declined when a turn there is
 	// cancelled (nil: approvals are denied).
 	Questions *questions.Registry
+	// Standing answers, for the gate, whether a standing approval covers a
+	// call that would otherwise need one (nil: none does); see
+	// [gate.StandingFunc].
+	Standing gate.StandingFunc
 	// Provider is the model. Nil makes every turn fail with ProviderErr's
 	// text (see [NewProvider]), or a text saying which keys to set.
 	Provider provider.Provider

@@ -54,7 +54,7 @@ func (r *Runtime) RunTool(ctx context.Context, req authz.Request, call ToolCall)
 	if !ok {
 		res = tool.ErrorResult(reasonUnknownTool, fmt.Sprintf("tool %q is not available; use one of the tools you were given", name))
 	} else {
-		guard := gate.Guard(tl, req, &gate.Options{Questions: r.opts.Questions, SessionID: call.SessionID})
+		guard := gate.Guard(tl, req, &gate.Options{Questions: r.opts.Questions, SessionID: call.SessionID, Standing: r.opts.Standing})
 		cctx := tool.WithCall(ctx, tool.CallInfo{SessionID: call.SessionID, Authority: req.Authority, Source: req.Source, WorkDirs: req.WorkDirs, Rules: req.Rules, StateDir: req.StateDir})
 		res = r.exec.Run(cctx, tl, tool.Call{ID: call.ID, Args: call.Arguments, Update: call.Update, Guard: guard, ArgsFirst: call.ArgsFirst})
 	}

@@ -29,7 +29,10 @@ const (
 	AuditTokenRotated = "mcp.token.rotated"
 	// AuditOwnerSessionCreated: `chat` or `prompt` made a session.
 	AuditOwnerSessionCreated = "owner.session.created"
-	// AuditOwnerApproval: the owner answered an approval in `chat`.
+	// AuditOwnerApproval: the owner answered an approval in `chat`, or a
+	// standing approval ("allow for this session", kept by the store per
+	// session) answered one in `chat` or `prompt --session` (payload
+	// standing: true; written by cli/host before the call runs).
 	AuditOwnerApproval = "owner.approval"
 	// AuditReanchored: `openprogram audit reanchor --yes` moved the audit
 	// anchor after a deliberate restore.

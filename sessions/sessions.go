@@ -73,8 +73,8 @@ type Store interface {
 	ListSessions(ctx context.Context, limit int) ([]Session, error)
 	// UpdateSession applies u and returns the updated session, or ErrNotFound.
 	UpdateSession(ctx context.Context, id string, u SessionUpdate) (Session, error)
-	// DeleteSession deletes the session with its messages and lease, or
-	// returns ErrNotFound. It exists to undo an orphan session on failure.
+	// DeleteSession deletes the session with its messages, lease and
+	// standing approvals, or returns ErrNotFound. It exists to undo an orphan session on failure.
 	DeleteSession(ctx context.Context, id string) error
 
 	// AppendMessages appends msgs as a chain (msgs[0] under parentID, each next under the previous),
@@ -122,6 +122,19 @@ type Store interface {
 	GetMemory(ctx context.Context, path string) (MemoryPage, error)
 	// BrowseMemory lists the paths starting with prefix, in path order.
 	BrowseMemory(ctx context.Context, prefix string) ([]MemoryEntry, error)
+
+	// AllowForSession records the owner's standing approval of tool for
+	// the rest of session sessionID ("allow for this session"), granted by
+	// by. Recording it again is a no-op. ErrNotFound if the session does
+	// not exist; an invalid tool name wraps [ErrInvalidAllowance]
+	// ([CheckAllowance]). The approvals go with their session
+	// (DeleteSession). Only the owner's speaker may read or write them:
+	// the store does not know speakers, its caller does (cli/host).
+	AllowForSession(ctx context.Context, sessionID, tool string, by SourceAuthority) error
+	// SessionAllowances returns the tools allowed for session sessionID, in
+	// name order (byte order): empty, not nil, when there are none or the
+	// session does not exist.
+	SessionAllowances(ctx context.Context, sessionID string) ([]string, error)
 
 	// AppendAudit appends a record to the keyed chain. It fails with
 	// ErrAuditKey when the store has no key, another key than the log's,

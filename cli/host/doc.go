@@ -27,6 +27,11 @@
 //     or not). Every speaker's request carries the state directory, so the
 //     file tools and bash never write it, whoever speaks
 //     (authz.Request.WriteTarget).
+//   - Standing approvals: the owner's "allow for this session" is kept per
+//     session in the store ([Host.AllowForSession], the owner's speaker
+//     only) and answers the gate's question for the owner's later calls of
+//     that tool in that session, interactive or not, after audit; an MCP
+//     client's calls never read them.
 //
 // The configuration is parsed and validated once, by the loader of the
 // `openprogram` command (config.json, the environment and flags); the host

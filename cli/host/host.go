@@ -91,12 +91,15 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 		getenv = func(string) string { return "" }
 	}
 	prov, provErr := runtime.NewProvider(pc, getenv)
-	rt := runtime.New(runtime.Options{
+	h := &Host{cfg: cfg, store: st, reg: reg, bus: bus, qs: qs, principal: principal,
+		providerErr: provErr, version: opts.Version, log: log}
+	h.rt = runtime.New(runtime.Options{
 		Store:           st,
 		Registry:        reg,
 		Executor:        tool.NewExecutor(&tool.ExecutorOptions{Logger: log}),
 		Bus:             bus,
 		Questions:       qs,
+		Standing:        h.standing,
 		Provider:        prov,
 		ProviderErr:     provErr,
 		SystemPrompt:    cfg.Agent.SystemPrompt,
@@ -106,8 +109,7 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 		TurnTimeout:     cfg.Agent.TurnTimeout,
 		Logger:          log,
 	})
-	return &Host{cfg: cfg, store: st, reg: reg, bus: bus, qs: qs, rt: rt, principal: principal,
-		providerErr: provErr, version: opts.Version, log: log}, nil
+	return h, nil
 }
 
 // NewRegistry is the one way the live runtime tool registry is built: the

@@ -18,6 +18,11 @@ const (
 	TextProgress     = "turn.text"         // TextData
 	QuestionAsked    = "question.asked"    // QuestionData
 	QuestionResolved = "question.resolved" // QuestionData (with Status)
+	// StandingApproval: a standing approval ("allow for this session")
+	// allowed a call without a question. Published by whoever answers the
+	// gate's StandingFunc (runtime/gate; cli/host does), so a console can say why the
+	// call ran.
+	StandingApproval = "approval.standing" // StandingData
 )
 
 // Event is one thing that happened. Data is the payload struct of Type
@@ -86,6 +91,13 @@ type QuestionData struct {
 	Kind       string
 	SessionID  string
 	Status     string // QuestionResolved only
+}
+
+// StandingData is the payload of [StandingApproval]. Tool and CallID are
+// clipped like [ToolStartData]'s; arguments are never carried.
+type StandingData struct {
+	CallID string
+	Tool   string
 }
 
 // DefaultBuffer is the per-subscription buffer when BusOptions.Buffer is 0.

@@ -26,7 +26,21 @@ type Options struct {
 	SessionID string
 	// ApprovalTimeout bounds an approval question (0: the registry default).
 	ApprovalTimeout time.Duration
+	// Standing answers whether a standing approval covers a call (nil:
+	// none does). See [StandingFunc].
+	Standing StandingFunc
 }
+
+// StandingFunc reports whether a standing approval ("allow for this
+// session") answers call for req in session sessionID. The gate asks it
+// only for a call that lacks nothing but the speaker's approval: one
+// [authz.DecideTool] would ask about ([authz.Decision.NeedsApproval]) or
+// deny because nobody can be asked ([authz.ReasonApprovalUnavailable]).
+// Its true answer allows that call without a question; nothing a rule, a
+// hard constraint or the tier denies is ever asked about. It decides which
+// speakers may hold standing approvals (the owner's, in cli/host), writes
+// the decision's audit record, and answers false when it cannot.
+type StandingFunc func(ctx context.Context, req authz.Request, sessionID string, call questions.Approval) bool
 
 // Guard returns the guard that runs [authz.Decide] for req before every
 // call of t, to set as [tool.Call.Guard] for [tool.Executor.Run]: t never
@@ -61,13 +75,28 @@ type gated struct {
 func (g *gated) check(ctx context.Context, callID string, args json.RawMessage) (context.Context, tool.Result, bool) {
 	name := g.inner.Name()
 	d := authz.DecideTool(g.req, name, g.inner.Capability(), args)
-	if d.NeedsApproval {
+	switch {
+	case (d.NeedsApproval || d.ReasonCode == authz.ReasonApprovalUnavailable) && g.standing(ctx, callID, args, d):
+		d = authz.Decision{Allowed: true, Capability: d.Capability, Message: fmt.Sprintf("allowed: a standing approval covers %s in this session", name)}
+	case d.NeedsApproval:
 		d = g.approve(ctx, callID, args, d)
 	}
 	if !d.Allowed {
 		return nil, tool.DeniedResult(d), false
 	}
 	return g.withCall(ctx), tool.Result{}, true
+}
+
+// standing asks Options.Standing whether a standing approval answers the
+// call.
+func (g *gated) standing(ctx context.Context, callID string, args json.RawMessage, d authz.Decision) bool {
+	sid := g.sessionID(ctx)
+	if g.opts.Standing == nil || sid == "" {
+		return false
+	}
+	return g.opts.Standing(ctx, g.req, sid, questions.Approval{
+		Tool: g.inner.Name(), Capability: string(d.Capability), CallID: callID, Arguments: string(args),
+	})
 }
 
 // approve turns a NeedsApproval decision into an allowed or denied one.

@@ -405,3 +405,52 @@ func TestApprovalQuestionCarriesArguments(t *testing.T) {
 		<-done
 	})
 }
+
+// A standing approval answers what would need an approval (asked, or
+// denied for want of someone to ask) without a question, and nothing else:
+// a deny rule still denies, and a false answer leaves the old path.
+func TestStandingApproval(t *testing.T) {
+	work := t.TempDir()
+	nonInteractive := ownerCLI(t, work)
+	nonInteractive.Authority.Interaction = authz.InteractionNonInteractive
+	denyWrite := ownerCLI(t, work)
+	denyWrite.Rules = []authz.Rule{{Tool: "write", Action: authz.ActionDeny}}
+	for _, tc := range []struct {
+		name     string
+		req      authz.Request
+		standing bool
+		wantRun  bool
+		reason   string
+	}{
+		{"interactive owner, standing", ownerCLI(t, work), true, true, ""},
+		{"non-interactive owner, standing", nonInteractive, true, true, ""},
+		{"non-interactive owner, none", nonInteractive, false, false, authz.ReasonApprovalUnavailable},
+		{"deny rule, standing", denyWrite, true, false, authz.ReasonRuleDeny},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked []questions.Approval
+			standing := func(_ context.Context, req authz.Request, sid string, call questions.Approval) bool {
+				if sid != "s" || req.Source != authz.SourceCLI {
+					t.Errorf("Standing(%s, %s) called with the wrong request or session", req.Source, sid)
+				}
+				asked = append(asked, call)
+				return tc.standing
+			}
+			var info tool.CallInfo
+			ran := 0
+			// No question registry: a question would deny, so a run means
+			// the standing approval answered.
+			res := wrap(recorder("write", &info, &ran), tc.req, &gate.Options{SessionID: "s", Standing: standing}).
+				Execute(context.Background(), "c1", json.RawMessage(`{"path":"a.txt"}`), nil)
+			if (ran == 1) != tc.wantRun || res.ReasonCode() != tc.reason {
+				t.Errorf("ran %d times, reason %q; want run %v, reason %q", ran, res.ReasonCode(), tc.wantRun, tc.reason)
+			}
+			if tc.reason == authz.ReasonRuleDeny && len(asked) != 0 {
+				t.Errorf("Standing asked about a call a rule denies: %+v", asked)
+			}
+			if tc.reason != authz.ReasonRuleDeny && (len(asked) != 1 || asked[0].Tool != "write" || asked[0].CallID != "c1") {
+				t.Errorf("Standing asked %+v, want the write call c1 once", asked)
+			}
+		})
+	}
+}

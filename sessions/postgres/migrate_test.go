@@ -65,19 +65,60 @@ func TestMigration4AddsTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
+	var latest int
+	if err := db.conn(t).QueryRow(ctx, `SELECT max(version) FROM openprogram_schema_migrations`).Scan(&latest); err != nil {
+		t.Fatal(err)
+	}
 	db.exec(t, `DROP TABLE tasks`)
-	db.exec(t, `DELETE FROM openprogram_schema_migrations WHERE version = 4`)
+	db.exec(t, `DROP TABLE session_allowances`)
+	db.exec(t, `DELETE FROM openprogram_schema_migrations WHERE version >= 4`)
 	if _, err := postgres.OpenWith(ctx, db.URL, &sessions.Options{AuditKey: storetest.Key, NoMigrate: true}); !errors.Is(err, sessions.ErrMigrationsPending) {
 		t.Fatalf("NoMigrate open of the version 3 schema error = %v, want ErrMigrationsPending", err)
 	}
 
 	up := openStore(t, db)
 	var version int
-	if err := db.conn(t).QueryRow(ctx, `SELECT max(version) FROM openprogram_schema_migrations`).Scan(&version); err != nil || version != 4 {
-		t.Fatalf("schema version after the upgrade = %d, %v; want 4", version, err)
+	if err := db.conn(t).QueryRow(ctx, `SELECT max(version) FROM openprogram_schema_migrations`).Scan(&version); err != nil || version != latest {
+		t.Fatalf("schema version after the upgrade = %d, %v; want %d", version, err, latest)
 	}
 	if got, err := up.GetSession(ctx, "kept"); err != nil || got.Title != "from version 3" {
 		t.Errorf("session written at version 3 = %+v, %v; want it kept", got, err)
 	}
 	storetest.CheckUpgradedTasks(t, up)
+}
+
+// TestMigration5AddsSessionAllowances opens a schema at version 4 (its
+// session_allowances table and every version from 5 on taken away) and
+// checks that the upgrade keeps the sessions and that standing approvals
+// work and go with their session.
+func TestMigration5AddsSessionAllowances(t *testing.T) {
+	ctx := context.Background()
+	db := newTestDB(t)
+	st, err := postgres.OpenWith(ctx, db.URL, &sessions.Options{AuditKey: storetest.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateSession(ctx, sessions.Session{ID: "kept", Title: "from version 4"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db.exec(t, `DROP TABLE session_allowances`)
+	db.exec(t, `DELETE FROM openprogram_schema_migrations WHERE version >= 5`)
+	if _, err := postgres.OpenWith(ctx, db.URL, &sessions.Options{AuditKey: storetest.Key, NoMigrate: true}); !errors.Is(err, sessions.ErrMigrationsPending) {
+		t.Fatalf("NoMigrate open of the version 4 schema error = %v, want ErrMigrationsPending", err)
+	}
+	up := openStore(t, db)
+	if err := up.AllowForSession(ctx, "kept", "bash", sessions.SourceAuthority{Source: "cli"}); err != nil {
+		t.Fatalf("AllowForSession after the upgrade: %v", err)
+	}
+	if got, err := up.SessionAllowances(ctx, "kept"); err != nil || len(got) != 1 || got[0] != "bash" {
+		t.Errorf("SessionAllowances after the upgrade = %v, %v; want [bash]", got, err)
+	}
+	if err := up.DeleteSession(ctx, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.conn(t).QueryRow(ctx, `SELECT count(*) FROM session_allowances`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("allowance rows after deleting their session = %d, %v; want 0", n, err)
+	}
 }

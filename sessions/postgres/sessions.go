@@ -136,8 +136,8 @@ func (s *Store) UpdateSession(ctx context.Context, id string, u sessions.Session
 	return out, nil
 }
 
-// DeleteSession deletes the session, its messages and its lease, or returns
-// ErrNotFound.
+// DeleteSession deletes the session, its messages, its standing approvals
+// (foreign-key cascade) and its lease, or returns ErrNotFound.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	if sessions.HasNUL(id) {
 		return fmt.Errorf("session: %w", sessions.ErrNotFound)

@@ -170,8 +170,9 @@ func (s *Store) UpdateSession(ctx context.Context, id string, u sessions.Session
 	return got, nil
 }
 
-// DeleteSession implements [sessions.Store]. Messages go with the session
-// (foreign-key cascade), and so does its turn lease.
+// DeleteSession implements [sessions.Store]. Messages and standing
+// approvals go with the session (foreign-key cascade), and so does its
+// turn lease.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	if sessions.HasNUL(id) {
 		return fmt.Errorf("session: %w", sessions.ErrNotFound)

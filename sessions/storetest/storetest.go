@@ -95,6 +95,7 @@ func Run(t *testing.T, open func(t *testing.T, opts *sessions.Options) sessions.
 		{"Messages", messageTests},
 		{"Lease", leaseTests},
 		{"Memory", memoryTests},
+		{"Allowances", allowanceTests},
 		{"Audit", auditTests},
 		{"Text", textTests},
 		{"Tasks", taskTests},

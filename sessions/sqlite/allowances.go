@@ -1,0 +1,70 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/openprogram/openprogram/sessions"
+)
+
+// AllowForSession implements [sessions.Store]: one row per session and
+// tool, dropped with the session (foreign-key cascade).
+func (s *Store) AllowForSession(ctx context.Context, sessionID, tool string, by sessions.SourceAuthority) error {
+	if err := sessions.CheckAllowance(tool); err != nil {
+		return fmt.Errorf("allow a tool for session %q: %w", sessionID, err)
+	}
+	if sessions.HasNUL(sessionID) {
+		return fmt.Errorf("allow %q for a session: %w", tool, sessions.ErrNotFound)
+	}
+	granted, err := json.Marshal(by)
+	if err != nil {
+		return fmt.Errorf("allow %q for session %q: encode the authority: %w", tool, sessionID, err)
+	}
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO session_allowances (session_id, tool, granted_by, created_at)
+			SELECT id, ?, ?, ? FROM sessions WHERE id = ?
+			ON CONFLICT (session_id, tool) DO NOTHING`, tool, string(granted), nowMicros(), sessionID); err != nil {
+			return fmt.Errorf("allow %q for session %q: %w", tool, sessionID, err)
+		}
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, sessionID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("allow %q for session %q: %w", tool, sessionID, sessions.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("allow %q for session %q: %w", tool, sessionID, err)
+		}
+		return nil
+	})
+}
+
+// SessionAllowances implements [sessions.Store].
+func (s *Store) SessionAllowances(ctx context.Context, sessionID string) ([]string, error) {
+	out := []string{}
+	if sessions.HasNUL(sessionID) {
+		return out, nil
+	}
+	st, err := s.readStmt(ctx, `SELECT tool FROM session_allowances WHERE session_id = ? ORDER BY tool`)
+	if err != nil {
+		return nil, fmt.Errorf("read the standing approvals of session %q: %w", sessionID, err)
+	}
+	rows, err := st.QueryContext(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("read the standing approvals of session %q: %w", sessionID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tool string
+		if err := rows.Scan(&tool); err != nil {
+			return nil, fmt.Errorf("read the standing approvals of session %q: %w", sessionID, err)
+		}
+		out = append(out, tool)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the standing approvals of session %q: %w", sessionID, err)
+	}
+	return out, nil
+}
