@@ -37,9 +37,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openprogram/openprogram/contracts/clip"
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/openprogram/openprogram/authz"
 )
 
 // interopExposed is mcp_server.exposed_tools for both interop tests; bash and read are
@@ -337,7 +336,7 @@ func (ix *interopInspector) runWithToken(t *testing.T, token string, args ...str
 		t.Fatalf("run the Inspector %v: %v\nstderr:\n%s", args, err, r.stderr)
 	}
 	shown := strings.ReplaceAll(strings.Join(args, " "), token, "<token>")
-	t.Logf("inspector --cli openprogram mcp serve %s -> exit %d\n  stdout: %s", shown, r.exit, authz.Clip(strings.TrimSpace(r.stdout), 600))
+	t.Logf("inspector --cli openprogram mcp serve %s -> exit %d\n  stdout: %s", shown, r.exit, clip.String(strings.TrimSpace(r.stdout), 600))
 	if s := strings.TrimSpace(r.stdout); s != "" {
 		var env struct {
 			Result json.RawMessage `json:"result"`

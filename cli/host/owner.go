@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/contracts/clip"
 	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/sessions"
@@ -91,7 +92,7 @@ func (h *Host) standing(ctx context.Context, req authz.Request, sessionID string
 		return false
 	}
 	h.bus.Publish(events.Event{Type: events.StandingApproval, SessionID: sessionID, Data: events.StandingData{
-		CallID: authz.Clip(call.CallID, events.MaxCallIDLen), Tool: authz.Clip(call.Tool, events.MaxToolLen),
+		CallID: clip.String(call.CallID, events.MaxCallIDLen), Tool: clip.String(call.Tool, events.MaxToolLen),
 	}})
 	return true
 }

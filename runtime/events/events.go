@@ -50,7 +50,7 @@ type TurnEndData struct {
 }
 
 // The lengths, in bytes, the model-supplied tool name and call id are
-// clipped to (authz.Clip) in [ToolStartData] and [ToolEndData].
+// clipped to (contracts/clip) in [ToolStartData] and [ToolEndData].
 const (
 	MaxToolLen   = 64
 	MaxCallIDLen = 128
