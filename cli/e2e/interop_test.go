@@ -37,8 +37,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openprogram/openprogram/contracts/clip"
 	"github.com/google/go-cmp/cmp"
+	"github.com/openprogram/openprogram/contracts/clip"
 )
 
 // interopExposed is mcp_server.exposed_tools for both interop tests; bash and read are
