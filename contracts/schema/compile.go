@@ -263,7 +263,21 @@ func escapeToken(t string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
 }
 
-var anchorName = regexp.MustCompile(`^[A-Za-z_][-A-Za-z0-9._]*$`)
+// isName reports whether s matches ^[A-Za-z_][A-Za-z0-9_<more>]*$, more
+// being the further bytes allowed after the first.
+func isName(s, more string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		letter := 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_'
+		if !letter && (i == 0 || !('0' <= c && c <= '9') && !strings.ContainsRune(more, rune(c))) {
+			return false
+		}
+	}
+	return true
+}
 
 // schema compiles the (sub)schema v found at JSON pointer at.
 func (c *compiler) schema(v any, at string, root bool) (*node, error) {
@@ -315,7 +329,7 @@ func (c *compiler) keyword(n *node, at, k string, v any, root bool) error {
 		}
 	case "$anchor":
 		s, ok := v.(string)
-		if !ok || !anchorName.MatchString(s) {
+		if !ok || !isName(s, "-.") {
 			return errors.New("must be a name: a letter or _, then letters, digits, -, _ or .")
 		}
 		if _, dup := c.nodes["#"+s]; dup {

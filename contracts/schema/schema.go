@@ -86,7 +86,6 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -237,8 +236,6 @@ const MaxNameBytes = 64
 // the last segment that fits and ends in "...".
 const MaxPathBytes = 256
 
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // appendBounded appends seg unless the path would exceed MaxPathBytes, in
 // which case it appends "..." and reports false.
 func appendBounded(b *strings.Builder, seg string) bool {
@@ -252,7 +249,7 @@ func appendBounded(b *strings.Builder, seg string) bool {
 
 // member formats one property name as a path segment, clipped.
 func member(name string) string {
-	if len(name) <= MaxNameBytes && identifier.MatchString(name) {
+	if len(name) <= MaxNameBytes && isName(name, "") {
 		return "." + name
 	}
 	return "[" + strconv.Quote(clip.String(name, MaxNameBytes)) + "]"
