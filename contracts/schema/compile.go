@@ -330,7 +330,7 @@ func (c *compiler) keyword(n *node, at, k string, v any, root bool) error {
 	case "$anchor":
 		s, ok := v.(string)
 		if !ok || !isName(s, "-.") {
-			return errors.New("must be a name: a letter or _, then letters, digits, -, _ or .")
+			return errors.New("must be a name: a letter or _ first, then letters, digits or any of - _ . (dot)")
 		}
 		if _, dup := c.nodes["#"+s]; dup {
 			return fmt.Errorf("anchor %q is defined twice", s)
