@@ -74,9 +74,25 @@ const (
 	typeInteger
 )
 
-var typeNames = map[string]typeSet{
-	"null": typeNull, "boolean": typeBoolean, "object": typeObject, "array": typeArray,
-	"number": typeNumber, "string": typeString, "integer": typeInteger,
+// typeNamed returns the type a "type" name stands for, or 0.
+func typeNamed(name string) typeSet {
+	switch name {
+	case "null":
+		return typeNull
+	case "boolean":
+		return typeBoolean
+	case "object":
+		return typeObject
+	case "array":
+		return typeArray
+	case "number":
+		return typeNumber
+	case "string":
+		return typeString
+	case "integer":
+		return typeInteger
+	}
+	return 0
 }
 
 // node is one compiled (sub)schema. A field left at its zero value (nil,
@@ -513,8 +529,8 @@ func (c *compiler) keyword(n *node, at, k string, v any, root bool) error {
 
 func types(v any) (typeSet, error) {
 	if s, ok := v.(string); ok {
-		t, known := typeNames[s]
-		if !known {
+		t := typeNamed(s)
+		if t == 0 {
 			return 0, fmt.Errorf("unknown type %q", clipRef(s))
 		}
 		return t, nil
@@ -526,8 +542,8 @@ func types(v any) (typeSet, error) {
 	var set typeSet
 	for _, e := range a {
 		s, _ := e.(string)
-		t, known := typeNames[s]
-		if !known || set&t != 0 {
+		t := typeNamed(s)
+		if t == 0 || set&t != 0 {
 			return 0, errors.New("must be a type name or an array of distinct type names")
 		}
 		set |= t
