@@ -93,14 +93,17 @@ func TestProtocolVersions(t *testing.T) {
 
 // TestDependencyGraph keeps contracts light for client projects: neither the
 // package nor its tests may pull in the store drivers, the CLI framework,
-// model SDKs or testcontainers.
+// model SDKs, testcontainers or a JSON Schema library (contracts/schema is
+// the one validator).
 func TestDependencyGraph(t *testing.T) {
 	out := goCommand(t, "list", "-deps", "-test", "./...")
 	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, goSDK+"/mcp") || !slices.Contains(deps, "github.com/santhosh-tekuri/jsonschema/v6") {
+	if !slices.Contains(deps, goSDK+"/mcp") || !slices.Contains(deps, "github.com/openprogram/openprogram/contracts/schema") {
 		t.Fatalf("go list output lacks the known dependencies; got:\n%s", out)
 	}
 	forbidden := []string{
+		// contracts/schema is the one JSON Schema validator.
+		"github.com/santhosh-tekuri/jsonschema",
 		"github.com/jackc/pgx", "modernc.org/sqlite", "github.com/alecthomas/kong",
 		"github.com/openai/openai-go", "github.com/anthropics/anthropic-sdk-go",
 		"github.com/testcontainers", "github.com/openprogram/openprogram/",

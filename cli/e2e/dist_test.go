@@ -366,7 +366,9 @@ func distServerJSON(t *testing.T, out, bundle string) {
 	if got := hex.EncodeToString(sum[:]); !strings.HasPrefix(string(pinned), got+" ") {
 		t.Fatalf("packaging/testdata/server.schema.json has sha256 %s, not the published file's (%s)", got, strings.TrimSpace(string(pinned)))
 	}
-	s, err := schema.Compile(raw)
+	// The registry's schema annotates its properties with OpenAPI's
+	// "example", which JSON Schema does not define.
+	s, err := schema.Compile(raw, schema.AllowAnnotations("example"))
 	if err != nil {
 		t.Fatalf("compile the registry schema: %v", err)
 	}

@@ -2,11 +2,13 @@
 // and names the first violation by (instance path, keyword).
 //
 // It is the one JSON Schema validator of OpenProgram: the contracts package
-// checks the six tools' arguments with it, and the runtime checks runtime
-// tool arguments with it. Validity is decided by
-// github.com/santhosh-tekuri/jsonschema/v6, which reports every failure as
-// structured data (instance location and keyword); this package orders those
-// failures and formats the first one. No error text is ever parsed.
+// checks the six tools' arguments with it, the runtime checks runtime tool
+// arguments with it, and the MCP frame checker (mcpserver/schemacheck)
+// checks frames against the official protocol schema with it. It is
+// written for this project, with the standard library only: its package
+// initialisation does nothing beyond a few small tables, and a document is
+// compiled only when a caller asks, cheaply. Violations are structured data
+// (instance path and keyword); no error text is ever parsed.
 //
 //	s, err := schema.Compile([]byte(`{"type":"object","required":["id"]}`))
 //	if err != nil { ... }
@@ -14,16 +16,57 @@
 //		fmt.Println(v) // $.id: required
 //	}
 //
+// # Keywords
+//
+// Assertions and applicators: type, enum, const, properties, required,
+// additionalProperties, patternProperties, propertyNames, items,
+// prefixItems, minItems, maxItems, uniqueItems, minLength and maxLength
+// (counted in code points), pattern, minimum, maximum, exclusiveMinimum,
+// exclusiveMaximum, multipleOf, minProperties, maxProperties,
+// dependentRequired, allOf, anyOf, oneOf, not, if/then/else and $ref.
+// Structure: $defs (and draft-07's definitions), $anchor, $id (at the
+// document root only: it names the document, nothing is ever loaded).
+// Annotations, checked for shape and otherwise ignored: $schema, $comment,
+// title, description, default, examples, deprecated, readOnly, writeOnly,
+// contentMediaType, contentEncoding and format (an annotation, as 2020-12
+// makes it by default). Any other keyword is a compile error, so that a
+// typo ("requried") does not silently validate nothing; [AllowAnnotations]
+// and [AllowAnnotationPrefix] let a caller admit more annotations.
+//
+// "$schema" may name 2020-12 ([Draft202012], the default) or draft-07
+// ([Draft07]); any other dialect is a compile error. A draft-07 document is
+// read with the keywords above, which mean the same in both drafts, with
+// one difference on the strict side: keywords next to a "$ref" apply too.
+// Draft-07's array form of items, additionalItems and dependencies are
+// compile errors.
+//
+// # Numbers
+//
+// Numbers are compared exactly as written, never through float64: 1 equals
+// 1.0 and 1e0, -0 equals 0, an integer is a number with no fractional part
+// (12345678901234567890 and 1.0 are integers, 1.5 is not), multipleOf is
+// exact (0.3 is a multiple of 0.1), and integers beyond float64's range
+// keep every digit. A float64 instance value is read as the shortest
+// decimal that reads back as it.
+//
 // # Paths
 //
 // A [Violation] names where the failure is: "$" for the value itself, then
 // ".name" for a property whose name is an identifier, `["na me"]` (a Go
 // quoted string) for any other property name, and "[3]" for an array item.
-// For required the path names the missing property, for additionalProperties
-// the unexpected one. Property names come from the instance, so each is
-// clipped to [MaxNameBytes] on a UTF-8 boundary (marked "..."), and a path holds at most
-// [MaxPathBytes]: a violation never echoes more than a short excerpt of its
-// input.
+// For required and dependentRequired the path names the missing property,
+// for additionalProperties the unexpected one, for propertyNames the name
+// that fails, for items (when it is false after prefixItems) the extra
+// item. Property names come from the instance, so each is clipped to
+// [MaxNameBytes] on a UTF-8 boundary (marked "..."), and a path holds at
+// most [MaxPathBytes]: a violation never echoes more than a short excerpt
+// of its input.
+//
+// allOf, $ref, if/then/else and the object and array applicators pass on
+// the violations of their subschemas; anyOf, oneOf and not fail as
+// themselves (keyword "anyOf", "oneOf", "not") at the value's location,
+// and a false schema elsewhere fails as "false". A "$ref" that comes back
+// to itself without moving into the instance fails as "$ref".
 //
 // # Patterns
 //
@@ -34,92 +77,80 @@
 //
 // # References
 //
-// A schema is compiled on its own: "$ref" resolves inside the document (and
-// against the standard meta-schemas), never through files or the network.
+// "$ref" resolves inside the document only: a JSON pointer ("#/$defs/a",
+// "#/definitions/a", percent-encoded where needed), an anchor ("#a"),
+// optionally after the document's own $id. Nothing is loaded from files or
+// the network.
 package schema
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/openprogram/openprogram/contracts/clip"
 	"github.com/openprogram/openprogram/contracts/internal/canonjson"
 )
 
-// location is the base URI every compiled document gets; it never leaves
-// this package (errors name schema locations relative to it).
-const location = "urn:openprogram:schema"
-
-// Schema is a compiled schema document. It is safe for concurrent use.
+// Schema is a compiled schema document, or one schema inside it (see
+// [Schema.Resolve]). It is safe for concurrent use.
 type Schema struct {
-	s *jsonschema.Schema
+	root  *node
+	nodes map[string]*node // every schema of the document, by JSON pointer
 }
 
-// Compile parses one JSON Schema document (draft 2020-12 unless its
-// "$schema" names another draft) and compiles it. The document must be a
-// single JSON value; it is checked against its meta-schema, its patterns
+// Compile parses one JSON Schema document and compiles it. The document
+// must be a single JSON value; every keyword must be one this package
+// knows (or one opts allow), with a value of the right shape; its patterns
 // must translate to RE2 (see translatePattern), and its references must
-// resolve inside it.
-func Compile(doc []byte) (*Schema, error) {
+// resolve inside it. A document that fails is reported as a
+// *[CompileError] naming where.
+func Compile(doc []byte, opts ...Option) (*Schema, error) {
 	v, err := Decode(doc)
 	if err != nil {
 		return nil, fmt.Errorf("parse schema: %w", err)
 	}
-	return CompileValue(v)
+	return CompileValue(v, opts...)
 }
 
 // CompileValue compiles a schema document already decoded from JSON, with
 // numbers as json.Number (as a json.Decoder with UseNumber yields them) or
-// float64. The compiled schema may keep references to parts of doc (enum and
-// const values): the caller must not change doc afterwards.
-func CompileValue(doc any) (*Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noLoader{})
-	c.UseRegexpEngine(compilePattern)
-	if err := c.AddResource(location, doc); err != nil {
-		return nil, fmt.Errorf("add schema: %w", err)
-	}
-	s, err := c.Compile(location)
+// float64. The compiled schema keeps no reference to doc.
+func CompileValue(doc any, opts ...Option) (*Schema, error) {
+	root, nodes, err := compileDocument(doc, opts)
 	if err != nil {
 		return nil, fmt.Errorf("compile schema: %w", err)
 	}
-	return &Schema{s: s}, nil
+	return &Schema{root: root, nodes: nodes}, nil
 }
 
-// noLoader refuses every URL: a schema may only refer to itself and to the
-// meta-schemas the validator embeds.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, errors.New("external references are not supported; define the schema under $defs and refer to it as #/$defs/<name>")
-}
-
-func compilePattern(p string) (jsonschema.Regexp, error) {
-	re, err := translatePattern(p)
-	if err != nil {
-		return nil, err
+// Resolve returns the schema that a "$ref" of ref would name inside the
+// document s was compiled from: "#" for the document, a JSON pointer such
+// as "#/$defs/CallToolResult", or an anchor ("#name"). The result shares
+// the compiled document with s.
+func (s *Schema) Resolve(ref string) (*Schema, error) {
+	frag, ok := strings.CutPrefix(ref, "#")
+	if !ok {
+		return nil, fmt.Errorf("resolve %q: only references inside the document (starting with #) are supported", clipRef(ref))
 	}
-	return ecmaRegexp{re: re, source: p}, nil
+	n, found := s.nodes[frag]
+	if !found {
+		if n = anchorNode(s.nodes, frag); n == nil {
+			return nil, fmt.Errorf("resolve %q: the document has no schema there", clipRef(ref))
+		}
+	}
+	return &Schema{root: n, nodes: s.nodes}, nil
 }
 
-// ecmaRegexp matches with the RE2 translation but prints as the original
-// ECMA-262 pattern.
-type ecmaRegexp struct {
-	re     *regexp.Regexp
-	source string
+// anchorNode returns the node named by a plain-name fragment, looked up by
+// the "$anchor" keyword recorded under the reserved key "#name".
+func anchorNode(nodes map[string]*node, name string) *node {
+	if name == "" || name[0] == '/' {
+		return nil
+	}
+	return nodes["#"+name]
 }
-
-func (r ecmaRegexp) MatchString(s string) bool { return r.re.MatchString(s) }
-func (r ecmaRegexp) String() string            { return r.source }
 
 // Decode decodes exactly one JSON value (a schema document or an instance)
 // into fresh values, numbers as json.Number, as [CompileValue] and
@@ -135,7 +166,7 @@ type Violation struct {
 	Path string
 	// Keyword is the failed JSON Schema keyword: "type", "required",
 	// "additionalProperties", "minLength", "pattern", ...; "false" for a
-	// false schema (for example unevaluatedProperties: false).
+	// false schema (for example "properties": {"x": false}).
 	Keyword string
 }
 
@@ -148,73 +179,22 @@ func (v Violation) String() string { return v.Path + ": " + v.Keyword }
 // never modifies instance.
 //
 // A json.Number literal longer than [MaxNumberBytes] is refused with
-// keyword "type" before anything else is checked: the validator compares
-// numbers exactly, at a cost that grows with the square of their length.
+// keyword "type" before anything else is checked.
 func (s *Schema) Validate(instance any) *Violation {
-	if v := longNumber(instance, instance, nil); v != nil {
+	if v := longNumber(instance, nil); v != nil {
 		return v
 	}
-	err := s.s.Validate(instance)
-	if err == nil {
+	e := &evaluator{}
+	if e.eval(s.root, instance, false) {
 		return nil
 	}
-	var verr *jsonschema.ValidationError
-	if !errors.As(err, &verr) {
-		// The validator reports failures only as *ValidationError; deny
-		// anything else rather than accept it.
+	// Invalid: evaluate again, collecting every violation, for the first.
+	e = &evaluator{}
+	e.eval(s.root, instance, true)
+	if e.first == nil {
 		return &Violation{Path: "$", Keyword: "schema"}
 	}
-	var first *Violation
-	visit(verr, instance, func(v Violation) {
-		if first == nil || v.Path < first.Path || (v.Path == first.Path && v.Keyword < first.Keyword) {
-			first = &v
-		}
-	})
-	if first == nil {
-		return &Violation{Path: "$", Keyword: "schema"}
-	}
-	return first
-}
-
-// visit calls yield for every violation that e reports: its leaves, and for
-// required and additionalProperties one violation per property concerned.
-func visit(e *jsonschema.ValidationError, instance any, yield func(Violation)) {
-	switch k := e.ErrorKind.(type) {
-	case *kind.Schema, *kind.Group, *kind.Reference, *kind.AllOf:
-		// Containers: the failures are their causes.
-		for _, c := range e.Causes {
-			visit(c, instance, yield)
-		}
-		return
-	case *kind.Required:
-		for _, name := range k.Missing {
-			yield(Violation{Path: formatPath(instance, append(slices.Clip(e.InstanceLocation), name)), Keyword: "required"})
-		}
-		return
-	case *kind.AdditionalProperties:
-		for _, name := range k.Properties {
-			yield(Violation{Path: formatPath(instance, append(slices.Clip(e.InstanceLocation), name)), Keyword: "additionalProperties"})
-		}
-		return
-	}
-	yield(Violation{Path: formatPath(instance, e.InstanceLocation), Keyword: keyword(e.ErrorKind)})
-}
-
-func keyword(k jsonschema.ErrorKind) string {
-	switch k.(type) {
-	case *kind.FalseSchema:
-		return "false"
-	case *kind.Not:
-		return "not"
-	case *kind.InvalidJsonValue:
-		return "type"
-	case *kind.RefCycle:
-		return "$ref"
-	}
-	if p := k.KeywordPath(); len(p) > 0 {
-		return p[0]
-	}
-	return "schema"
+	return e.first
 }
 
 // MaxNumberBytes bounds the literal of a json.Number in an instance. Every
@@ -223,9 +203,8 @@ func keyword(k jsonschema.ErrorKind) string {
 const MaxNumberBytes = 1000
 
 // longNumber returns a violation at the first (by path) json.Number in v
-// whose literal is longer than MaxNumberBytes, or nil. loc is v's location
-// in root.
-func longNumber(root, v any, loc []string) *Violation {
+// whose literal is longer than MaxNumberBytes, or nil. loc is v's location.
+func longNumber(v any, loc []token) *Violation {
 	var first *Violation
 	keep := func(c *Violation) {
 		if c != nil && (first == nil || c.Path < first.Path) {
@@ -235,15 +214,15 @@ func longNumber(root, v any, loc []string) *Violation {
 	switch v := v.(type) {
 	case json.Number:
 		if len(v) > MaxNumberBytes {
-			return &Violation{Path: formatPath(root, loc), Keyword: "type"}
+			return &Violation{Path: formatTokens(loc), Keyword: "type"}
 		}
 	case map[string]any:
 		for k, e := range v {
-			keep(longNumber(root, e, append(loc, k)))
+			keep(longNumber(e, append(loc, token{name: k, index: -1})))
 		}
 	case []any:
 		for i, e := range v {
-			keep(longNumber(root, e, append(loc, strconv.Itoa(i))))
+			keep(longNumber(e, append(loc, token{index: i})))
 		}
 	}
 	return first
@@ -256,39 +235,6 @@ const MaxNameBytes = 64
 // MaxPathBytes bounds a whole [Violation] path; a deeper path is cut after
 // the last segment that fits and ends in "...".
 const MaxPathBytes = 256
-
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// formatPath writes the instance location loc. Each token of loc names a
-// property or, where the value at that point of instance is an array, an
-// index.
-func formatPath(instance any, loc []string) string {
-	var b strings.Builder
-	b.WriteString("$")
-	v := instance
-	for _, tok := range loc {
-		var seg string
-		switch cur := v.(type) {
-		case []any:
-			seg = "[" + tok + "]"
-			if i, err := strconv.Atoi(tok); err == nil && i >= 0 && i < len(cur) {
-				v = cur[i]
-			} else {
-				v = nil
-			}
-		case map[string]any:
-			seg = member(tok)
-			v = cur[tok]
-		default:
-			seg = member(tok)
-			v = nil
-		}
-		if !appendBounded(&b, seg) {
-			return b.String()
-		}
-	}
-	return b.String()
-}
 
 // appendBounded appends seg unless the path would exceed MaxPathBytes, in
 // which case it appends "..." and reports false.
@@ -303,7 +249,7 @@ func appendBounded(b *strings.Builder, seg string) bool {
 
 // member formats one property name as a path segment, clipped.
 func member(name string) string {
-	if len(name) <= MaxNameBytes && identifier.MatchString(name) {
+	if len(name) <= MaxNameBytes && isName(name, "") {
 		return "." + name
 	}
 	return "[" + strconv.Quote(clip.String(name, MaxNameBytes)) + "]"

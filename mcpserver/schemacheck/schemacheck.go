@@ -21,6 +21,11 @@
 // EmptyResult for ping, ...), a notification against its notification type
 // (ProgressNotification, ...).
 //
+// The schema is compiled and frames are validated by contracts/schema, the
+// project's one JSON Schema validator; frames are decoded with numbers kept
+// exact, so an id of 1.5 fails RequestId and one of 12345678901234567890
+// passes.
+//
 // There is no allowance for "id": null: the MCP schema expresses an error
 // whose id cannot be determined by leaving "id" out, and its RequestId has
 // no null, so a null id fails (as it fails the TypeScript SDK's parser).
@@ -29,15 +34,13 @@ package schemacheck
 import (
 	"bytes"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/openprogram/openprogram/contracts/clip"
-
-	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/openprogram/openprogram/contracts/schema"
 )
 
 // SchemaJSON is the embedded MCP 2025-11-25 schema, byte for byte.
@@ -45,16 +48,14 @@ import (
 //go:embed mcp-2025-11-25.schema.json
 var SchemaJSON []byte
 
-// Validator checks values against the definitions ($defs) of one MCP schema.
-// It is safe for concurrent use.
+// Validator checks values against the definitions ($defs) of one MCP schema,
+// compiled with the contracts/schema validator. It is safe for concurrent
+// use.
 type Validator struct {
-	defs          map[string]*jsonschema.Schema
-	requestDefs   map[string]string // request method -> definition name
-	notifyDefs    map[string]string // notification method -> definition name
-	resultDefs    map[string]string // request method -> result definition name
-	mu            sync.Mutex
-	resolved      map[string]*jsonschema.Resolved
-	resolveErrors map[string]error
+	defs        map[string]*schema.Schema
+	requestDefs map[string]string // request method -> definition name
+	notifyDefs  map[string]string // notification method -> definition name
+	resultDefs  map[string]string // request method -> result definition name
 }
 
 var (
@@ -71,29 +72,38 @@ func New() (*Validator, error) {
 }
 
 // Parse returns a validator for an MCP schema document (a JSON Schema
-// 2020-12 document whose $defs hold the protocol types).
-func Parse(schema []byte) (*Validator, error) {
-	var root jsonschema.Schema
-	if err := json.Unmarshal(schema, &root); err != nil {
+// 2020-12 document whose $defs hold the protocol types). The whole document
+// is compiled: a definition that does not compile fails Parse.
+func Parse(doc []byte) (*Validator, error) {
+	root, err := schema.Decode(doc)
+	if err != nil {
 		return nil, fmt.Errorf("load MCP schema: %w", err)
 	}
-	if len(root.Defs) == 0 {
+	obj, _ := root.(map[string]any)
+	rawDefs, _ := obj["$defs"].(map[string]any)
+	if len(rawDefs) == 0 {
 		return nil, errors.New("load MCP schema: no $defs")
 	}
-	v := &Validator{
-		defs:          root.Defs,
-		requestDefs:   map[string]string{},
-		notifyDefs:    map[string]string{},
-		resultDefs:    map[string]string{},
-		resolved:      map[string]*jsonschema.Resolved{},
-		resolveErrors: map[string]error{},
-	}
-	for name, def := range root.Defs {
-		m := def.Properties["method"]
-		if m == nil || m.Const == nil {
-			continue
+	for _, need := range []string{"JSONRPCResultResponse", "JSONRPCErrorResponse", "JSONRPCNotification", "JSONRPCRequest", "EmptyResult"} {
+		if _, ok := rawDefs[need]; !ok {
+			return nil, fmt.Errorf("load MCP schema: no $defs/%s", need)
 		}
-		method, ok := (*m.Const).(string)
+	}
+	compiled, err := schema.CompileValue(root)
+	if err != nil {
+		return nil, fmt.Errorf("load MCP schema: %w", err)
+	}
+	v := &Validator{
+		defs:        make(map[string]*schema.Schema, len(rawDefs)),
+		requestDefs: map[string]string{},
+		notifyDefs:  map[string]string{},
+		resultDefs:  map[string]string{},
+	}
+	for name, def := range rawDefs {
+		if v.defs[name], err = compiled.Resolve("#/$defs/" + escapeToken(name)); err != nil {
+			return nil, fmt.Errorf("load MCP schema: %w", err)
+		}
+		method, ok := constMethod(def)
 		if !ok {
 			continue
 		}
@@ -103,18 +113,27 @@ func Parse(schema []byte) (*Validator, error) {
 		case strings.HasSuffix(name, "Request"):
 			v.requestDefs[method] = name
 			result := strings.TrimSuffix(name, "Request") + "Result"
-			if _, ok := root.Defs[result]; !ok {
+			if _, ok := rawDefs[result]; !ok {
 				result = "EmptyResult"
 			}
 			v.resultDefs[method] = result
 		}
 	}
-	for _, need := range []string{"JSONRPCResultResponse", "JSONRPCErrorResponse", "JSONRPCNotification", "JSONRPCRequest", "EmptyResult"} {
-		if _, ok := root.Defs[need]; !ok {
-			return nil, fmt.Errorf("load MCP schema: no $defs/%s", need)
-		}
-	}
 	return v, nil
+}
+
+// constMethod returns the "const" of a definition's "method" property.
+func constMethod(def any) (string, bool) {
+	d, _ := def.(map[string]any)
+	props, _ := d["properties"].(map[string]any)
+	m, _ := props["method"].(map[string]any)
+	method, ok := m["const"].(string)
+	return method, ok
+}
+
+// escapeToken escapes one JSON pointer token.
+func escapeToken(t string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
 }
 
 // ResultDef returns the name of the definition that results of method must
@@ -124,46 +143,23 @@ func (v *Validator) ResultDef(method string) (string, bool) {
 	return d, ok
 }
 
-func (v *Validator) resolve(name string) (*jsonschema.Resolved, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if r, ok := v.resolved[name]; ok {
-		return r, nil
-	}
-	if err, ok := v.resolveErrors[name]; ok {
-		return nil, err
-	}
-	if _, ok := v.defs[name]; !ok {
-		return nil, fmt.Errorf("no definition %q in the MCP schema", name)
-	}
-	s := &jsonschema.Schema{Ref: "#/$defs/" + name, Defs: v.defs}
-	r, err := s.Resolve(nil)
-	if err != nil {
-		err = fmt.Errorf("resolve $defs/%s: %w", name, err)
-		v.resolveErrors[name] = err
-		return nil, err
-	}
-	v.resolved[name] = r
-	return r, nil
-}
-
 // Def validates a JSON value against the named definition, such as
-// "CallToolResult".
+// "CallToolResult". Numbers are compared exactly as written.
 func (v *Validator) Def(name string, value []byte) error {
-	var inst any
-	if err := json.Unmarshal(value, &inst); err != nil {
+	inst, err := schema.Decode(value)
+	if err != nil {
 		return fmt.Errorf("not JSON: %w", err)
 	}
 	return v.defValue(name, inst)
 }
 
 func (v *Validator) defValue(name string, inst any) error {
-	r, err := v.resolve(name)
-	if err != nil {
-		return err
+	s, ok := v.defs[name]
+	if !ok {
+		return fmt.Errorf("no definition %q in the MCP schema", name)
 	}
-	if err := r.Validate(inst); err != nil {
-		return fmt.Errorf("does not match $defs/%s: %w", name, err)
+	if f := s.Validate(inst); f != nil {
+		return fmt.Errorf("does not match $defs/%s: %s", name, f)
 	}
 	return nil
 }
@@ -178,9 +174,13 @@ func (v *Validator) ServerFrame(frame []byte, requestMethod string) error {
 	if bytes.ContainsAny(frame, "\n\r") {
 		return errors.New("frame spans more than one line")
 	}
-	var obj map[string]any
-	if err := json.Unmarshal(frame, &obj); err != nil {
-		return fmt.Errorf("frame is not a JSON object: %w", err)
+	decoded, err := schema.Decode(frame)
+	if err != nil {
+		return fmt.Errorf("frame is not JSON: %w", err)
+	}
+	obj, ok := decoded.(map[string]any)
+	if !ok {
+		return errors.New("frame is not a JSON object")
 	}
 	if err := v.message(obj, requestMethod); err != nil {
 		return fmt.Errorf("frame %s: %w", clip.String(string(frame), 300), err)

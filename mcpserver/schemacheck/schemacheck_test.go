@@ -75,6 +75,11 @@ func TestServerFrame(t *testing.T) {
 		{"cancellation error", `{"jsonrpc":"2.0","id":5,"error":{"code":0,"message":"Request cancelled"}}`, "tools/call", true},
 		{"error with string code", `{"jsonrpc":"2.0","id":4,"error":{"code":"x","message":"m"}}`, "", false},
 		{"error with fractional id", `{"jsonrpc":"2.0","id":1.5,"error":{"code":1,"message":"m"}}`, "", false},
+		// Numbers are exact: 1.0 and a 20-digit id are integers, 1.5 is not.
+		{"error with id 1.0", `{"jsonrpc":"2.0","id":1.0,"error":{"code":1,"message":"m"}}`, "", true},
+		{"error with a 20-digit id", `{"jsonrpc":"2.0","id":12345678901234567890,"error":{"code":1,"message":"m"}}`, "", true},
+		{"progress as a string", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":"1"}}`, "", false},
+		{"tool with a string inputSchema", `{"jsonrpc":"2.0","id":"a","result":{"tools":[{"name":"x","inputSchema":"{}"}]}}`, "tools/list", false},
 		{"result and error", `{"jsonrpc":"2.0","id":4,"result":{},"error":{"code":1,"message":"m"}}`, "", false},
 		{"wrong version", `{"jsonrpc":"1.0","id":4,"result":{}}`, "", false},
 		{"progress", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1,"message":"turn started"}}`, "", true},

@@ -13,93 +13,85 @@ var builtinLikeSchemas = []string{
 	`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{},"additionalProperties":false}`,
 }
 
-// admitCases are schemas on both sides of the lazily compiled subset.
-var admitCases = []string{
-	`{"type":"object"}`,
-	`{"type":"object","properties":{"a":true,"b":false},"x-note":{"n":1e300}}`,
-	`{"type":"object","properties":{"a":{"type":["string","null"],"enum":["x",null,1.5e308]}}}`,
-	`{"type":"object","properties":{"a":{"type":"string","pattern":"^[a-z]+$","minLength":2147483647}}}`,
-	`{"type":"object","allOf":[{"if":{"required":["a"]},"then":{"minProperties":1},"else":{"not":{}}}],"dependentRequired":{"a":["b"]}}`,
-	`{"type":"object","patternProperties":{"^x-":{"type":"integer","multipleOf":0.5}},"propertyNames":{"maxLength":8}}`,
-	// Outside the subset: compiled at registration, and accepted.
-	`{"type":"object","$defs":{"s":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/s"}}}`,
-	`{"type":"object","$id":"https://example.com/s","properties":{"a":{"$anchor":"a"}}}`,
-	// Patterns: compiled at registration (ECMA-262 translation).
-	`{"type":"object","properties":{"a":{"type":"string","pattern":"^\\S+$"}},"patternProperties":{"^x-":{}}}`,
-	`{"type":"object","properties":{"a":{"type":"string","pattern":"[\\S]"}}}`,
-	`{"type":"object","patternProperties":{"[]a]":{}}}`,
-	// Outside the subset and rejected only by compiling.
-	`{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`,
-	`{"type":"object","properties":{"a":{"$anchor":"x"},"b":{"$anchor":"x"}}}`,
-	`{"type":"object","$id":"https://example.com/s#frag"}`,
-	`{"type":"object","$vocabulary":{"https://example.com/v":"yes"}}`,
-	`{"type":"object","properties":{"a":{"type":"string","maxLength":2147483648}}}`,
-	`{"type":"object","properties":{"a":{"enum":[1e400]}}}`,
-	`{"type":"object","properties":{"a":{"const":-1e400}}}`,
-	`{"type":"object","examples":[{"n":1e999}]}`,
-	`{"type":"object","x-big":1e400}`,
-	// A repeated key: the structural check and the compiler both see the last.
-	`{"type":"object","properties":{"0":{"type":"string","maxLength":"","maxLength":0}}}`,
-	`{"type":"object","properties":{"a":{},"a":{}},"required":["a"],"required":["b"]}`,
-	// Rejected by the structural check.
-	`{"type":"object"} }`,
-	`{"type":"object"} {}`,
-	`{"type":"object","properties":{"a":null}}`,
-	`{"type":"object","items":[{}]}`,
-	`{"type":"object","definitions":{}}`,
-	`{"type":"object","minLength":1.0}`,
+// schemaCases are tool input schemas and whether compileSchema accepts them.
+var schemaCases = []struct {
+	schema string
+	ok     bool
+}{
+	{`{"type":"object"}`, true},
+	{`{"type":"object","properties":{"a":true,"b":false},"x-note":{"n":1e300}}`, true},
+	{`{"type":"object","properties":{"a":{"type":["string","null"],"enum":["x",null,1.5e308]}}}`, true},
+	{`{"type":"object","properties":{"a":{"type":"string","pattern":"^[a-z]+$","minLength":2147483647}}}`, true},
+	{`{"type":"object","allOf":[{"if":{"required":["a"]},"then":{"minProperties":1},"else":{"not":{}}}],"dependentRequired":{"a":["b"]}}`, true},
+	{`{"type":"object","patternProperties":{"^x-":{"type":"integer","multipleOf":0.5}},"propertyNames":{"maxLength":8}}`, true},
+	{`{"type":"object","$defs":{"s":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/s"}}}`, true},
+	{`{"type":"object","$id":"https://example.com/s","properties":{"a":{"$anchor":"a"}}}`, true},
+	{`{"type":"object","properties":{"a":{"type":"string","pattern":"^\\S+$"}},"patternProperties":{"^x-":{}}}`, true},
+	// Numbers are exact: large values and integers written as 1.0 are fine.
+	{`{"type":"object","properties":{"a":{"type":"string","maxLength":2147483648}}}`, true},
+	{`{"type":"object","properties":{"a":{"enum":[1e400]}}}`, true},
+	{`{"type":"object","properties":{"a":{"const":-1e400}}}`, true},
+	{`{"type":"object","examples":[{"n":1e999}]}`, true},
+	{`{"type":"object","x-big":1e400}`, true},
+	{`{"type":"object","minLength":1.0}`, true},
+	// A repeated key: the last one counts.
+	{`{"type":"object","properties":{"0":{"type":"string","maxLength":"","maxLength":0}}}`, true},
+	{`{"type":"object","properties":{"a":{},"a":{}},"required":["a"],"required":["b"]}`, true},
+	// Patterns are ECMA-262: constructs without an RE2 translation fail.
+	{`{"type":"object","properties":{"a":{"type":"string","pattern":"[\\S]"}}}`, false},
+	{`{"type":"object","patternProperties":{"[]a]":{}}}`, false},
+	{`{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`, false},
+	{`{"type":"object","properties":{"a":{"$anchor":"x"},"b":{"$anchor":"x"}}}`, false},
+	{`{"type":"object","$id":"https://example.com/s#frag"}`, false},
+	{`{"type":"object","$vocabulary":{"https://example.com/v":"yes"}}`, false},
+	{`{"type":"object","unevaluatedProperties":false}`, false},
+	{`{"type":"object","properties":{"a":{"$schema":"http://json-schema.org/draft-07/schema#"}}}`, false},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object"}`, false},
+	{`{"type":"object"} }`, false},
+	{`{"type":"object"} {}`, false},
+	{`{"type":"object","properties":{"a":null}}`, false},
+	{`{"type":"object","items":[{}]}`, false},
 }
 
-// checkAdmit fails t unless admitSchema agrees with compileSchema, and a
-// schema left to compile lazily compiles.
-func checkAdmit(t *testing.T, raw []byte) {
-	t.Helper()
-	_, compileErr := compileSchema(raw)
-	if err := admitSchema(raw); (err != nil) != (compileErr != nil) {
-		t.Errorf("admitSchema(%s) = %v, compileSchema error %v", raw, err, compileErr)
-	}
-	if _, lazy, err := checkSchemaText(raw); err == nil && lazy && compileErr != nil {
-		t.Errorf("schema %s is in the lazily compiled subset but does not compile: %v", raw, compileErr)
-	}
-}
-
-func TestAdmitSchemaAgreesWithCompile(t *testing.T) {
-	for _, s := range append(admitCases, builtinLikeSchemas...) {
-		checkAdmit(t, []byte(s))
+func TestCompileSchemaCases(t *testing.T) {
+	for _, c := range schemaCases {
+		if _, err := compileSchema(json.RawMessage(c.schema)); (err == nil) != c.ok {
+			t.Errorf("compileSchema(%s) = %v, want ok=%v", c.schema, err, c.ok)
+		}
 	}
 	for _, s := range builtinLikeSchemas {
-		_, lazy, err := checkSchemaText(json.RawMessage(s))
-		if err != nil || !lazy {
-			t.Errorf("built-in style schema %s is not compiled lazily (err %v)", s, err)
+		if _, err := compileSchema(json.RawMessage(s)); err != nil {
+			t.Errorf("compileSchema(built-in style %s) = %v", s, err)
 		}
 	}
 }
 
-func FuzzAdmitSchema(f *testing.F) {
-	for _, s := range append(admitCases, builtinLikeSchemas...) {
-		f.Add([]byte(s))
+// FuzzCompileSchema: compiling any text either fails or yields a schema
+// that validates arguments without panicking.
+func FuzzCompileSchema(f *testing.F) {
+	for _, c := range schemaCases {
+		f.Add([]byte(c.schema), []byte(`{"a":"x","b":[1,2.5],"x-a":1}`))
 	}
-	f.Fuzz(func(t *testing.T, raw []byte) { checkAdmit(t, raw) })
+	for _, s := range builtinLikeSchemas {
+		f.Add([]byte(s), []byte(`{"substring":"x","limit":3}`))
+	}
+	f.Fuzz(func(t *testing.T, raw, args []byte) {
+		rs, err := compileSchema(raw)
+		if err != nil {
+			return
+		}
+		_ = validateCompiled("fuzz", rs, args)
+	})
 }
 
-// BenchmarkRegisterSchema compares Register's schema check with compiling
-// the schema (what Register did before), for schemas not yet cached.
+// BenchmarkRegisterSchema measures Register's schema work: compiling a
+// schema not yet cached.
 func BenchmarkRegisterSchema(b *testing.B) {
 	raws := make([]json.RawMessage, len(builtinLikeSchemas))
 	for i, s := range builtinLikeSchemas {
 		raws[i] = json.RawMessage(s)
 	}
 	b.Run("admit", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			for _, raw := range raws {
-				if err := admitSchema(raw); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
-	b.Run("compile", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			for _, raw := range raws {

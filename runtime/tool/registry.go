@@ -42,7 +42,7 @@ func (r *Registry) Register(t Tool) error {
 	if !slices.Contains(authz.Capabilities(authz.TierOwner), t.Capability()) {
 		return fmt.Errorf("register tool %q: unknown capability %q; use an authz capability", name, t.Capability())
 	}
-	if err := admitSchema(t.InputSchema()); err != nil {
+	if _, err := resolveSchema(t.InputSchema()); err != nil {
 		return &SchemaError{Tool: name, Err: err}
 	}
 	r.mu.Lock()
