@@ -1,7 +1,8 @@
 // Package sessions is where OpenProgram keeps users' data: sessions and
 // their message trees, per-session turn leases, the two-layer memory
 // (appended sources and owner-promoted trusted pages) and the hash-chained
-// audit log, behind one [Store] interface.
+// audit log, behind one [Store] interface; and durable MCP tasks, behind
+// [TaskStore], which both backends implement too.
 //
 // Backends live in sub-packages and register a URL scheme when imported,
 // like database/sql drivers:

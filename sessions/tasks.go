@@ -27,6 +27,23 @@ var (
 	ErrTaskDone = errors.New("sessions: task already settled")
 	// ErrInvalidCursor: a tasks page cursor this store did not hand out.
 	ErrInvalidCursor = errors.New("sessions: invalid task cursor")
+	// ErrTaskTooLarge: a task's request, result, progress or status
+	// message is over [MaxTaskPayload] (or [MaxTaskMessage]). Nothing was
+	// written.
+	ErrTaskTooLarge = errors.New("sessions: task payload too large")
+)
+
+// Task bounds every backend enforces before it writes.
+const (
+	// MaxTaskPayload bounds each of a task's JSON documents (Request,
+	// Result, Progress), in bytes.
+	MaxTaskPayload = 8 << 20
+	// MaxTaskMessage bounds a task's status message, in bytes.
+	MaxTaskMessage = 64 << 10
+	// DefaultTaskPage is the page size of [TaskStore.ListTasks] for a
+	// limit <= 0; MaxTaskPage caps a larger limit.
+	DefaultTaskPage = 100
+	MaxTaskPage     = 1000
 )
 
 // Task is one durable task: a task-augmented request recorded by the
@@ -87,13 +104,18 @@ type TaskPage struct {
 // task of another client, and for an expired one.
 type TaskStore interface {
 	// CreateTask stores a working task created now. ErrExists if the id is
-	// taken, ErrTaskLimit if the client is at its cap.
+	// taken, ErrTaskLimit if the client is at its cap; ErrInvalidText,
+	// ErrTaskTooLarge or a plain error for input it refuses (an empty id
+	// or client, a TTL <= 0, a Request that is not valid UTF-8 JSON).
 	CreateTask(ctx context.Context, t NewTask) (Task, error)
 	// GetTask returns clientID's task id.
 	GetTask(ctx context.Context, clientID, id string) (Task, error)
 	// ListTasks returns clientID's unexpired tasks, oldest first (ties by
-	// id), at most limit after cursor ("" for the first page).
-	// ErrInvalidCursor for a cursor this store did not hand out.
+	// id), at most limit after cursor ("" for the first page); a limit <= 0
+	// is [DefaultTaskPage], one over [MaxTaskPage] is MaxTaskPage. The
+	// listed tasks carry no Request, Result or Progress (GetTask has them),
+	// so a page stays small. ErrInvalidCursor for a cursor this store did
+	// not hand out.
 	ListTasks(ctx context.Context, clientID, cursor string, limit int) (TaskPage, error)
 	// CancelTask moves clientID's working, uncommitted task to
 	// TaskCancelled and returns it. ErrTaskDone (with the task as it is)
@@ -101,27 +123,38 @@ type TaskStore interface {
 	CancelTask(ctx context.Context, clientID, id string) (Task, error)
 
 	// ClaimTask takes the runner lease of working task id for runner until
-	// ttl from now and returns the task. ErrBusy if another runner's lease
-	// is live; ErrTaskDone if the task is terminal; ErrNotFound.
+	// ttl from now and returns the task: a task nobody claimed, one whose
+	// lease lapsed (a takeover), or runner's own (a renewal). ErrBusy if
+	// another runner's lease is live; ErrTaskDone if the task is terminal
+	// or committing; ErrNotFound.
 	ClaimTask(ctx context.Context, id, runner string, ttl time.Duration) (Task, error)
 	// RenewTask extends runner's lease, stores progress when it is not nil,
 	// and returns the task, so the runner sees a cancel (Status
-	// TaskCancelled). ErrLeaseLost if runner no longer holds the lease.
+	// TaskCancelled) or a failure by FailAbandonedTasks. Progress is kept
+	// only while the task is working. ErrLeaseLost if runner no longer
+	// holds the lease (a lease that lapsed but nobody took over is still
+	// runner's).
 	RenewTask(ctx context.Context, id, runner string, ttl time.Duration, progress json.RawMessage) (Task, error)
 	// CommitTask is the runner's side of the commit point, taken right
 	// before the turn's final write: it marks runner's working task
-	// Committing. ErrTaskDone when a cancel won (the task is cancelled);
-	// ErrLeaseLost when runner does not hold the lease.
+	// Committing (again: a no-op for the runner that committed). ErrTaskDone
+	// when a cancel won (the task is cancelled) or the task is otherwise
+	// terminal; ErrLeaseLost when runner does not hold a live lease (one
+	// that lapsed may be failed by FailAbandonedTasks at any moment, so it
+	// commits nothing).
 	CommitTask(ctx context.Context, id, runner string) (Task, error)
 	// FinishTask moves runner's working task to status (TaskCompleted,
 	// TaskFailed, or TaskCancelled when it did not commit) with message and
-	// result. ErrTaskDone (task unchanged) when it is already terminal;
-	// ErrLeaseLost when runner does not hold the lease.
+	// result. ErrTaskDone (task unchanged) when it is already terminal, or
+	// committing and status is TaskCancelled; ErrLeaseLost when runner does
+	// not hold the lease (one that lapsed but nobody took over is still
+	// runner's).
 	FinishTask(ctx context.Context, id, runner, status, message string, result json.RawMessage) (Task, error)
 
 	// FailAbandonedTasks moves to TaskFailed, with message and result,
-	// every working task whose runner lease lapsed, or that no runner
-	// claimed within unclaimed of its creation, and returns how many.
+	// every working task whose runner lease lapsed (committing or not), or
+	// that no runner claimed within unclaimed (> 0) of its creation, and
+	// returns how many.
 	FailAbandonedTasks(ctx context.Context, message string, result json.RawMessage, unclaimed time.Duration) (int, error)
 	// PurgeExpiredTasks deletes the expired tasks and returns how many.
 	PurgeExpiredTasks(ctx context.Context) (int, error)

@@ -1,9 +1,13 @@
 package postgres_test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"testing"
 
+	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/postgres"
 	"github.com/openprogram/openprogram/sessions/storetest"
 )
 
@@ -44,4 +48,36 @@ func TestReindexMemory(t *testing.T) {
 			authority_tier, interaction, source, revision, created_at)
 			VALUES ($1, $2, 'owner', 'o', 'Owner', 'p', 'owner', 'interactive', 'cli', 2, now())`, path, content)
 	}, st.ReindexMemory)
+}
+
+// TestMigration4AddsTasks opens a schema at version 3 (a store made now,
+// its tasks table and version 4 taken away again, which is what version 3
+// wrote) and checks that the upgrade keeps what was stored and that tasks
+// work (storetest.CheckUpgradedTasks).
+func TestMigration4AddsTasks(t *testing.T) {
+	ctx := context.Background()
+	db := newTestDB(t)
+	st, err := postgres.OpenWith(ctx, db.URL, &sessions.Options{AuditKey: storetest.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateSession(ctx, sessions.Session{ID: "kept", Title: "from version 3"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db.exec(t, `DROP TABLE tasks`)
+	db.exec(t, `DELETE FROM openprogram_schema_migrations WHERE version = 4`)
+	if _, err := postgres.OpenWith(ctx, db.URL, &sessions.Options{AuditKey: storetest.Key, NoMigrate: true}); !errors.Is(err, sessions.ErrMigrationsPending) {
+		t.Fatalf("NoMigrate open of the version 3 schema error = %v, want ErrMigrationsPending", err)
+	}
+
+	up := openStore(t, db)
+	var version int
+	if err := db.conn(t).QueryRow(ctx, `SELECT max(version) FROM openprogram_schema_migrations`).Scan(&version); err != nil || version != 4 {
+		t.Fatalf("schema version after the upgrade = %d, %v; want 4", version, err)
+	}
+	if got, err := up.GetSession(ctx, "kept"); err != nil || got.Title != "from version 3" {
+		t.Errorf("session written at version 3 = %+v, %v; want it kept", got, err)
+	}
+	storetest.CheckUpgradedTasks(t, up)
 }

@@ -3,10 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
 
+	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/storetest"
 )
 
@@ -61,4 +63,48 @@ func TestReindexMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}, st.ReindexMemory)
+}
+
+// TestMigration4AddsTasks opens a store at schema version 3 (a store made
+// now, its tasks table and version 4 taken away again, which is what
+// version 3 wrote) and checks that the upgrade keeps what was stored and
+// that tasks work (storetest.CheckUpgradedTasks).
+func TestMigration4AddsTasks(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), DefaultFileName)
+	st, err := OpenWith(ctx, path, &sessions.Options{AuditKey: storetest.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateSession(ctx, sessions.Session{ID: "kept", Title: "from version 3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TABLE tasks`, `DELETE FROM schema_migrations WHERE version = 4`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenWith(ctx, path, &sessions.Options{AuditKey: storetest.Key, NoMigrate: true}); !errors.Is(err, sessions.ErrMigrationsPending) {
+		t.Fatalf("NoMigrate open of the version 3 store error = %v, want ErrMigrationsPending", err)
+	}
+
+	up := openAt(t, path)
+	var version int
+	if err := up.r.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&version); err != nil || version != 4 {
+		t.Fatalf("schema version after the upgrade = %d, %v; want 4", version, err)
+	}
+	if got, err := up.GetSession(ctx, "kept"); err != nil || got.Title != "from version 3" {
+		t.Errorf("session written at version 3 = %+v, %v; want it kept", got, err)
+	}
+	storetest.CheckUpgradedTasks(t, up)
 }

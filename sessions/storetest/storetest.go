@@ -97,6 +97,7 @@ func Run(t *testing.T, open func(t *testing.T, opts *sessions.Options) sessions.
 		{"Memory", memoryTests},
 		{"Audit", auditTests},
 		{"Text", textTests},
+		{"Tasks", taskTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
