@@ -288,7 +288,7 @@ func TestNoTasksIgnoresTaskParams(t *testing.T) {
 		if len(frames) != 3 {
 			t.Fatalf("got %d answers, want 3", len(frames))
 		}
-		if strings.Contains(frames["1"], "execution") {
+		if strings.Contains(frames["1"], `"execution":`) {
 			t.Errorf("tools/list without task support has an execution member: %s", frames["1"])
 		}
 		if !strings.Contains(frames["2"], `echo: hello`) || strings.Contains(frames["2"], `"task"`) {
@@ -393,4 +393,116 @@ func byID(frames [][]byte) map[string]string {
 		}
 	}
 	return out
+}
+
+// The connection that created a task with a progressToken relays the
+// progress its runner stores as notifications/progress, and the status
+// change it then observes (a tasks/cancel) as notifications/tasks/status;
+// the runner sees the cancel at its next renewal, stops the turn before
+// its commit point and writes the cancel's audit records.
+func TestTaskProgressStatusAndCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, nil)
+		w := startWire(t.Context(), t, te.env)
+		for _, l := range handshake {
+			w.send(l)
+		}
+		w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"block"},"task":{},"_meta":{"progressToken":"tok"}}}`)
+		synctest.Wait()
+		time.Sleep(taskRenewEvery + DefaultTaskPollInterval) // the runner stores, the watcher relays
+		synctest.Wait()
+		var sawProgress bool
+		for _, f := range w.take() {
+			if strings.Contains(string(f), `"method":"notifications/progress"`) {
+				sawProgress = strings.Contains(string(f), `"progressToken":"tok"`) && strings.Contains(string(f), "turn started")
+			}
+		}
+		if !sawProgress {
+			t.Error("no notifications/progress with the task's progressToken and the turn's progress")
+		}
+		w.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/cancel","params":{"taskId":"task_0001"}}`)
+		synctest.Wait()
+		time.Sleep(taskRenewEvery + DefaultTaskPollInterval)
+		synctest.Wait()
+		var sawStatus bool
+		for _, f := range w.take() {
+			if strings.Contains(string(f), `"method":"notifications/tasks/status"`) && strings.Contains(string(f), `"status":"cancelled"`) {
+				sawStatus = true
+			}
+		}
+		if !sawStatus {
+			t.Error("no notifications/tasks/status for the cancelled task")
+		}
+		te.runners.Wait() // the runner saw the cancel and stopped
+		if got := te.store.auditOf(AuditTaskCancelled); len(got) != 1 || got[0]["task_id"] != "task_0001" {
+			t.Errorf("%s records = %v", AuditTaskCancelled, got)
+		}
+		if got := te.store.auditOf(AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != ReasonTaskCancel || got[0]["task_id"] != "task_0001" {
+			t.Errorf("%s records = %v", AuditRequestCancelled, got)
+		}
+		if got := te.store.auditOf(AuditPromptRequested); len(got) != 1 || got[0]["task_id"] != "task_0001" {
+			t.Errorf("%s records = %v", AuditPromptRequested, got)
+		}
+		if got := te.store.auditOf(AuditTaskCreated); len(got) != 1 || got[0]["task_id"] != "task_0001" {
+			t.Errorf("%s records = %v", AuditTaskCreated, got)
+		}
+		if te.store.hasSession("mcp_00000000000000000000000000000001") {
+			t.Error("the cancelled task's new session was left behind")
+		}
+		if te.store.leaseHeld("mcp_00000000000000000000000000000001") {
+			t.Error("the cancelled task's turn still holds the session lease")
+		}
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A task's runner writes the same audit as a plain prompt_send, with the
+// task id: the completed turn's record and the task's terminal status.
+func TestTaskAuditCompleted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, nil)
+		w := startWire(t.Context(), t, te.env)
+		for _, l := range handshake {
+			w.send(l)
+		}
+		w.send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"hello"},"task":{}}}`)
+		synctest.Wait()
+		te.runners.Wait()
+		if got := te.store.auditOf(AuditPromptCompleted); len(got) != 1 || got[0]["task_id"] != "task_0001" || got[0]["request_id"] != "a" {
+			t.Errorf("%s records = %v", AuditPromptCompleted, got)
+		}
+		if got := te.store.auditOf(AuditTaskFinished); len(got) != 1 || got[0]["status"] != sessions.TaskCompleted {
+			t.Errorf("%s records = %v", AuditTaskFinished, got)
+		}
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Fail closed: a task whose request record cannot be written is refused
+// before anything is created or started.
+func TestTaskAuditRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, nil)
+		te.srv.store = &refusingAuditStore{memStore: te.store}
+		w := startWire(t.Context(), t, te.env)
+		for _, l := range handshake {
+			w.send(l)
+		}
+		w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"hello"},"task":{}}}`)
+		synctest.Wait()
+		got := byID(w.take())["1"]
+		if !strings.Contains(got, `"code":-32603`) || !strings.Contains(got, "audit_unavailable") {
+			t.Errorf("task with its audit refused = %s", got)
+		}
+		if _, ok := te.tasks.raw("task_0001"); ok {
+			t.Error("a task was created without its audit record")
+		}
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
