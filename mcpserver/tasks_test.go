@@ -506,3 +506,38 @@ func TestTaskAuditRefused(t *testing.T) {
 		}
 	})
 }
+
+// tasks/result waits while the task works; a notifications/cancelled for
+// it ends the wait with the cancellation error, and the task goes on.
+func TestTaskResultWaitCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, nil)
+		w := startWire(t.Context(), t, te.env)
+		for _, l := range handshake {
+			w.send(l)
+		}
+		w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"block"},"task":{}}}`)
+		w.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"task_0001"}}`)
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := byID(w.take())["2"]; got != "" {
+			t.Fatalf("tasks/result of a working task answered %s", got)
+		}
+		w.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+		synctest.Wait()
+		got := byID(w.take())["2"]
+		if !strings.Contains(got, `"code":0`) || !strings.Contains(got, "Request cancelled") {
+			t.Errorf("tasks/result after notifications/cancelled = %q", got)
+		}
+		if task, _ := te.tasks.raw("task_0001"); task.Status != sessions.TaskWorking {
+			t.Errorf("cancelling tasks/result changed the task: %s", task.Status)
+		}
+		w.send(`{"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":{"taskId":"task_0001"}}`)
+		synctest.Wait()
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+		te.runners.Wait()
+	})
+}
