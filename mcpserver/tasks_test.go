@@ -517,6 +517,7 @@ func TestTaskResultWaitCancelled(t *testing.T) {
 			w.send(l)
 		}
 		w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"block"},"task":{}}}`)
+		synctest.Wait()
 		w.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"task_0001"}}`)
 		synctest.Wait()
 		time.Sleep(time.Minute)
