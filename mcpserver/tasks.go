@@ -705,14 +705,20 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 				return
 			case err != nil:
 				s.log.Warn("renew task lease", "task_id", taskID, "error", err)
-			case now.Status == sessions.TaskCancelled:
+			case now.Status != sessions.TaskWorking:
+				// A tasks/cancel, or a sweep that failed the task while this
+				// runner stalled: either way its turn must stop.
+				reason, cause := ReasonTaskCancel, errTaskCancelled
+				if now.Status != sessions.TaskCancelled {
+					reason, cause = ReasonRunnerStopped, errTaskEnded
+				}
 				c.mu.Lock()
 				rec := c.byID[reqID]
 				c.mu.Unlock()
 				if rec != nil {
-					c.cancelPrompt(rec, ReasonTaskCancel)
+					c.cancelPrompt(rec, reason)
 				} else {
-					commit.Cancel(errTaskCancelled)
+					commit.Cancel(cause)
 				}
 				return
 			}
@@ -751,8 +757,11 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 	return finish(sessions.TaskCompleted, "", taskOutcome{Result: body})
 }
 
-// errTaskCancelled is the cause a tasks/cancel gives a task's turn.
-var errTaskCancelled = errors.New("cancelled by tasks/cancel")
+// Causes a task's runner gives its turn's Commit.
+var (
+	errTaskCancelled = errors.New("cancelled by tasks/cancel")
+	errTaskEnded     = errors.New("the task ended while its turn ran (its runner lease lapsed)")
+)
 
 // statusText is the first text of an isError result, clipped, for the
 // task's statusMessage.

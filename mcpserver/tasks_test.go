@@ -542,3 +542,33 @@ func TestTaskResultWaitCancelled(t *testing.T) {
 		te.runners.Wait()
 	})
 }
+
+// A runner that finds its task ended under it (a sweep failed it while
+// the runner stalled) stops its turn before the commit point: nothing of
+// the turn is written and the failure stands.
+func TestRunTaskStopsWhenTaskEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+		if _, err := te.tasks.CreateTask(t.Context(), sessions.NewTask{ID: "task_e", ClientID: testClientID, Request: rawParams(taskRequest{RequestID: 1, SessionID: "mcp_e", NewSession: true, Prompt: "block"}), TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- te.srv.runTask(t.Context(), "task_e", "r") }()
+		synctest.Wait()
+		te.tasks.mu.Lock()
+		te.tasks.tasks["task_e"].Status = sessions.TaskFailed
+		te.tasks.mu.Unlock()
+		if err := <-done; err != nil {
+			t.Errorf("runTask of a task failed under it = %v", err)
+		}
+		if task, _ := te.tasks.raw("task_e"); task.Status != sessions.TaskFailed {
+			t.Errorf("task = %s, want the sweep's failure to stand", task.Status)
+		}
+		if te.store.hasSession("mcp_e") {
+			t.Error("the stopped turn's new session was left behind")
+		}
+		if got := te.store.auditOf(AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != ReasonRunnerStopped {
+			t.Errorf("cancel audit = %v", got)
+		}
+	})
+}
