@@ -33,6 +33,14 @@ type taskEnv struct {
 
 func newTaskEnv(t testing.TB, tweak func(*TaskOptions)) *taskEnv {
 	t.Helper()
+	te, err := newTaskEnvErr(tweak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return te
+}
+
+func newTaskEnvErr(tweak func(*TaskOptions)) (*taskEnv, error) {
 	te := &taskEnv{tasks: newMemTasks(time.Now)}
 	opts := &TaskOptions{Store: te.tasks, Start: func(_ context.Context, id string) error {
 		te.runners.Go(func() {
@@ -48,7 +56,7 @@ func newTaskEnv(t testing.TB, tweak func(*TaskOptions)) *taskEnv {
 	}
 	e, err := newEnv(func(o *Options) { o.Tasks = opts })
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	te.env = e
 	var n int
@@ -59,7 +67,7 @@ func newTaskEnv(t testing.TB, tweak func(*TaskOptions)) *taskEnv {
 		n++
 		return fmt.Sprintf("task_%04d", n)
 	}
-	return te
+	return te, nil
 }
 
 // call sends one request on a connection of te's server the way the
