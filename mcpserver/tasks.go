@@ -75,9 +75,10 @@ const (
 	// taskRenewEvery is how often the runner renews its lease, stores its
 	// progress and looks for a tasks/cancel.
 	taskRenewEvery = 2 * time.Second
-	// taskResultPoll bounds how often tasks/result reads the store while it
-	// waits.
-	taskResultPoll = 250 * time.Millisecond
+	// taskResultPoll is how often tasks/result reads the store while it
+	// waits, once it has backed off from taskResultFirstPoll (doubling).
+	taskResultPoll      = 250 * time.Millisecond
+	taskResultFirstPoll = 5 * time.Millisecond
 	// tasksListLimit is the page size of tasks/list.
 	tasksListLimit = 100
 )
@@ -518,6 +519,9 @@ func (c *connection) tasksResult(ctx context.Context, r *stdio.Request, params j
 	}
 	tc := c.s.tasks
 	var task sessions.Task
+	// Poll quickly first (a short turn ends within milliseconds), then
+	// back off to the steady pace.
+	wait := min(taskResultFirstPoll, tc.resultPoll, tc.pollInterval)
 	for {
 		var err *jsonrpc.Error
 		if task, err = c.getTask(ctx, id); err != nil {
@@ -529,7 +533,8 @@ func (c *connection) tasksResult(ctx context.Context, r *stdio.Request, params j
 		if task.Status != sessions.TaskWorking {
 			break
 		}
-		t := time.NewTimer(min(tc.resultPoll, tc.pollInterval))
+		t := time.NewTimer(wait)
+		wait = min(2*wait, tc.resultPoll, tc.pollInterval)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
