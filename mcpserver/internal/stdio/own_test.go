@@ -20,7 +20,9 @@ func TestOwnHandlers(t *testing.T) {
 		inR, inW := io.Pipe()
 		var out syncBuffer
 		c := New(inR, &out, Options{Methods: allMethods, Handlers: map[string]Handler{
-			"x/echo": func(_ context.Context, _ *Request, p json.RawMessage) (json.RawMessage, *jsonrpc.Error) { return p, nil },
+			"x/echo": func(_ context.Context, _ *Request, p json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+				return p, nil
+			},
 			"x/block": func(ctx context.Context, _ *Request, _ json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 				<-ctx.Done()
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "too late"}
