@@ -266,6 +266,8 @@ func (c *connection) createTask(ctx context.Context, req *mcp.CallToolRequest, t
 	switch {
 	case errors.Is(err, sessions.ErrTaskLimit):
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("too many working tasks: at most %d per client; wait for one to end or cancel one with tasks/cancel", tc.maxWorking)}
+	case errors.Is(err, sessions.ErrTaskTooLarge):
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid params: the prompt is too large to keep as a task (at most %d bytes recorded); send it without \"task\"", sessions.MaxTaskPayload)}
 	case err != nil:
 		s.log.Warn("prompt_send task: create task failed", "error", err)
 		return nil, taskStoreError()

@@ -600,3 +600,28 @@ func TestRunTaskStopsWhenTaskEnded(t *testing.T) {
 		}
 	})
 }
+
+// A prompt the task store cannot record is refused -32602 as a task, and
+// no task exists.
+func TestTaskPromptTooLarge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, nil)
+		w := startWire(t.Context(), t, te.env)
+		for _, l := range handshake {
+			w.send(l)
+		}
+		big := strings.Repeat("x", sessions.MaxTaskPayload)
+		w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"` + big + `"},"task":{}}}`)
+		synctest.Wait()
+		got := byID(w.take())["1"]
+		if !strings.Contains(got, `"code":-32602`) || !strings.Contains(got, "too large to keep as a task") {
+			t.Errorf("a task with a prompt over the store's bound = %.300s", got)
+		}
+		if _, ok := te.tasks.raw("task_0001"); ok {
+			t.Error("a task was created")
+		}
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

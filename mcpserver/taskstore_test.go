@@ -52,6 +52,9 @@ func (m *memTasks) CreateTask(_ context.Context, n sessions.NewTask) (sessions.T
 	if m.tasks[n.ID] != nil {
 		return sessions.Task{}, sessions.ErrExists
 	}
+	if len(n.Request) > sessions.MaxTaskPayload {
+		return sessions.Task{}, sessions.ErrTaskTooLarge
+	}
 	if n.MaxWorking > 0 {
 		working := 0
 		for _, t := range m.tasks {
