@@ -42,6 +42,7 @@ type PromptCompletedPayload struct {
 	SessionID string `json:"session_id"`
 	ClientID  string `json:"client_id"`
 	Failed    bool   `json:"failed"`
+	TaskID    string `json:"task_id,omitempty"` // the task the turn runs, if any
 }
 
 // RequestCancelledPayload is the payload of [AuditRequestCancelled];
@@ -52,6 +53,7 @@ type RequestCancelledPayload struct {
 	SessionID string `json:"session_id"`
 	ClientID  string `json:"client_id"`
 	Reason    string `json:"reason"`
+	TaskID    string `json:"task_id,omitempty"` // the task the turn runs, if any
 }
 
 // PromptRequestedPayload is the payload of [AuditPromptRequested].
@@ -61,6 +63,7 @@ type PromptRequestedPayload struct {
 	SessionID  string `json:"session_id"`
 	ClientID   string `json:"client_id"`
 	NewSession bool   `json:"new_session,omitempty"`
+	TaskID     string `json:"task_id,omitempty"` // the task the turn runs, if any
 }
 
 // ToolRequestedPayload is the payload of [AuditToolRequested]: the tool
@@ -69,6 +72,30 @@ type ToolRequestedPayload struct {
 	RequestID any    `json:"request_id"`
 	Tool      string `json:"tool"`
 	ClientID  string `json:"client_id"`
+}
+
+// TaskCreatedPayload is the payload of [AuditTaskCreated]: the task, the
+// request that created it and the ttl it was given, in milliseconds.
+type TaskCreatedPayload struct {
+	TaskID    string `json:"task_id"`
+	RequestID any    `json:"request_id"`
+	ClientID  string `json:"client_id"`
+	TTLMs     int64  `json:"ttl_ms"`
+}
+
+// TaskCancelledPayload is the payload of [AuditTaskCancelled].
+type TaskCancelledPayload struct {
+	TaskID    string `json:"task_id"`
+	RequestID any    `json:"request_id"` // the tasks/cancel request's id
+	ClientID  string `json:"client_id"`
+}
+
+// TaskFinishedPayload is the payload of [AuditTaskFinished]; Status is the
+// task's terminal status.
+type TaskFinishedPayload struct {
+	TaskID   string `json:"task_id"`
+	ClientID string `json:"client_id"`
+	Status   string `json:"status"`
 }
 
 // AuditFailure is what a prompt_send or tool_call does when its request

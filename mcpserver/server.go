@@ -55,6 +55,14 @@ const (
 	// AuditRequestCancelled: [RequestCancelledPayload] for a prompt_send
 	// turn that was cancelled.
 	AuditRequestCancelled = sessions.AuditRequestCancelled
+	// AuditTaskCreated: [TaskCreatedPayload] when a task-augmented
+	// prompt_send created its task.
+	AuditTaskCreated = sessions.AuditTaskCreated
+	// AuditTaskCancelled: [TaskCancelledPayload] when a tasks/cancel won.
+	AuditTaskCancelled = sessions.AuditTaskCancelled
+	// AuditTaskFinished: [TaskFinishedPayload] when a task reached its
+	// terminal status in its runner.
+	AuditTaskFinished = sessions.AuditTaskFinished
 )
 
 // Reasons of [AuditRequestCancelled].
@@ -62,6 +70,11 @@ const (
 	ReasonPromptCancel     = "prompt_cancel"
 	ReasonRequestCancelled = "request_cancelled"
 	ReasonConnectionClosed = "connection_closed"
+	// ReasonTaskCancel: a tasks/cancel stopped a task's turn.
+	ReasonTaskCancel = "tasks_cancel"
+	// ReasonRunnerStopped: a task's runner was stopped (its context ended)
+	// before the turn's commit point.
+	ReasonRunnerStopped = "runner_stopped"
 )
 
 // servedMethods are the only requests the server answers; the connection
@@ -99,6 +112,10 @@ type Options struct {
 	// OnAuditFailure is what a prompt_send or tool_call does when its
 	// request record cannot be written. Default [AuditRefuse].
 	OnAuditFailure AuditFailure
+	// Tasks, when set, enables durable MCP tasks for prompt_send (see
+	// [TaskOptions]). Nil serves no tasks: the server's answers are then
+	// exactly those of a server without task support.
+	Tasks *TaskOptions
 
 	// Version is serverInfo.version. Default "(devel)".
 	Version string
@@ -128,6 +145,8 @@ type Server struct {
 	stateDir  string
 
 	onAuditFailure AuditFailure
+	// tasks is nil without task support.
+	tasks *taskConfig
 
 	version string
 	drain   time.Duration
@@ -136,6 +155,8 @@ type Server struct {
 
 	// newSessionID makes the id of a session prompt_send creates.
 	newSessionID func() string
+	// newTaskID makes the id of a task.
+	newTaskID func() string
 	// cancelWait bounds how long prompt_cancel waits for the cancelled
 	// prompt_send to be answered.
 	cancelWait time.Duration
@@ -148,6 +169,11 @@ type Server struct {
 // non-interactive MCP client authority of opts.ClientID. Nothing a client
 // sends can change it.
 func New(opts Options) (*Server, error) {
+	return newServer(opts, false)
+}
+
+// newServer is New; a task's runner (runner) needs no TaskOptions.Start.
+func newServer(opts Options, runner bool) (*Server, error) {
 	switch {
 	case opts.Store == nil:
 		return nil, errors.New("mcpserver: Options.Store is nil; open the session store first")
@@ -181,6 +207,10 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("mcpserver: working directory %q is not absolute", d)
 		}
 	}
+	tasks, err := newTaskConfig(opts.Tasks, runner)
+	if err != nil {
+		return nil, err
+	}
 	var exposed []string
 	for _, name := range opts.ExposedTools {
 		if name == "" {
@@ -203,11 +233,13 @@ func New(opts Options) (*Server, error) {
 		workDirs:       slices.Clone(opts.WorkDirs),
 		stateDir:       opts.StateDir,
 		onAuditFailure: opts.OnAuditFailure,
+		tasks:          tasks,
 		version:        opts.Version,
 		drain:          opts.DrainTimeout,
 		log:            opts.Logger,
 		now:            opts.Now,
 		newSessionID:   newSessionID,
+		newTaskID:      newTaskID,
 		cancelWait:     5 * time.Second,
 	}
 	if s.version == "" {
@@ -257,13 +289,19 @@ func (s *Server) authzRequest() authz.Request {
 // Nothing but JSON-RPC frames is ever written to out.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	c := newConnection(s)
+	var handlers map[string]stdio.Handler
+	if s.tasks != nil {
+		handlers = c.taskHandlers()
+	}
 	conn := stdio.New(in, out, stdio.Options{
 		Methods:        servedMethods,
 		CheckParams:    checkParams,
+		Handlers:       handlers,
 		DrainTimeout:   s.drain,
 		OnDrainTimeout: func() { c.cancelAll(ReasonConnectionClosed) },
 		Logger:         s.log,
 	})
+	c.conn = conn
 	srv := c.mcpServer()
 	c.start()
 	defer c.stop()
