@@ -131,12 +131,17 @@ var specs = []struct {
 		"returns an error result starting with \"[denied]\" and the tool does not run."},
 }
 
+// taskSupport is the execution.taskSupport of each tool that may run as a
+// task; the others answer at once ("forbidden", sent as no member).
+var taskSupport = map[string]string{PromptSend: TaskSupportOptional}
+
 // frozenTool is one tool as built on first use; nothing changes it
 // afterwards. Its schema is compiled on the first validation against it.
 type frozenTool struct {
 	name        string
 	title       string
 	hints       hints
+	taskSupport string // "" (forbidden) or TaskSupportOptional
 	description string
 	schema      json.RawMessage                // the published schema, canonical JSON
 	compiled    func() (*schema.Schema, error) // validates arguments, names the first failure
@@ -177,6 +182,7 @@ func mustFreeze() []*frozenTool {
 			panic(fmt.Sprintf("contracts: %v", err))
 		}
 		t.title, t.hints = s.title, s.hints
+		t.taskSupport = taskSupport[s.name]
 		out = append(out, t)
 	}
 	return out
@@ -231,6 +237,30 @@ func Tools() []*mcp.Tool {
 		})
 	}
 	return out
+}
+
+// TaskSupportOptional is the execution.taskSupport of a tool that may be
+// called as an MCP task (protocol 2025-11-25) or plainly.
+const TaskSupportOptional = "optional"
+
+// ToolExecution is the "execution" member of a tool definition (protocol
+// 2025-11-25): whether the tool may be called as a task.
+type ToolExecution struct {
+	TaskSupport string `json:"taskSupport"`
+}
+
+// Execution returns the execution member of the named tool's definition
+// for a server that supports tasks, or nil when the tool answers at once
+// (taskSupport "forbidden", the protocol's default when the member is
+// absent). Only prompt_send, whose turn may run for minutes, is
+// TaskSupportOptional. A server without task support sends no execution
+// member at all. Each call returns a fresh value.
+func Execution(name string) *ToolExecution {
+	t, ok := lookup(name)
+	if !ok || t.taskSupport == "" {
+		return nil
+	}
+	return &ToolExecution{TaskSupport: t.taskSupport}
 }
 
 // InputSchema returns a copy of the input schema of the named tool, as

@@ -71,6 +71,30 @@ type ToolRequestedPayload struct {
 	ClientID  string `json:"client_id"`
 }
 
+// TaskCreatedPayload is the payload of [AuditTaskCreated]: the task, the
+// request that created it and the ttl it was given, in milliseconds.
+type TaskCreatedPayload struct {
+	TaskID    string `json:"task_id"`
+	RequestID any    `json:"request_id"`
+	ClientID  string `json:"client_id"`
+	TTLMs     int64  `json:"ttl_ms"`
+}
+
+// TaskCancelledPayload is the payload of [AuditTaskCancelled].
+type TaskCancelledPayload struct {
+	TaskID    string `json:"task_id"`
+	RequestID any    `json:"request_id"` // the tasks/cancel request's id
+	ClientID  string `json:"client_id"`
+}
+
+// TaskFinishedPayload is the payload of [AuditTaskFinished]; Status is the
+// task's terminal status.
+type TaskFinishedPayload struct {
+	TaskID   string `json:"task_id"`
+	ClientID string `json:"client_id"`
+	Status   string `json:"status"`
+}
+
 // AuditFailure is what a prompt_send or tool_call does when its request
 // record cannot be written (config audit.on_failure).
 type AuditFailure int

@@ -55,6 +55,14 @@ const (
 	// AuditRequestCancelled: [RequestCancelledPayload] for a prompt_send
 	// turn that was cancelled.
 	AuditRequestCancelled = sessions.AuditRequestCancelled
+	// AuditTaskCreated: [TaskCreatedPayload] when a task-augmented
+	// prompt_send created its task.
+	AuditTaskCreated = sessions.AuditTaskCreated
+	// AuditTaskCancelled: [TaskCancelledPayload] when a tasks/cancel won.
+	AuditTaskCancelled = sessions.AuditTaskCancelled
+	// AuditTaskFinished: [TaskFinishedPayload] when a task reached its
+	// terminal status in its runner.
+	AuditTaskFinished = sessions.AuditTaskFinished
 )
 
 // Reasons of [AuditRequestCancelled].
@@ -62,6 +70,8 @@ const (
 	ReasonPromptCancel     = "prompt_cancel"
 	ReasonRequestCancelled = "request_cancelled"
 	ReasonConnectionClosed = "connection_closed"
+	// ReasonTaskCancel: a tasks/cancel stopped a task's turn.
+	ReasonTaskCancel = "tasks_cancel"
 )
 
 // servedMethods are the only requests the server answers; the connection
@@ -99,6 +109,10 @@ type Options struct {
 	// OnAuditFailure is what a prompt_send or tool_call does when its
 	// request record cannot be written. Default [AuditRefuse].
 	OnAuditFailure AuditFailure
+	// Tasks, when set, enables durable MCP tasks for prompt_send (see
+	// [TaskOptions]). Nil serves no tasks: the server's answers are then
+	// exactly those of a server without task support.
+	Tasks *TaskOptions
 
 	// Version is serverInfo.version. Default "(devel)".
 	Version string

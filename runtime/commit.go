@@ -46,6 +46,20 @@ func NewCommit() *Commit {
 	return &Commit{done: make(chan struct{})}
 }
 
+// NewDurableCommit returns the commit point of a turn whose claim must
+// first take a commit point outside this process: claim runs once, under
+// the Commit's mutex, when the turn claims (so no local Cancel can race
+// it), and only if no Cancel won before. A nil error lets the final write
+// happen; an error refuses the claim and ends the turn as cancelled with
+// that error as its cause (ProcessUserTurn's error wraps it, Err returns
+// it, Done is closed), writing nothing of its result. A durable task's
+// runner passes the store's compare-and-set (sessions.TaskStore.CommitTask)
+// here, so that a cancel recorded in the store by another process and the
+// turn's final write cannot both win. claim must not call the Commit.
+func NewDurableCommit(claim func() error) *Commit {
+	return &Commit{done: make(chan struct{})}
+}
+
 // Cancel stops the turn with cause (nil means context.Canceled) unless it
 // already claimed its commit point or ended. It reports whether this call
 // won: true means nothing of the turn's result will ever be written, false

@@ -166,3 +166,68 @@ func TestCommitBeforeAndAfter(t *testing.T) {
 		t.Error("Cancel after a failed turn won")
 	}
 }
+
+var errDurableRefused = errors.New("the store's commit point was taken by a cancel")
+
+// A durable commit point: the turn's claim first takes the hook. A refused
+// hook ends the turn cancelled with the hook's error and writes nothing of
+// its result; an accepted one lets the turn commit; a Cancel that won
+// first never reaches the hook; after a refused hook every Cancel loses.
+func TestDurableCommit(t *testing.T) {
+	store := openStore(t, "")
+	createSession(t, store, "s1")
+	rt := runtime.New(runtime.Options{Store: store, Provider: instant{}})
+
+	calls := 0
+	req := mcpRequest(t, "s1", "refused")
+	req.Commit = runtime.NewDurableCommit(func() error { calls++; return errDurableRefused })
+	res, err := rt.ProcessUserTurn(t.Context(), req)
+	if !errors.Is(err, errDurableRefused) || res != (runtime.TurnResult{}) {
+		t.Fatalf("ProcessUserTurn with a refused durable claim = %+v, %v; want zero and the hook's error", res, err)
+	}
+	if calls != 1 {
+		t.Errorf("claim hook ran %d times, want 1", calls)
+	}
+	if got := branch(t, store, "s1"); len(got) != 1 || got[0].Role != sessions.RoleUser {
+		t.Errorf("branch after a refused durable claim = %+v, want only the user message", got)
+	}
+	if !errors.Is(req.Commit.Err(), errDurableRefused) {
+		t.Errorf("Commit.Err() = %v, want the hook's error", req.Commit.Err())
+	}
+	select {
+	case <-req.Commit.Done():
+	default:
+		t.Error("Done not closed after a refused durable claim")
+	}
+	if req.Commit.Cancel(errTestCancel) {
+		t.Error("Cancel after a refused durable claim won")
+	}
+	checkReleased(t, store, "s1")
+
+	calls = 0
+	req = mcpRequest(t, "s1", "accepted")
+	req.Commit = runtime.NewDurableCommit(func() error { calls++; return nil })
+	res, err = rt.ProcessUserTurn(t.Context(), req)
+	if err != nil || calls != 1 {
+		t.Fatalf("ProcessUserTurn with an accepted durable claim: %v (hook ran %d times)", err, calls)
+	}
+	if got := branch(t, store, "s1"); len(got) != 3 || got[2].Content != res.Text {
+		t.Errorf("branch = %+v, want the committed turn after the refused one's user message", got)
+	}
+	if req.Commit.Cancel(errTestCancel) {
+		t.Error("Cancel after a committed durable turn won")
+	}
+
+	calls = 0
+	req = mcpRequest(t, "s1", "cancelled first")
+	req.Commit = runtime.NewDurableCommit(func() error { calls++; return nil })
+	if !req.Commit.Cancel(errTestCancel) {
+		t.Fatal("Cancel before the turn started lost")
+	}
+	if _, err := rt.ProcessUserTurn(t.Context(), req); !errors.Is(err, errTestCancel) {
+		t.Fatalf("ProcessUserTurn after Cancel: %v", err)
+	}
+	if calls != 0 {
+		t.Errorf("claim hook ran %d times after a winning Cancel, want 0", calls)
+	}
+}

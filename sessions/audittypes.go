@@ -25,6 +25,17 @@ const (
 	// AuditRequestCancelled: a prompt_send turn was cancelled before its
 	// commit point.
 	AuditRequestCancelled = "mcp.request.cancelled"
+	// AuditTaskCreated: a task-augmented prompt_send created its durable
+	// task (after its mcp.prompt.requested record, which carries the task
+	// id too).
+	AuditTaskCreated = "mcp.task.created"
+	// AuditTaskCancelled: a client's tasks/cancel won the task's commit
+	// point (the task is cancelled before the answer).
+	AuditTaskCancelled = "mcp.task.cancelled"
+	// AuditTaskFinished: a task reached its terminal status (completed,
+	// failed or cancelled), written by the task's runner, or by the sweep
+	// for a task whose runner was lost.
+	AuditTaskFinished = "mcp.task.finished"
 	// AuditTokenRotated: `openprogram mcp token rotate` replaced the token.
 	AuditTokenRotated = "mcp.token.rotated"
 	// AuditOwnerSessionCreated: `chat` or `prompt` made a session.
