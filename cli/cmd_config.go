@@ -68,6 +68,9 @@ func (c *configSetCmd) Run(app *App) error {
 	if err := checkModelSettings(cfg); err != nil {
 		return usagef("%s cannot be set: %v; config.json was not changed", c.Key, err)
 	}
+	if err := checkTaskSettings(cfg); err != nil {
+		return usagef("%s cannot be set: %v; config.json was not changed", c.Key, err)
+	}
 	// Checked when set, not when loaded: a file that goes away later is
 	// reported by doctor and by the prompt that needs it.
 	if c.Key == "model.script" {
@@ -97,6 +100,9 @@ func (c *configUnsetCmd) Run(app *App) error {
 		return nil
 	}
 	delete(cfg.values, c.Key)
+	if err := checkTaskSettings(cfg); err != nil {
+		return usagef("%s cannot be unset: %v; config.json was not changed", c.Key, err)
+	}
 	return cfg.Save(dir)
 }
 

@@ -18,6 +18,10 @@ func hostConfig(app *App, cfg *Config, stateDir string) (host.Config, error) {
 	if err != nil {
 		return host.Config{}, fmt.Errorf("tools.permission_rules: %w", err)
 	}
+	tasks, err := tasksConfig(cfg)
+	if err != nil {
+		return host.Config{}, err
+	}
 	return host.Config{
 		StateDir: stateDir,
 		StoreURL: storeURL(app.Env, cfg, stateDir),
@@ -29,7 +33,7 @@ func hostConfig(app *App, cfg *Config, stateDir string) (host.Config, error) {
 			ContextTokens: cfg.integer("model.context_tokens"),
 			TurnTimeout:   cfg.duration("model.turn_timeout"),
 		},
-		MCPServer: host.MCPServerConfig{ExposedTools: cfg.Strings("mcp_server.exposed_tools")},
+		MCPServer: host.MCPServerConfig{ExposedTools: cfg.Strings("mcp_server.exposed_tools"), Tasks: tasks},
 		Tools:     host.ToolsConfig{PermissionRules: rules},
 		Audit:     host.AuditConfig{LogFailures: cfg.String("audit.on_failure") == "log"},
 	}, nil
