@@ -27,6 +27,8 @@ type Commit struct {
 	cause  error
 	cancel context.CancelCauseFunc // the running turn's, once bound
 	done   chan struct{}           // closed when a Cancel wins
+	// durable, if set, is taken first by the claim (NewDurableCommit).
+	durable func() error
 }
 
 type commitState uint8
@@ -57,7 +59,7 @@ func NewCommit() *Commit {
 // here, so that a cancel recorded in the store by another process and the
 // turn's final write cannot both win. claim must not call the Commit.
 func NewDurableCommit(claim func() error) *Commit {
-	return &Commit{done: make(chan struct{})}
+	return &Commit{done: make(chan struct{}), durable: claim}
 }
 
 // Cancel stops the turn with cause (nil means context.Canceled) unless it
@@ -118,13 +120,30 @@ func (c *Commit) bind(cancel context.CancelCauseFunc) error {
 // answer on every Cancel loses. It reports false once a Cancel won or the
 // turn ended. ProcessUserTurn claims by itself; only another runner of
 // turns (a test double of ProcessUserTurn) calls Claim.
+//
+// With a durable claim ([NewDurableCommit]) the claim first takes it: a
+// refusal reports false and ends the turn as a winning Cancel with the
+// refusal as its cause would.
 func (c *Commit) Claim() bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.state != commitOpen {
+		c.mu.Unlock()
 		return false
 	}
+	if c.durable != nil {
+		if err := c.durable(); err != nil {
+			c.state, c.cause = commitCancelled, err
+			close(c.done)
+			cancel := c.cancel
+			c.mu.Unlock()
+			if cancel != nil {
+				cancel(err)
+			}
+			return false
+		}
+	}
 	c.state = commitClaimed
+	c.mu.Unlock()
 	return true
 }
 
