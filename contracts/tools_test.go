@@ -224,3 +224,27 @@ func TestToolTitlesAndAnnotations(t *testing.T) {
 		}
 	}
 }
+
+// Only prompt_send may run as an MCP task ("optional"); the other five
+// answer at once and carry no execution member.
+func TestExecution(t *testing.T) {
+	for _, name := range contracts.Names() {
+		ex := contracts.Execution(name)
+		if name == contracts.PromptSend {
+			if ex == nil || ex.TaskSupport != contracts.TaskSupportOptional {
+				t.Errorf("Execution(%q) = %+v, want taskSupport optional", name, ex)
+			}
+			continue
+		}
+		if ex != nil {
+			t.Errorf("Execution(%q) = %+v, want nil (forbidden)", name, ex)
+		}
+	}
+	if contracts.Execution("nope") != nil {
+		t.Error("Execution of an unknown tool is not nil")
+	}
+	contracts.Execution(contracts.PromptSend).TaskSupport = "required"
+	if got := contracts.Execution(contracts.PromptSend).TaskSupport; got != contracts.TaskSupportOptional {
+		t.Errorf("Execution returned shared state: %q after a caller changed its copy", got)
+	}
+}

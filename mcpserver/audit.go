@@ -42,6 +42,7 @@ type PromptCompletedPayload struct {
 	SessionID string `json:"session_id"`
 	ClientID  string `json:"client_id"`
 	Failed    bool   `json:"failed"`
+	TaskID    string `json:"task_id,omitempty"` // the task the turn runs, if any
 }
 
 // RequestCancelledPayload is the payload of [AuditRequestCancelled];
@@ -52,6 +53,7 @@ type RequestCancelledPayload struct {
 	SessionID string `json:"session_id"`
 	ClientID  string `json:"client_id"`
 	Reason    string `json:"reason"`
+	TaskID    string `json:"task_id,omitempty"` // the task the turn runs, if any
 }
 
 // PromptRequestedPayload is the payload of [AuditPromptRequested].
@@ -61,6 +63,7 @@ type PromptRequestedPayload struct {
 	SessionID  string `json:"session_id"`
 	ClientID   string `json:"client_id"`
 	NewSession bool   `json:"new_session,omitempty"`
+	TaskID     string `json:"task_id,omitempty"` // the task the turn runs, if any
 }
 
 // ToolRequestedPayload is the payload of [AuditToolRequested]: the tool

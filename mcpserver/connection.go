@@ -37,6 +37,12 @@ type connection struct {
 	questionSub *events.Subscription
 	questionsWG sync.WaitGroup
 
+	// conn is the wire (nil in a task's runner); done is closed when the
+	// connection stops, ending the task watchers counted in watchers.
+	conn     *stdio.Conn
+	done     chan struct{}
+	watchers sync.WaitGroup
+
 	// startAudited is closed once the mcp.server.start record is written
 	// (or failed). Serve writes it while the session starts; tools/call
 	// requests and the stop record wait for it, so it stays the first
@@ -50,6 +56,7 @@ func newConnection(s *Server) *connection {
 		byID:         map[jsonrpc.ID]*promptRecord{},
 		bySession:    map[string]*promptRecord{},
 		startAudited: make(chan struct{}),
+		done:         make(chan struct{}),
 	}
 }
 
@@ -68,8 +75,10 @@ func (c *connection) start() {
 	}()
 }
 
-// stop ends the question subscription.
+// stop ends the question subscription and the task watchers.
 func (c *connection) stop() {
+	close(c.done)
+	c.watchers.Wait()
 	c.questionSub.Close()
 	c.questionsWG.Wait()
 }
@@ -129,10 +138,25 @@ func (c *connection) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if verr != nil {
 				return nil, verr
 			}
+			// params.task matters only with task support; without it the
+			// request is served normally, as the protocol requires.
+			var task *taskParams
+			if r := stdio.RequestOf(req); r != nil && c.s.tasks != nil {
+				var terr *jsonrpc.Error
+				if task, terr = taskOf(r.Params()); terr != nil {
+					return nil, terr
+				}
+				if task != nil && contracts.Execution(call.Params.Name) == nil {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("tool %q does not support task-augmented execution (execution.taskSupport is forbidden)", call.Params.Name)}
+				}
+			}
 			select {
 			case <-c.startAudited: // every audit record of a call comes after the start record
 			case <-ctx.Done():
 				return nil, errRequestCancelled
+			}
+			if task != nil {
+				return c.createTask(withArgs(ctx, args), call, task)
 			}
 			return next(withArgs(ctx, args), method, req)
 		case "initialize":
@@ -142,10 +166,17 @@ func (c *connection) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 					"client_name", authz.Clip(ir.Params.ClientInfo.Name, 128), "client_version", authz.Clip(ir.Params.ClientInfo.Version, 128),
 					"protocol_version", authz.Clip(ir.Params.ProtocolVersion, 128))
 			}
+			if c.s.tasks != nil {
+				res, err = next(ctx, method, req)
+				if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
+					return withTaskCapability(ir), nil
+				}
+				return res, err
+			}
 		case "tools/list":
 			res, err = next(ctx, method, req)
 			if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				return contractToolList(list), nil
+				return contractToolList(list, c.s.tasks != nil), nil
 			}
 			return res, err
 		}
@@ -158,22 +189,60 @@ func (c *connection) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // (ttlMs, cacheScope) on every protocol version.
 type listToolsResult struct {
 	mcp.ResultBase
-	NextCursor string      `json:"nextCursor,omitempty"`
-	Tools      []*mcp.Tool `json:"tools"`
+	NextCursor string `json:"nextCursor,omitempty"`
+	Tools      []any  `json:"tools"` // *mcp.Tool, or *taskTool
+}
+
+// taskTool is a tool definition with its execution member (see
+// contracts.Execution), sent only by a server with task support.
+type taskTool struct {
+	*mcp.Tool
+	Execution *contracts.ToolExecution `json:"execution,omitempty"`
+}
+
+// initializeResult is the initialize answer of a server with task support:
+// go-sdk's, with capabilities.tasks.
+type initializeResult struct {
+	*mcp.InitializeResult
+	Capabilities *taskCapabilities `json:"capabilities"`
+}
+
+type taskCapabilities struct {
+	*mcp.ServerCapabilities
+	Tasks json.RawMessage `json:"tasks"`
+}
+
+// withTaskCapability adds capabilities.tasks to go-sdk's initialize answer:
+// list, cancel, and task-augmented tools/call.
+func withTaskCapability(ir *mcp.InitializeResult) *initializeResult {
+	caps := ir.Capabilities
+	if caps == nil {
+		caps = &mcp.ServerCapabilities{}
+	}
+	return &initializeResult{InitializeResult: ir, Capabilities: &taskCapabilities{
+		ServerCapabilities: caps,
+		Tasks:              json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`),
+	}}
 }
 
 // contractToolList returns list in contract order (go-sdk sorts tools by
-// name) without the cache fields.
-func contractToolList(list *mcp.ListToolsResult) *listToolsResult {
+// name) without the cache fields; with tasks, each tool that may run as a
+// task carries its execution member.
+func contractToolList(list *mcp.ListToolsResult, tasks bool) *listToolsResult {
 	order := contracts.Names()
 	tools := slices.Clone(list.Tools)
 	slices.SortStableFunc(tools, func(a, b *mcp.Tool) int {
 		return slices.Index(order, a.Name) - slices.Index(order, b.Name)
 	})
-	if tools == nil {
-		tools = []*mcp.Tool{}
+	out := make([]any, 0, len(tools))
+	for _, t := range tools {
+		if ex := contracts.Execution(t.Name); tasks && ex != nil {
+			out = append(out, &taskTool{Tool: t, Execution: ex})
+		} else {
+			out = append(out, t)
+		}
 	}
-	return &listToolsResult{ResultBase: mcp.ResultBase{Meta: list.Meta}, NextCursor: list.NextCursor, Tools: tools}
+	return &listToolsResult{ResultBase: mcp.ResultBase{Meta: list.Meta}, NextCursor: list.NextCursor, Tools: out}
 }
 
 type argsKey struct{}

@@ -12,9 +12,9 @@ import (
 // of send calls, each written before send returns (so before the
 // response). A nil *progress sends nothing.
 type progress struct {
-	ctx     context.Context
-	session *mcp.ServerSession
-	token   any
+	ctx    context.Context
+	notify func(context.Context, *mcp.ProgressNotificationParams) error
+	token  any
 
 	mu     sync.Mutex
 	n      float64
@@ -31,7 +31,7 @@ func newProgress(ctx context.Context, req *mcp.CallToolRequest) *progress {
 	if token == nil {
 		return nil
 	}
-	return &progress{ctx: ctx, session: req.Session, token: token}
+	return &progress{ctx: ctx, notify: req.Session.NotifyProgress, token: token}
 }
 
 // send writes one notification with message msg.
@@ -47,7 +47,7 @@ func (p *progress) send(msg string) {
 	p.n++
 	// A failed write means the request or the connection is gone; the
 	// response path reports that.
-	_ = p.session.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{
+	_ = p.notify(p.ctx, &mcp.ProgressNotificationParams{
 		ProgressToken: p.token,
 		Progress:      p.n,
 		Message:       msg,

@@ -49,8 +49,10 @@ var errPromptCancelled = errors.New("cancelled by prompt_cancel")
 // JSON-RPC id and by its session.
 type promptRecord struct {
 	id        jsonrpc.ID
+	taskID    string // "" unless the turn runs a task
 	sessionID string
-	req       *stdio.Request
+	// answered is closed once the request is answered.
+	answered <-chan struct{}
 	// commit is the turn's commit point: a cancel counts only if it wins
 	// there, over the turn's final write.
 	commit *runtime.Commit
@@ -60,6 +62,8 @@ type promptRecord struct {
 	// mu makes the side effects of a winning cancel (progress closed,
 	// record removed, audit written) finish before the request settles.
 	mu sync.Mutex
+	// cleaned is set once a cancel's side effects ran (guarded by mu).
+	cleaned bool
 }
 
 // register records rec as running, or returns why it cannot run.
@@ -108,23 +112,39 @@ func (c *connection) cancelPrompt(rec *promptRecord, reason string) bool {
 	if !rec.commit.Cancel(cause) {
 		return false
 	}
+	c.cancelled(rec, reason)
+	return true
+}
+
+// cancelled runs the side effects of a cancel that won rec's commit point,
+// once; rec.mu is held.
+func (c *connection) cancelled(rec *promptRecord, reason string) {
+	if rec.cleaned {
+		return
+	}
+	rec.cleaned = true
 	rec.prog.close()
 	c.s.questions.CancelSession(rec.sessionID)
 	c.unregister(rec)
 	c.s.audit(AuditRequestCancelled, rec.sessionID, RequestCancelledPayload{
-		RequestID: rec.id.Raw(), SessionID: rec.sessionID, ClientID: c.s.clientID, Reason: reason,
+		RequestID: rec.id.Raw(), SessionID: rec.sessionID, ClientID: c.s.clientID, Reason: reason, TaskID: rec.taskID,
 	})
 	c.s.log.Info("MCP prompt cancelled", "session_id", rec.sessionID, "reason", reason)
-	return true
 }
 
 // settle removes the record of a turn that returned and reports whether a
 // cancel won its commit point; it waits for a winning cancel's clean-up.
-func (c *connection) settle(rec *promptRecord) (cancelled bool) {
+// A durable commit point refused by the store (a tasks/cancel won there)
+// gets its clean-up here, with reason refused.
+func (c *connection) settle(rec *promptRecord, refused string) (cancelled bool) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	c.unregister(rec)
-	return rec.commit.Err() != nil
+	if rec.commit.Err() == nil {
+		return false
+	}
+	c.cancelled(rec, refused)
+	return true
 }
 
 // cancelAll cancels every running turn of the connection and refuses new
@@ -149,11 +169,7 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 	if r == nil {
 		return nil, errors.New("prompt_send: the request did not come through the stdio connection")
 	}
-	var (
-		sess    sessions.Session
-		err     error
-		created = a.SessionID == ""
-	)
+	created := a.SessionID == ""
 	requested := a.SessionID
 	if created {
 		requested = s.newSessionID()
@@ -164,26 +180,65 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 	}) {
 		return errorPayload(contracts.TextPromptExecutionFailed, reasonAuditUnavailable), nil
 	}
+	return c.runPrompt(ctx, promptRun{
+		id: r.ID(), sessionID: requested, created: created, prompt: a.Prompt,
+		answered: r.Answered(), prog: newProgress(ctx, req), commit: runtime.NewCommit(),
+		endReason: func() string {
+			if r.CancelledByPeer() {
+				return ReasonRequestCancelled
+			}
+			return ReasonConnectionClosed
+		},
+	})
+}
+
+// promptRun is one prompt_send turn to run, its request record written: a
+// plain request's, or a task's in its runner.
+type promptRun struct {
+	id        jsonrpc.ID
+	taskID    string
+	sessionID string // the session to continue, or to create (created)
+	created   bool
+	prompt    string
+	answered  <-chan struct{}
+	prog      *progress
+	commit    *runtime.Commit
+	// endReason names why ctx ended, for the cancel it causes.
+	endReason func() string
+	// refused is the cancel reason when a durable commit point is refused
+	// (ReasonTaskCancel for a task).
+	refused string
+}
+
+// runPrompt runs p to its end: the one path of every prompt_send turn,
+// plain or a task's. ctx ending cancels the turn at its commit point.
+func (c *connection) runPrompt(ctx context.Context, p promptRun) (*mcp.CallToolResult, error) {
+	s := c.s
+	var (
+		sess sessions.Session
+		err  error
+	)
+	created := p.created
 	if created {
 		now := s.now()
 		sess, err = s.store.CreateSession(ctx, sessions.Session{
-			ID: requested, AgentID: mainAgent, Title: sessions.Title(a.Prompt, "MCP session"), Source: authz.SourceMCP,
+			ID: p.sessionID, AgentID: mainAgent, Title: sessions.Title(p.prompt, "MCP session"), Source: authz.SourceMCP,
 			CreatedAt: now, UpdatedAt: now,
 		})
 		if err != nil {
 			s.log.Warn("prompt_send: create session failed", "error", err)
 			return errorPayload(contracts.TextPromptExecutionFailed, reasonSessionUnavailable), nil
 		}
-	} else if sess, err = s.store.GetSession(ctx, a.SessionID); err != nil {
+	} else if sess, err = s.store.GetSession(ctx, p.sessionID); err != nil {
 		if errors.Is(err, sessions.ErrNotFound) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: contracts.TextInvalidPromptSession}
 		}
-		s.log.Warn("prompt_send: load session failed", "session_id", a.SessionID, "error", err)
+		s.log.Warn("prompt_send: load session failed", "session_id", p.sessionID, "error", err)
 		return errorPayload(contracts.TextPromptExecutionFailed, reasonSessionUnavailable), nil
 	}
 	sessionID := sess.ID
 
-	rec := &promptRecord{id: r.ID(), sessionID: sessionID, req: r, commit: runtime.NewCommit(), prog: newProgress(ctx, req)}
+	rec := &promptRecord{id: p.id, taskID: p.taskID, sessionID: sessionID, answered: p.answered, commit: p.commit, prog: p.prog}
 	if why := c.register(rec); why != "" {
 		if created {
 			c.dropIfEmpty(ctx, sessionID)
@@ -193,19 +248,13 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 	// The request context ends when the client cancels the request or the
 	// connection goes away; either cancels the turn with the right reason,
 	// if the cancel wins over the turn's final write.
-	requestEnded := func() {
-		reason := ReasonConnectionClosed
-		if r.CancelledByPeer() {
-			reason = ReasonRequestCancelled
-		}
-		c.cancelPrompt(rec, reason)
-	}
+	requestEnded := func() { c.cancelPrompt(rec, p.endReason()) }
 	stopWatch := context.AfterFunc(ctx, requestEnded)
 	defer stopWatch()
 
 	turnReq := runtime.TurnRequest{
 		SessionID: sessionID,
-		Text:      a.Prompt,
+		Text:      p.prompt,
 		AgentID:   sess.AgentID,
 		Request:   s.authzRequest(),
 		RequestID: newTurnRequestID(),
@@ -221,7 +270,7 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 		// serialises on rec.mu); a second call changes nothing.
 		requestEnded()
 	}
-	if c.settle(rec) {
+	if c.settle(rec, p.refused) {
 		// Cancelled: nothing of the turn's result was written, and nothing
 		// of the turn reaches the client any more.
 		prog.close()
@@ -244,7 +293,7 @@ func (c *connection) promptSend(ctx context.Context, req *mcp.CallToolRequest, a
 		return errorPayload(contracts.TextPromptExecutionFailed, ""), nil
 	}
 	s.audit(AuditPromptCompleted, sessionID, PromptCompletedPayload{
-		RequestID: rec.id.Raw(), SessionID: sessionID, ClientID: s.clientID, Failed: res.Failed,
+		RequestID: rec.id.Raw(), SessionID: sessionID, ClientID: s.clientID, Failed: res.Failed, TaskID: rec.taskID,
 	})
 	return payloadResult(contracts.PromptSendResult{
 		SessionID: sessionID, Text: res.Text, AssistantMsgID: res.AssistantMessageID, Failed: res.Failed,
@@ -297,7 +346,7 @@ func (c *connection) promptCancel(ctx context.Context, sessionID string) (*mcp.C
 	if cancelled {
 		t := time.NewTimer(c.s.cancelWait)
 		select {
-		case <-rec.req.Answered():
+		case <-rec.answered:
 		case <-t.C:
 		case <-ctx.Done():
 		}

@@ -72,6 +72,9 @@ const (
 	ReasonConnectionClosed = "connection_closed"
 	// ReasonTaskCancel: a tasks/cancel stopped a task's turn.
 	ReasonTaskCancel = "tasks_cancel"
+	// ReasonRunnerStopped: a task's runner was stopped (its context ended)
+	// before the turn's commit point.
+	ReasonRunnerStopped = "runner_stopped"
 )
 
 // servedMethods are the only requests the server answers; the connection
@@ -142,6 +145,8 @@ type Server struct {
 	stateDir  string
 
 	onAuditFailure AuditFailure
+	// tasks is nil without task support.
+	tasks *taskConfig
 
 	version string
 	drain   time.Duration
@@ -150,6 +155,8 @@ type Server struct {
 
 	// newSessionID makes the id of a session prompt_send creates.
 	newSessionID func() string
+	// newTaskID makes the id of a task.
+	newTaskID func() string
 	// cancelWait bounds how long prompt_cancel waits for the cancelled
 	// prompt_send to be answered.
 	cancelWait time.Duration
@@ -162,6 +169,11 @@ type Server struct {
 // non-interactive MCP client authority of opts.ClientID. Nothing a client
 // sends can change it.
 func New(opts Options) (*Server, error) {
+	return newServer(opts, false)
+}
+
+// newServer is New; a task's runner (runner) needs no TaskOptions.Start.
+func newServer(opts Options, runner bool) (*Server, error) {
 	switch {
 	case opts.Store == nil:
 		return nil, errors.New("mcpserver: Options.Store is nil; open the session store first")
@@ -195,6 +207,10 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("mcpserver: working directory %q is not absolute", d)
 		}
 	}
+	tasks, err := newTaskConfig(opts.Tasks, runner)
+	if err != nil {
+		return nil, err
+	}
 	var exposed []string
 	for _, name := range opts.ExposedTools {
 		if name == "" {
@@ -217,11 +233,13 @@ func New(opts Options) (*Server, error) {
 		workDirs:       slices.Clone(opts.WorkDirs),
 		stateDir:       opts.StateDir,
 		onAuditFailure: opts.OnAuditFailure,
+		tasks:          tasks,
 		version:        opts.Version,
 		drain:          opts.DrainTimeout,
 		log:            opts.Logger,
 		now:            opts.Now,
 		newSessionID:   newSessionID,
+		newTaskID:      newTaskID,
 		cancelWait:     5 * time.Second,
 	}
 	if s.version == "" {
@@ -271,13 +289,19 @@ func (s *Server) authzRequest() authz.Request {
 // Nothing but JSON-RPC frames is ever written to out.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	c := newConnection(s)
+	var handlers map[string]stdio.Handler
+	if s.tasks != nil {
+		handlers = c.taskHandlers()
+	}
 	conn := stdio.New(in, out, stdio.Options{
 		Methods:        servedMethods,
 		CheckParams:    checkParams,
+		Handlers:       handlers,
 		DrainTimeout:   s.drain,
 		OnDrainTimeout: func() { c.cancelAll(ReasonConnectionClosed) },
 		Logger:         s.log,
 	})
+	c.conn = conn
 	srv := c.mcpServer()
 	c.start()
 	defer c.stop()

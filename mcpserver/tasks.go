@@ -1,10 +1,24 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
+	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/sessions"
 )
 
@@ -18,6 +32,11 @@ const (
 	// ttl is raised to it.
 	MinTaskTTL = time.Second
 )
+
+// TaskAbandonedMessage is the statusMessage of a task whose runner stopped
+// (or never started) before the task ended: [SweepTasks] fails such tasks
+// once their runner lease lapsed.
+const TaskAbandonedMessage = "the task's runner stopped before the turn finished; send the prompt again"
 
 // TaskOptions enable durable MCP tasks (protocol 2025-11-25) for
 // prompt_send: the server advertises capabilities.tasks and
@@ -48,8 +67,540 @@ type TaskOptions struct {
 	PollInterval time.Duration
 }
 
-// errTaskRunnerUnbuilt is RunTask's answer until the runner is built.
-var errTaskRunnerUnbuilt = errors.New("mcpserver: RunTask is not built yet")
+// Timing of a task's runner and of tasks/result.
+const (
+	// taskLeaseTTL is the runner lease: a runner that stops renewing loses
+	// its task to SweepTasks this long after its last renewal.
+	taskLeaseTTL = 30 * time.Second
+	// taskRenewEvery is how often the runner renews its lease, stores its
+	// progress and looks for a tasks/cancel.
+	taskRenewEvery = 2 * time.Second
+	// taskResultPoll bounds how often tasks/result reads the store while it
+	// waits.
+	taskResultPoll = 250 * time.Millisecond
+	// tasksListLimit is the page size of tasks/list.
+	tasksListLimit = 100
+)
+
+// taskConfig is TaskOptions with defaults applied.
+type taskConfig struct {
+	store        sessions.TaskStore
+	start        func(ctx context.Context, taskID string) error
+	maxWorking   int
+	defaultTTL   time.Duration
+	maxTTL       time.Duration
+	pollInterval time.Duration
+	renewEvery   time.Duration
+	leaseTTL     time.Duration
+	resultPoll   time.Duration
+}
+
+func newTaskConfig(o *TaskOptions, runner bool) (*taskConfig, error) {
+	if o == nil {
+		return nil, nil
+	}
+	if o.Store == nil {
+		return nil, errors.New("mcpserver: TaskOptions.Store is nil; pass the session store's task store")
+	}
+	if o.Start == nil && !runner {
+		return nil, errors.New("mcpserver: TaskOptions.Start is nil; pass the function that launches a task's runner")
+	}
+	if o.MaxWorking < 0 || o.DefaultTTL < 0 || o.MaxTTL < 0 || o.PollInterval < 0 {
+		return nil, errors.New("mcpserver: TaskOptions limits must not be negative")
+	}
+	t := &taskConfig{
+		store: o.Store, start: o.Start, maxWorking: o.MaxWorking, defaultTTL: o.DefaultTTL,
+		maxTTL: o.MaxTTL, pollInterval: o.PollInterval,
+		renewEvery: taskRenewEvery, leaseTTL: taskLeaseTTL, resultPoll: taskResultPoll,
+	}
+	if t.maxWorking == 0 {
+		t.maxWorking = DefaultTaskMaxWorking
+	}
+	if t.maxTTL == 0 {
+		t.maxTTL = DefaultTaskMaxTTL
+	}
+	if t.maxTTL < MinTaskTTL {
+		return nil, fmt.Errorf("mcpserver: TaskOptions.MaxTTL %s is below the minimum %s", t.maxTTL, MinTaskTTL)
+	}
+	if t.defaultTTL == 0 {
+		t.defaultTTL = DefaultTaskTTL
+	}
+	t.defaultTTL = min(max(t.defaultTTL, MinTaskTTL), t.maxTTL)
+	if t.pollInterval == 0 {
+		t.pollInterval = DefaultTaskPollInterval
+	}
+	return t, nil
+}
+
+// ttl clamps a requested ttl (nil: none requested) to [MinTaskTTL, maxTTL].
+func (t *taskConfig) ttl(requestedMs *float64) time.Duration {
+	if requestedMs == nil {
+		return t.defaultTTL
+	}
+	ms := *requestedMs
+	if ms >= float64(t.maxTTL/time.Millisecond) {
+		return t.maxTTL
+	}
+	return max(time.Duration(ms)*time.Millisecond, MinTaskTTL)
+}
+
+// taskJSON is the protocol's Task.
+type taskJSON struct {
+	TaskID        string `json:"taskId"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"statusMessage,omitempty"`
+	CreatedAt     string `json:"createdAt"`
+	LastUpdatedAt string `json:"lastUpdatedAt"`
+	TTL           int64  `json:"ttl"`
+	PollInterval  int64  `json:"pollInterval,omitempty"`
+}
+
+// taskTime is the protocol's ISO 8601 form of a task time: UTC, ms.
+func taskTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func (t *taskConfig) wire(task sessions.Task) taskJSON {
+	return taskJSON{
+		TaskID: task.ID, Status: task.Status, StatusMessage: task.StatusMessage,
+		CreatedAt: taskTime(task.CreatedAt), LastUpdatedAt: taskTime(task.UpdatedAt),
+		TTL: task.TTL.Milliseconds(), PollInterval: t.pollInterval.Milliseconds(),
+	}
+}
+
+// taskRequest is what a task records to run: the prompt_send it stands for.
+type taskRequest struct {
+	RequestID  any    `json:"request_id"` // the creating tools/call's JSON-RPC id
+	SessionID  string `json:"session_id"`
+	NewSession bool   `json:"new_session,omitempty"`
+	Prompt     string `json:"prompt"`
+}
+
+// taskOutcome is what a finished task stores as its result: exactly one of
+// the CallToolResult and the JSON-RPC error its prompt_send answered.
+type taskOutcome struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// relatedTaskKey is the _meta key tying a tasks/result answer to its task.
+const relatedTaskKey = "io.modelcontextprotocol/related-task"
+
+// taskParams are the params.task of a task-augmented request.
+type taskParams struct {
+	TTL *float64 `json:"ttl"`
+}
+
+// taskOf returns params.task of a tools/call: nil when absent or null, and
+// a -32602 error when malformed.
+func taskOf(params json.RawMessage) (*taskParams, *jsonrpc.Error) {
+	var p struct {
+		Task json.RawMessage `json:"task"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return nil, nil // checked before: cannot happen
+	}
+	raw := bytes.TrimSpace(p.Task)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	bad := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `invalid params: "task" must be an object with an optional "ttl" (a non-negative number of milliseconds)`}
+	if raw[0] != '{' {
+		return nil, bad
+	}
+	var t struct {
+		TTL json.RawMessage `json:"ttl"`
+	}
+	if json.Unmarshal(raw, &t) != nil {
+		return nil, bad
+	}
+	out := &taskParams{}
+	if ttl := bytes.TrimSpace(t.TTL); len(ttl) > 0 && string(ttl) != "null" {
+		var ms float64
+		if json.Unmarshal(ttl, &ms) != nil || ms < 0 || math.IsInf(ms, 0) || math.IsNaN(ms) {
+			return nil, bad
+		}
+		out.TTL = &ms
+	}
+	return out, nil
+}
+
+// newTaskID returns "task_" and 26 random base32 characters (130 bits).
+func newTaskID() string { return "task_" + rand.Text() }
+
+// createTask answers a task-augmented prompt_send: it validates like
+// prompt_send, writes the request record (fail closed), creates the task,
+// starts its runner and answers CreateTaskResult at once.
+func (c *connection) createTask(ctx context.Context, req *mcp.CallToolRequest, tp *taskParams) (mcp.Result, error) {
+	s, tc := c.s, c.s.tasks
+	r := stdio.RequestOf(req)
+	if r == nil {
+		return nil, errors.New("prompt_send: the request did not come through the stdio connection")
+	}
+	var a contracts.PromptSendArgs
+	if err := decodeArgs(ctx, &a); err != nil {
+		return nil, err
+	}
+	created := a.SessionID == ""
+	sessionID := a.SessionID
+	if created {
+		sessionID = s.newSessionID()
+	} else if _, err := s.store.GetSession(ctx, a.SessionID); err != nil {
+		if errors.Is(err, sessions.ErrNotFound) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: contracts.TextInvalidPromptSession}
+		}
+		s.log.Warn("prompt_send task: load session failed", "session_id", a.SessionID, "error", err)
+		return nil, taskStoreError()
+	}
+	id := s.newTaskID()
+	if !s.auditRequest(AuditPromptRequested, sessionID, PromptRequestedPayload{
+		RequestID: r.ID().Raw(), SessionID: sessionID, ClientID: s.clientID, NewSession: created, TaskID: id,
+	}) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "task refused: its audit record could not be written (audit_unavailable)"}
+	}
+	body, err := json.Marshal(taskRequest{RequestID: r.ID().Raw(), SessionID: sessionID, NewSession: created, Prompt: a.Prompt})
+	if err != nil {
+		return nil, fmt.Errorf("encode task request: %w", err)
+	}
+	ttl := tc.ttl(tp.TTL)
+	task, err := tc.store.CreateTask(ctx, sessions.NewTask{ID: id, ClientID: s.clientID, Request: body, TTL: ttl, MaxWorking: tc.maxWorking})
+	switch {
+	case errors.Is(err, sessions.ErrTaskLimit):
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("too many working tasks: at most %d per client; wait for one to end or cancel one with tasks/cancel", tc.maxWorking)}
+	case err != nil:
+		s.log.Warn("prompt_send task: create task failed", "error", err)
+		return nil, taskStoreError()
+	}
+	s.audit(AuditTaskCreated, sessionID, TaskCreatedPayload{TaskID: id, RequestID: r.ID().Raw(), ClientID: s.clientID, TTLMs: ttl.Milliseconds()})
+	if err := tc.start(ctx, id); err != nil {
+		s.log.Error("start the task's runner failed", "task_id", id, "error", err)
+		task = c.failUnstarted(task)
+	}
+	c.watchTask(task, req, r)
+	return &createTaskResult{Task: tc.wire(task)}, nil
+}
+
+// createTaskResult is the protocol's CreateTaskResult.
+type createTaskResult struct {
+	mcp.ResultBase
+	Task taskJSON `json:"task"`
+}
+
+// taskStoreError answers a request the task store failed.
+func taskStoreError() *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "task store unavailable; try again later"}
+}
+
+// failUnstarted fails a task whose runner could not be started, taking its
+// lease for that, and returns it as it then is.
+func (c *connection) failUnstarted(task sessions.Task) sessions.Task {
+	tc := c.s.tasks
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	runner := newRunnerID()
+	if _, err := tc.store.ClaimTask(ctx, task.ID, runner, tc.leaseTTL); err != nil {
+		c.s.log.Warn("fail an unstarted task: claim it", "task_id", task.ID, "error", err)
+		return task
+	}
+	out, _ := json.Marshal(taskOutcome{Result: mustResult(executionFailed())})
+	done, err := tc.store.FinishTask(ctx, task.ID, runner, sessions.TaskFailed, TaskAbandonedMessage, out)
+	if err != nil {
+		c.s.log.Warn("fail an unstarted task", "task_id", task.ID, "error", err)
+		return task
+	}
+	c.s.audit(AuditTaskFinished, "", TaskFinishedPayload{TaskID: task.ID, ClientID: c.s.clientID, Status: done.Status})
+	return done
+}
+
+// mustResult encodes a CallToolResult (which cannot fail).
+func mustResult(res *mcp.CallToolResult) json.RawMessage {
+	data, err := json.Marshal(res)
+	if err != nil {
+		panic(fmt.Sprintf("encode CallToolResult: %v", err))
+	}
+	return data
+}
+
+// watchTask follows a task this connection created, from after the
+// CreateTaskResult is written until it is terminal or the connection ends:
+// every status change it observes goes out as notifications/tasks/status,
+// and the runner's stored progress as notifications/progress when the
+// creating request had a progressToken.
+func (c *connection) watchTask(task sessions.Task, req *mcp.CallToolRequest, r *stdio.Request) {
+	if c.conn == nil {
+		return
+	}
+	var token any
+	if req.Params != nil {
+		token = req.Params.GetProgressToken()
+	}
+	tc := c.s.tasks
+	c.watchers.Add(1)
+	go func() {
+		defer c.watchers.Done()
+		select {
+		case <-r.Answered():
+		case <-c.done:
+			return
+		}
+		last := task
+		var lastProgress float64
+		tick := time.NewTicker(tc.pollInterval)
+		defer tick.Stop()
+		for last.Status == sessions.TaskWorking {
+			select {
+			case <-tick.C:
+			case <-c.done:
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			now, err := tc.store.GetTask(ctx, c.s.clientID, task.ID)
+			cancel()
+			if err != nil {
+				if errors.Is(err, sessions.ErrNotFound) {
+					return
+				}
+				continue
+			}
+			if token != nil && now.Status == sessions.TaskWorking {
+				if p, ok := decodeProgress(now.Progress); ok && p.Progress > lastProgress {
+					lastProgress = p.Progress
+					_ = c.conn.Notify("notifications/progress", &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Message: p.Message})
+				}
+			}
+			if now.Status != last.Status || now.StatusMessage != last.StatusMessage {
+				_ = c.conn.Notify("notifications/tasks/status", tc.wire(now))
+			}
+			last = now
+		}
+	}()
+}
+
+// storedProgress is the progress a runner stores in its task.
+type storedProgress struct {
+	Progress float64 `json:"progress"`
+	Message  string  `json:"message,omitempty"`
+}
+
+func decodeProgress(raw json.RawMessage) (storedProgress, bool) {
+	var p storedProgress
+	if len(raw) == 0 || json.Unmarshal(raw, &p) != nil {
+		return p, false
+	}
+	return p, true
+}
+
+// taskHandlers are the tasks/* methods, answered by the connection itself
+// (go-sdk v1.8.0 knows none of them).
+func (c *connection) taskHandlers() map[string]stdio.Handler {
+	return map[string]stdio.Handler{
+		"tasks/get":    c.tasksGet,
+		"tasks/result": c.tasksResult,
+		"tasks/list":   c.tasksList,
+		"tasks/cancel": c.tasksCancel,
+	}
+}
+
+// taskIDParam reads params.taskId.
+func taskIDParam(params json.RawMessage) (string, *jsonrpc.Error) {
+	var p struct {
+		TaskID *string `json:"taskId"`
+	}
+	if len(bytes.TrimSpace(params)) == 0 || json.Unmarshal(params, &p) != nil || p.TaskID == nil {
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `invalid params: "taskId" must be a string`}
+	}
+	return *p.TaskID, nil
+}
+
+// errTaskNotFound answers a task that is not the caller's, unknown or
+// expired: the three are indistinguishable on purpose.
+func errTaskNotFound(id string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("task not found: %q (unknown, expired, or not yours)", clipID(id))}
+}
+
+func clipID(id string) string {
+	if len(id) > 64 {
+		return strings.ToValidUTF8(id[:64], "") + "..."
+	}
+	return id
+}
+
+// getTask reads the caller's task id.
+func (c *connection) getTask(ctx context.Context, id string) (sessions.Task, *jsonrpc.Error) {
+	task, err := c.s.tasks.store.GetTask(ctx, c.s.clientID, id)
+	switch {
+	case errors.Is(err, sessions.ErrNotFound):
+		return task, errTaskNotFound(id)
+	case err != nil:
+		c.s.log.Warn("read task failed", "task_id", clipID(id), "error", err)
+		return task, taskStoreError()
+	}
+	return task, nil
+}
+
+func encodeResult(v any) (json.RawMessage, *jsonrpc.Error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+	}
+	return data, nil
+}
+
+func (c *connection) tasksGet(ctx context.Context, _ *stdio.Request, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	id, perr := taskIDParam(params)
+	if perr != nil {
+		return nil, perr
+	}
+	task, err := c.getTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return encodeResult(c.s.tasks.wire(task))
+}
+
+func (c *connection) tasksList(ctx context.Context, _ *stdio.Request, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	var p struct {
+		Cursor *string `json:"cursor"`
+	}
+	if len(bytes.TrimSpace(params)) > 0 && json.Unmarshal(params, &p) != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `invalid params: "cursor" must be a string`}
+	}
+	cursor := ""
+	if p.Cursor != nil {
+		cursor = *p.Cursor
+	}
+	page, err := c.s.tasks.store.ListTasks(ctx, c.s.clientID, cursor, tasksListLimit)
+	switch {
+	case errors.Is(err, sessions.ErrInvalidCursor):
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params: invalid cursor"}
+	case err != nil:
+		c.s.log.Warn("list tasks failed", "error", err)
+		return nil, taskStoreError()
+	}
+	out := struct {
+		Tasks      []taskJSON `json:"tasks"`
+		NextCursor string     `json:"nextCursor,omitempty"`
+	}{Tasks: make([]taskJSON, 0, len(page.Tasks)), NextCursor: page.Next}
+	for _, t := range page.Tasks {
+		out.Tasks = append(out.Tasks, c.s.tasks.wire(t))
+	}
+	return encodeResult(out)
+}
+
+func (c *connection) tasksCancel(ctx context.Context, r *stdio.Request, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	id, perr := taskIDParam(params)
+	if perr != nil {
+		return nil, perr
+	}
+	// The store's compare-and-set decides against the runner's commit: the
+	// task is cancelled there before this answers, or it is not at all.
+	task, err := c.s.tasks.store.CancelTask(context.WithoutCancel(ctx), c.s.clientID, id)
+	switch {
+	case errors.Is(err, sessions.ErrNotFound):
+		return nil, errTaskNotFound(id)
+	case errors.Is(err, sessions.ErrTaskDone):
+		if task.Status == sessions.TaskWorking {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("cannot cancel task %q: it is completing (its turn is writing its reply)", clipID(id))}
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("cannot cancel task %q: it already ended (%s)", clipID(id), task.Status)}
+	case err != nil:
+		c.s.log.Warn("cancel task failed", "task_id", clipID(id), "error", err)
+		return nil, taskStoreError()
+	}
+	c.s.audit(AuditTaskCancelled, "", TaskCancelledPayload{TaskID: task.ID, RequestID: r.ID().Raw(), ClientID: c.s.clientID})
+	return encodeResult(c.s.tasks.wire(task))
+}
+
+// tasksResult waits until the task is terminal and answers exactly what its
+// prompt_send answered, with the related-task _meta.
+func (c *connection) tasksResult(ctx context.Context, r *stdio.Request, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	id, perr := taskIDParam(params)
+	if perr != nil {
+		return nil, perr
+	}
+	tc := c.s.tasks
+	var task sessions.Task
+	for {
+		var err *jsonrpc.Error
+		if task, err = c.getTask(ctx, id); err != nil {
+			if ctx.Err() != nil {
+				return nil, errRequestCancelled
+			}
+			return nil, err
+		}
+		if task.Status != sessions.TaskWorking {
+			break
+		}
+		t := time.NewTimer(min(tc.resultPoll, tc.pollInterval))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, errRequestCancelled
+		}
+	}
+	var out taskOutcome
+	if len(task.Result) == 0 || json.Unmarshal(task.Result, &out) != nil || (out.Result == nil && out.Error == nil) {
+		if task.Status == sessions.TaskCancelled {
+			return nil, errRequestCancelled
+		}
+		return withRelatedTask(mustResult(executionFailed()), task.ID)
+	}
+	if out.Error != nil {
+		return nil, out.Error
+	}
+	if err := r.Reserve(ctx, 2*len(out.Result)+1<<10); err != nil {
+		return nil, errRequestCancelled
+	}
+	return withRelatedTask(out.Result, task.ID)
+}
+
+// withRelatedTask adds _meta["io.modelcontextprotocol/related-task"] to a
+// result object.
+func withRelatedTask(result json.RawMessage, taskID string) (json.RawMessage, *jsonrpc.Error) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(result, &obj) != nil || obj == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: the task's stored result is not an object"}
+	}
+	meta := map[string]json.RawMessage{}
+	if m, ok := obj["_meta"]; ok {
+		_ = json.Unmarshal(m, &meta)
+	}
+	rel, _ := json.Marshal(map[string]string{"taskId": taskID})
+	meta[relatedTaskKey] = rel
+	obj["_meta"], _ = json.Marshal(meta)
+	return encodeResult(obj)
+}
+
+// newRunnerID names a runner for its lease: host, process and a random part.
+func newRunnerID() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", authzClip(host, 64), os.Getpid(), rand.Text()[:10])
+}
+
+func authzClip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// SweepTasks fails the tasks whose runner lease lapsed, or that no runner
+// claimed within unclaimed of their creation (status failed, statusMessage
+// [TaskAbandonedMessage], the result of a failed prompt_send), and purges
+// the expired tasks. The host calls it when it starts serving and
+// periodically.
+func SweepTasks(ctx context.Context, store sessions.TaskStore, unclaimed time.Duration) (failed, purged int, err error) {
+	out, err := json.Marshal(taskOutcome{Result: mustResult(executionFailed())})
+	if err != nil {
+		return 0, 0, fmt.Errorf("encode abandoned task result: %w", err)
+	}
+	if failed, err = store.FailAbandonedTasks(ctx, TaskAbandonedMessage, out, unclaimed); err != nil {
+		return 0, 0, fmt.Errorf("fail abandoned tasks: %w", err)
+	}
+	if purged, err = store.PurgeExpiredTasks(ctx); err != nil {
+		return failed, 0, fmt.Errorf("purge expired tasks: %w", err)
+	}
+	return failed, purged, nil
+}
 
 // RunTask runs task taskID to its end: it claims the task's runner lease,
 // runs its prompt_send turn through the same path as a plain prompt_send
@@ -57,8 +608,189 @@ var errTaskRunnerUnbuilt = errors.New("mcpserver: RunTask is not built yet")
 // lease, audit with the task id, progress stored in the task), renews the
 // lease and watches for tasks/cancel while the turn runs, and finishes the
 // task with the exact result the prompt_send would have answered. opts
-// must carry Tasks with its Store. It never leaves a task working that it
-// claimed: a failure ends the task failed.
+// must carry Tasks with its Store (Start is not used). It never leaves a
+// task working that it claimed: a failure ends the task failed. ctx ending
+// stops the turn (before its commit point) and fails the task.
 func RunTask(ctx context.Context, opts Options, taskID string) error {
-	return errTaskRunnerUnbuilt
+	if opts.Tasks == nil {
+		return errors.New("mcpserver: RunTask needs Options.Tasks with its Store")
+	}
+	s, err := newServer(opts, true)
+	if err != nil {
+		return err
+	}
+	return s.runTask(ctx, taskID, newRunnerID())
+}
+
+// runTask is RunTask with a given runner id.
+func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
+	tc := s.tasks
+	task, err := tc.store.ClaimTask(ctx, taskID, runner, tc.leaseTTL)
+	if err != nil {
+		return fmt.Errorf("mcpserver: claim task %q: %w", taskID, err)
+	}
+	finish := func(status, message string, out taskOutcome) error {
+		body, err := json.Marshal(out)
+		if err != nil {
+			return fmt.Errorf("mcpserver: encode the result of task %q: %w", taskID, err)
+		}
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		done, err := tc.store.FinishTask(fctx, taskID, runner, status, message, body)
+		if errors.Is(err, sessions.ErrTaskTooLarge) {
+			// A reply over the store's bound: the task fails, as a
+			// prompt_send whose answer could not be sent.
+			s.log.Warn("task result too large to store", "task_id", taskID, "bytes", len(body))
+			body, _ = json.Marshal(taskOutcome{Result: mustResult(executionFailed())})
+			done, err = tc.store.FinishTask(fctx, taskID, runner, sessions.TaskFailed, "the reply is too large to keep", body)
+		}
+		if errors.Is(err, sessions.ErrTaskDone) {
+			return nil // a tasks/cancel ended it first
+		}
+		if err != nil {
+			return fmt.Errorf("mcpserver: finish task %q: %w", taskID, err)
+		}
+		s.audit(AuditTaskFinished, "", TaskFinishedPayload{TaskID: taskID, ClientID: task.ClientID, Status: done.Status})
+		return nil
+	}
+	if task.ClientID != s.clientID {
+		_ = finish(sessions.TaskFailed, "the task's runner was built for another client", taskOutcome{Result: mustResult(executionFailed())})
+		return fmt.Errorf("mcpserver: task %q belongs to another client than Options.ClientID; build the runner's options for the task's client", taskID)
+	}
+	var req taskRequest
+	if err := json.Unmarshal(task.Request, &req); err != nil || strings.TrimSpace(req.Prompt) == "" || req.SessionID == "" {
+		_ = finish(sessions.TaskFailed, "the task's request cannot be read", taskOutcome{Result: mustResult(executionFailed())})
+		return fmt.Errorf("mcpserver: task %q has an unreadable request", taskID)
+	}
+	reqID, err := jsonrpc.MakeID(req.RequestID)
+	if err != nil {
+		reqID, _ = jsonrpc.MakeID(taskID)
+	}
+
+	c := newConnection(s)
+	c.start()
+	defer c.stop()
+	close(c.startAudited)
+
+	sink := &progressSink{}
+	commit := runtime.NewDurableCommit(func() error {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_, err := tc.store.CommitTask(cctx, taskID, runner)
+		return err
+	})
+	answered := make(chan struct{})
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var lostLease bool
+	var wg sync.WaitGroup
+	// The lease keeper: renews, stores the latest progress, and relays a
+	// tasks/cancel (status cancelled in the store) to the commit point.
+	wg.Go(func() {
+		tick := time.NewTicker(tc.renewEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-answered:
+				return
+			case <-tick.C:
+			}
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tc.renewEvery)
+			now, err := tc.store.RenewTask(rctx, taskID, runner, tc.leaseTTL, sink.take())
+			cancel()
+			switch {
+			case errors.Is(err, sessions.ErrLeaseLost):
+				lostLease = true
+				stopRun()
+				return
+			case err != nil:
+				s.log.Warn("renew task lease", "task_id", taskID, "error", err)
+			case now.Status == sessions.TaskCancelled:
+				c.mu.Lock()
+				rec := c.byID[reqID]
+				c.mu.Unlock()
+				if rec != nil {
+					c.cancelPrompt(rec, ReasonTaskCancel)
+				} else {
+					commit.Cancel(errTaskCancelled)
+				}
+				return
+			}
+		}
+	})
+	res, rerr := c.runPrompt(runCtx, promptRun{
+		id: reqID, taskID: taskID, sessionID: req.SessionID, created: req.NewSession, prompt: req.Prompt,
+		answered: answered, prog: &progress{ctx: context.WithoutCancel(ctx), notify: sink.notify, token: taskID},
+		commit: commit, endReason: func() string { return ReasonRunnerStopped }, refused: ReasonTaskCancel,
+	})
+	close(answered)
+	wg.Wait()
+
+	var werr *jsonrpc.Error
+	switch {
+	case rerr != nil && errors.As(rerr, &werr) && werr == errRequestCancelled:
+		if lostLease {
+			return fmt.Errorf("mcpserver: task %q: the runner lost its lease", taskID)
+		}
+		if ctx.Err() != nil {
+			_ = finish(sessions.TaskFailed, TaskAbandonedMessage, taskOutcome{Result: mustResult(executionFailed())})
+			return ctx.Err()
+		}
+		// A tasks/cancel won: the task is cancelled in the store already.
+		return finish(sessions.TaskCancelled, "", taskOutcome{Error: errRequestCancelled})
+	case rerr != nil && errors.As(rerr, &werr):
+		return finish(sessions.TaskFailed, werr.Message, taskOutcome{Error: werr})
+	case rerr != nil:
+		s.log.Error("task turn failed", "task_id", taskID, "error", rerr)
+		return finish(sessions.TaskFailed, contracts.TextToolExecutionFailed, taskOutcome{Result: mustResult(executionFailed())})
+	}
+	body := mustResult(res)
+	if res.IsError {
+		return finish(sessions.TaskFailed, statusText(res), taskOutcome{Result: body})
+	}
+	return finish(sessions.TaskCompleted, "", taskOutcome{Result: body})
+}
+
+// errTaskCancelled is the cause a tasks/cancel gives a task's turn.
+var errTaskCancelled = errors.New("cancelled by tasks/cancel")
+
+// statusText is the first text of an isError result, clipped, for the
+// task's statusMessage.
+func statusText(res *mcp.CallToolResult) string {
+	for _, ct := range res.Content {
+		if t, ok := ct.(*mcp.TextContent); ok {
+			return authzClip(t.Text, 256)
+		}
+	}
+	return ""
+}
+
+// progressSink keeps the latest progress of a task's turn until the lease
+// keeper stores it (at most once per renewal: the throttle).
+type progressSink struct {
+	mu      sync.Mutex
+	latest  json.RawMessage
+	pending bool
+}
+
+func (p *progressSink) notify(_ context.Context, n *mcp.ProgressNotificationParams) error {
+	data, err := json.Marshal(storedProgress{Progress: n.Progress, Message: n.Message})
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.latest, p.pending = data, true
+	p.mu.Unlock()
+	return nil
+}
+
+// take returns the progress not yet stored, or nil.
+func (p *progressSink) take() json.RawMessage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.pending {
+		return nil
+	}
+	p.pending = false
+	return p.latest
 }

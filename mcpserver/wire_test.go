@@ -81,10 +81,35 @@ func (w *wire) check(line []byte) {
 	w.mu.Lock()
 	method := w.methods[string(head.ID)]
 	w.mu.Unlock()
+	// A task-augmented tools/call is answered CreateTaskResult, and
+	// tasks/result with the CallToolResult of the task's prompt_send.
+	var res struct {
+		Result map[string]json.RawMessage `json:"result"`
+	}
+	_ = json.Unmarshal(line, &res)
+	var extra string
+	switch method {
+	case methodTaskCall:
+		method = "tools/call"
+		if res.Result["task"] != nil { // a server without tasks answers the call itself
+			method, extra = "", "CreateTaskResult"
+		}
+	case "tasks/result":
+		extra = "CallToolResult"
+	}
 	if err := w.v.ServerFrame(line, method); err != nil {
 		w.t.Errorf("server frame violates the MCP schema: %v", err)
 	}
+	if extra != "" && res.Result != nil {
+		raw, _ := json.Marshal(res.Result)
+		if err := w.v.Def(extra, raw); err != nil {
+			w.t.Errorf("server frame %s is no %s: %v", line, extra, err)
+		}
+	}
 }
+
+// methodTaskCall marks a tools/call with params.task in wire.methods.
+const methodTaskCall = "tools/call (task)"
 
 // send writes one client line (a newline is added).
 func (w *wire) send(line string) {
@@ -92,8 +117,14 @@ func (w *wire) send(line string) {
 	var head struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
+		Params struct {
+			Task json.RawMessage `json:"task"`
+		} `json:"params"`
 	}
 	if json.Unmarshal([]byte(line), &head) == nil && head.ID != nil && head.Method != "" {
+		if head.Method == "tools/call" && head.Params.Task != nil && string(head.Params.Task) != "null" {
+			head.Method = methodTaskCall
+		}
 		var c bytes.Buffer
 		if json.Compact(&c, head.ID) == nil {
 			w.mu.Lock()

@@ -130,9 +130,21 @@ type Options struct {
 	// after writing has stopped and before Read reports EOF (which cancels
 	// every remaining handler context).
 	OnDrainTimeout func()
+	// Handlers answers methods in the connection itself, never through
+	// go-sdk: a request for one of them, admitted like any other (after
+	// initialization, within the in-flight caps, CheckParams applied), runs
+	// its handler on a goroutine of its own, and the connection writes the
+	// answer. The handler's ctx ends when the peer cancels the request
+	// (notifications/cancelled) or the connection gives up (see
+	// OnDrainTimeout). These methods need not be listed in Methods.
+	Handlers map[string]Handler
 	// Logger receives diagnostics (never line contents); nil discards.
 	Logger *slog.Logger
 }
+
+// Handler answers one request the connection serves itself (see
+// [Options.Handlers]): a result (JSON) or an error, never both.
+type Handler func(ctx context.Context, r *Request, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
 
 // Conn is an mcp.Connection and mcp.Transport over a reader and a writer
 // carrying newline-delimited JSON-RPC. Its Connect method returns the Conn
@@ -145,9 +157,14 @@ type Conn struct {
 	maxReqs int
 	maxHeld int
 	params  func(method string, params json.RawMessage) *jsonrpc.Error
-	drain   time.Duration
-	onDrain func()
-	log     *slog.Logger
+	own     map[string]Handler
+	// ownCtx is the parent of every own handler's context; Abort and Close
+	// end it.
+	ownCtx    context.Context
+	ownCancel context.CancelFunc
+	drain     time.Duration
+	onDrain   func()
+	log       *slog.Logger
 
 	incoming  chan jsonrpc.Message // from the read loop to Read
 	eof       chan struct{}        // closed by the read loop when input ends
@@ -185,6 +202,7 @@ func New(in io.Reader, out io.Writer, opts Options) *Conn {
 		maxReqs:  opts.MaxInFlight,
 		maxHeld:  opts.MaxInFlightBytes,
 		params:   opts.CheckParams,
+		own:      opts.Handlers,
 		drain:    opts.DrainTimeout,
 		onDrain:  opts.OnDrainTimeout,
 		log:      opts.Logger,
@@ -197,6 +215,7 @@ func New(in io.Reader, out io.Writer, opts Options) *Conn {
 	for _, m := range opts.Methods {
 		c.methods[m] = true
 	}
+	c.ownCtx, c.ownCancel = context.WithCancel(context.Background())
 	if c.maxLine <= 0 {
 		c.maxLine = DefaultMaxLineLength
 	}
@@ -283,6 +302,7 @@ func (c *Conn) Abort() {
 	if first && c.onDrain != nil {
 		c.onDrain()
 	}
+	c.ownCancel()
 	c.closeOnce.Do(func() { close(c.closed) })
 }
 
@@ -450,6 +470,7 @@ func (c *Conn) writeOut(line []byte) error {
 // io.Closer, to unblock the read loop.
 func (c *Conn) Close() error {
 	var err error
+	c.ownCancel()
 	c.closeOnce.Do(func() { close(c.closed) })
 	if cl, ok := c.in.(io.Closer); ok {
 		err = cl.Close()
@@ -739,7 +760,8 @@ func (c *Conn) checkResponse(line []byte, obj map[string]json.RawMessage, id *js
 // for it, it waits (and so the read loop reads nothing more).
 func (c *Conn) admit(req *jsonrpc.Request, size int) jsonrpc.Message {
 	id := req.ID
-	if !c.methods[req.Method] {
+	handler := c.own[req.Method]
+	if !c.methods[req.Method] && handler == nil {
 		c.log.Warn("rejected a request for an unserved method", "method", req.Method)
 		c.reject(&id, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method not found: %q", req.Method))
 		return nil
@@ -773,7 +795,7 @@ func (c *Conn) admit(req *jsonrpc.Request, size int) jsonrpc.Message {
 		c.reject(replyID, jsonrpc.CodeInvalidRequest, msg)
 		return nil
 	}
-	r := &Request{conn: c, id: id, method: req.Method, size: size, answered: make(chan struct{})}
+	r := &Request{conn: c, id: id, method: req.Method, params: req.Params, size: size, answered: make(chan struct{})}
 	c.inflight[id] = r
 	c.held += size
 	if req.Method == methodInitialize {
@@ -790,8 +812,54 @@ func (c *Conn) admit(req *jsonrpc.Request, size int) jsonrpc.Message {
 			return nil
 		}
 	}
+	if handler != nil {
+		c.serveOwn(handler, r, req.Params)
+		return nil
+	}
 	req.Extra = &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{Extra: map[string]any{requestKey: r}}}
 	return req
+}
+
+// serveOwn runs the handler of a method the connection serves itself and
+// writes its answer.
+func (c *Conn) serveOwn(h Handler, r *Request, params json.RawMessage) {
+	ctx, cancel := context.WithCancel(c.ownCtx)
+	r.mu.Lock()
+	r.cancel = cancel
+	r.mu.Unlock()
+	go func() {
+		defer cancel()
+		var (
+			res  json.RawMessage
+			rerr *jsonrpc.Error
+		)
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					c.log.Error("request handler panicked", "method", r.method, "panic", fmt.Sprint(p))
+					res, rerr = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+				}
+			}()
+			res, rerr = h(ctx, r, params)
+		}()
+		resp := &jsonrpc.Response{ID: r.id, Result: res}
+		if rerr != nil {
+			resp = &jsonrpc.Response{ID: r.id, Error: rerr}
+		}
+		if err := c.Write(context.Background(), resp); err != nil {
+			c.log.Warn("write response", "method", r.method, "error", err)
+		}
+	}()
+}
+
+// Notify writes a notification from the server (method and params, which
+// must encode as a JSON object). Nothing is written once writing stopped.
+func (c *Conn) Notify(method string, params any) error {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("encode %s params: %w", method, err)
+	}
+	return c.Write(context.Background(), &jsonrpc.Request{Method: method, Params: raw})
 }
 
 // markCancelled flags the request a notifications/cancelled names.
@@ -815,7 +883,11 @@ func (c *Conn) markCancelled(params json.RawMessage) {
 	}
 	r.mu.Lock()
 	r.cancelled = true
+	cancel := r.cancel
 	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 // reject writes an error response the connection produced itself. A nil id
@@ -923,6 +995,7 @@ type Request struct {
 	conn   *Conn
 	id     jsonrpc.ID
 	method string
+	params json.RawMessage // as they arrived; the line's bytes are held for them
 	// Guarded by conn.mu: the bytes held for the request against
 	// MaxInFlightBytes (its line, its reservation, its frame beyond the
 	// reservation), the reserved part, and whether its response was sent.
@@ -935,7 +1008,12 @@ type Request struct {
 	mu        sync.Mutex
 	cancelled bool
 	err       *jsonrpc.Error
+	cancel    context.CancelFunc // an own handler's context
 }
+
+// Params returns the request's params as they arrived (nil when absent).
+// The caller must not modify them.
+func (r *Request) Params() json.RawMessage { return r.params }
 
 // Answered is closed once the connection has written (or, after writing
 // stopped, dropped) the response to the request.

@@ -1,0 +1,544 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
+	"github.com/openprogram/openprogram/sessions"
+)
+
+// taskEnv is an env whose server supports tasks: Start runs the task's
+// runner on a goroutine of the same server (the fake turns), counted in
+// runners. Task ids are task_0001, task_0002, ...
+type taskEnv struct {
+	*env
+	tasks   *memTasks
+	runners sync.WaitGroup
+	// runErrs receives RunTask's error of every runner.
+	mu      sync.Mutex
+	runErrs []error
+}
+
+func newTaskEnv(t testing.TB, tweak func(*TaskOptions)) *taskEnv {
+	t.Helper()
+	te := &taskEnv{tasks: newMemTasks(time.Now)}
+	opts := &TaskOptions{Store: te.tasks, Start: func(_ context.Context, id string) error {
+		te.runners.Go(func() {
+			err := te.srv.runTask(context.Background(), id, "runner-"+id)
+			te.mu.Lock()
+			te.runErrs = append(te.runErrs, err)
+			te.mu.Unlock()
+		})
+		return nil
+	}}
+	if tweak != nil {
+		tweak(opts)
+	}
+	e, err := newEnv(func(o *Options) { o.Tasks = opts })
+	if err != nil {
+		t.Fatal(err)
+	}
+	te.env = e
+	var n int
+	var mu sync.Mutex
+	e.srv.newTaskID = func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return fmt.Sprintf("task_%04d", n)
+	}
+	return te
+}
+
+// call sends one request on a connection of te's server the way the
+// stdio connection does, without a wire: the handler of a tasks/* method.
+func (te *taskEnv) conn() *connection { return newConnection(te.srv) }
+
+func rawParams(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// The tasks/cancel of a client and the runner's commit point race: exactly
+// one wins in the store, and each side sees the truth: a cancel that won
+// answers the task cancelled and no reply is ever written; a cancel that
+// lost answers -32602 and the task completes with the reply stored, as
+// tasks/result returns it.
+func TestTaskCancelCommitRace(t *testing.T) {
+	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+	c := te.conn()
+	const rounds = 2000
+	won, lost := 0, 0
+	for i := range rounds {
+		id := fmt.Sprintf("race_%d", i)
+		sid := fmt.Sprintf("mcp_race_%d", i)
+		req := rawParams(taskRequest{RequestID: float64(i), SessionID: sid, NewSession: true, Prompt: "hello"})
+		if _, err := te.tasks.CreateTask(t.Context(), sessions.NewTask{ID: id, ClientID: testClientID, Request: req, TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			wg      sync.WaitGroup
+			res     json.RawMessage
+			cerr    *jsonrpc.Error
+			runErr  error
+			started = make(chan struct{})
+		)
+		wg.Go(func() {
+			close(started)
+			runErr = te.srv.runTask(t.Context(), id, "runner")
+		})
+		<-started
+		if i%2 == 1 {
+			time.Sleep(time.Duration(i%7) * 20 * time.Microsecond)
+		}
+		res, cerr = c.tasksCancel(t.Context(), &stdio.Request{}, rawParams(map[string]string{"taskId": id}))
+		wg.Wait()
+		// A cancel before the runner's claim leaves it nothing to run.
+		if runErr != nil && !(cerr == nil && errors.Is(runErr, sessions.ErrTaskDone)) {
+			t.Fatalf("round %d: runTask: %v", i, runErr)
+		}
+		task, _ := te.tasks.raw(id)
+		var head sessions.Message
+		if b, err := te.store.Branch(t.Context(), sid); err == nil && len(b) > 0 {
+			head = b[len(b)-1]
+		}
+		if cerr == nil {
+			won++
+			var got taskJSON
+			if err := json.Unmarshal(res, &got); err != nil || got.Status != sessions.TaskCancelled {
+				t.Fatalf("round %d: a winning cancel answered %s", i, res)
+			}
+			if task.Status != sessions.TaskCancelled || task.Committing {
+				t.Fatalf("round %d: cancel won, yet the task is %s (committing %v)", i, task.Status, task.Committing)
+			}
+			if head.Role == sessions.RoleAssistant {
+				t.Fatalf("round %d: cancel won, yet the turn's reply was written", i)
+			}
+		} else {
+			lost++
+			if cerr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(cerr.Message, "cannot cancel") {
+				t.Fatalf("round %d: a losing cancel answered %+v", i, cerr)
+			}
+			if task.Status != sessions.TaskCompleted {
+				t.Fatalf("round %d: cancel lost, yet the task is %s", i, task.Status)
+			}
+			if head.Role != sessions.RoleAssistant || head.Content != "echo: hello" {
+				t.Fatalf("round %d: cancel lost, yet the head is %+v", i, head)
+			}
+		}
+	}
+	t.Logf("%d rounds: %d cancels won (nothing written), %d lost (reply stored and the task completed)", rounds, won, lost)
+	if won == 0 || lost == 0 {
+		t.Logf("warning: one side never won in %d rounds", rounds)
+	}
+}
+
+// Another client's server sees none of a client's tasks: get, result and
+// cancel answer -32602 as for an unknown task, and list is empty.
+func TestTaskClientIsolation(t *testing.T) {
+	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+	if _, err := te.tasks.CreateTask(t.Context(), sessions.NewTask{ID: "task_a", ClientID: testClientID, Request: rawParams(taskRequest{SessionID: "s", Prompt: "p"}), TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	other := "fedcba9876543210"
+	authority, err := authz.MCPClientAuthority(other, testPrincipal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Options{Store: te.store, Runtime: te.srv.rt, ClientID: other, Authority: authority,
+		Tasks: &TaskOptions{Store: te.tasks, Start: func(context.Context, string) error { return nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newConnection(srv)
+	p := rawParams(map[string]string{"taskId": "task_a"})
+	for name, h := range c.taskHandlers() {
+		if name == "tasks/list" {
+			res, err := h(t.Context(), &stdio.Request{}, nil)
+			if err != nil || string(res) != `{"tasks":[]}` {
+				t.Errorf("tasks/list of another client = %s, %v; want no tasks", res, err)
+			}
+			continue
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		res, err := h(ctx, &stdio.Request{}, p)
+		cancel()
+		if err == nil || err.Code != jsonrpc.CodeInvalidParams || !strings.Contains(err.Message, "task not found") {
+			t.Errorf("%s of another client's task = %s, %+v; want -32602 task not found", name, res, err)
+		}
+	}
+	if task, _ := te.tasks.raw("task_a"); task.Status != sessions.TaskWorking {
+		t.Errorf("another client's tasks/cancel changed the task: %s", task.Status)
+	}
+}
+
+// A requested ttl is clamped to [MinTaskTTL, MaxTTL]; none gives DefaultTTL.
+func TestTaskTTLClamp(t *testing.T) {
+	tc, err := newTaskConfig(&TaskOptions{Store: newMemTasks(time.Now), Start: func(context.Context, string) error { return nil },
+		DefaultTTL: 2 * time.Hour, MaxTTL: 3 * time.Hour}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := func(f float64) *float64 { return &f }
+	for _, c := range []struct {
+		in   *float64
+		want time.Duration
+	}{
+		{nil, 2 * time.Hour},
+		{ms(0), MinTaskTTL},
+		{ms(10), MinTaskTTL},
+		{ms(60000), time.Minute},
+		{ms(1e300), 3 * time.Hour},
+		{ms(float64(3*time.Hour/time.Millisecond) + 1), 3 * time.Hour},
+	} {
+		if got := tc.ttl(c.in); got != c.want {
+			t.Errorf("ttl(%v) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	def, err := newTaskConfig(&TaskOptions{Store: newMemTasks(time.Now), Start: func(context.Context, string) error { return nil }}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.ttl(nil) != DefaultTaskTTL || def.maxTTL != DefaultTaskMaxTTL || def.maxWorking != DefaultTaskMaxWorking || def.pollInterval != DefaultTaskPollInterval {
+		t.Errorf("defaults = ttl %s max %s working %d poll %s", def.ttl(nil), def.maxTTL, def.maxWorking, def.pollInterval)
+	}
+	if _, err := newTaskConfig(&TaskOptions{Store: newMemTasks(time.Now)}, false); err == nil {
+		t.Error("TaskOptions without Start accepted for a server")
+	}
+	if _, err := newTaskConfig(&TaskOptions{Start: func(context.Context, string) error { return nil }}, false); err == nil {
+		t.Error("TaskOptions without Store accepted")
+	}
+}
+
+// At MaxWorking working tasks a client's next task is refused with -32600
+// and nothing is created; a task that ends frees its place.
+func TestTaskLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, func(o *TaskOptions) { o.MaxWorking = 2 })
+		w := startWire(t.Context(), t, te.env)
+		for _, l := range handshake {
+			w.send(l)
+		}
+		for i := 1; i <= 3; i++ {
+			w.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"block"},"task":{}}}`, i))
+			synctest.Wait()
+		}
+		frames := w.take()
+		last := string(frames[len(frames)-1])
+		if !strings.Contains(last, `"id":3`) || !strings.Contains(last, `"code":-32600`) || !strings.Contains(last, "too many working tasks") {
+			t.Errorf("third task answered %s, want -32600 too many working tasks", last)
+		}
+		if _, ok := te.tasks.raw("task_0003"); ok {
+			t.Error("a refused task was created")
+		}
+		w.send(`{"jsonrpc":"2.0","id":4,"method":"tasks/cancel","params":{"taskId":"task_0001"}}`)
+		synctest.Wait()
+		w.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"block"},"task":{}}}`)
+		synctest.Wait()
+		frames = w.take()
+		if got := string(frames[len(frames)-1]); !strings.Contains(got, `"id":5`) || !strings.Contains(got, `"status":"working"`) {
+			t.Errorf("a task after a cancel freed a place answered %s", got)
+		}
+		for _, id := range []string{"task_0002", "task_0004"} {
+			w.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"c-%s","method":"tasks/cancel","params":{"taskId":%q}}`, id, id))
+		}
+		synctest.Wait()
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+		te.runners.Wait()
+	})
+}
+
+// A server without task support ignores params.task (the protocol's rule
+// for a receiver that declares none): the call is answered as a plain
+// prompt_send, and tasks/* are unknown methods.
+func TestNoTasksIgnoresTaskParams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, err := newEnv(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := startWire(t.Context(), t, e)
+		for _, l := range handshake {
+			w.send(l)
+		}
+		synctest.Wait()
+		init := string(w.take()[0])
+		if strings.Contains(init, `"tasks"`) {
+			t.Errorf("initialize without task support advertises tasks: %s", init)
+		}
+		w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		w.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"hello"},"task":{"ttl":1000}}}`)
+		w.send(`{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"x"}}`)
+		synctest.Wait()
+		frames := byID(w.take())
+		if len(frames) != 3 {
+			t.Fatalf("got %d answers, want 3", len(frames))
+		}
+		if strings.Contains(frames["1"], `"execution":`) {
+			t.Errorf("tools/list without task support has an execution member: %s", frames["1"])
+		}
+		if !strings.Contains(frames["2"], `echo: hello`) || strings.Contains(frames["2"], `"task"`) {
+			t.Errorf("prompt_send with params.task on a server without tasks = %s, want the plain result", frames["2"])
+		}
+		if !strings.Contains(frames["3"], `"code":-32601`) {
+			t.Errorf("tasks/get without task support = %s, want -32601", frames["3"])
+		}
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A runner built for another client refuses the task and fails it: it
+// never runs a turn with an authority the task was not created under.
+func TestRunTaskRefusesOtherClient(t *testing.T) {
+	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+	if _, err := te.tasks.CreateTask(t.Context(), sessions.NewTask{ID: "task_x", ClientID: "fedcba9876543210", Request: rawParams(taskRequest{SessionID: "s", NewSession: true, Prompt: "p"}), TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := te.srv.runTask(t.Context(), "task_x", "r"); err == nil || !strings.Contains(err.Error(), "another client") {
+		t.Fatalf("runTask of another client's task = %v", err)
+	}
+	if task, _ := te.tasks.raw("task_x"); task.Status != sessions.TaskFailed {
+		t.Errorf("task after a refused run is %s, want failed", task.Status)
+	}
+	if len(te.turns.calls()) != 0 {
+		t.Error("a turn ran for another client's task")
+	}
+}
+
+// A runner whose context ends mid-turn stops the turn before its commit
+// point and fails the task: never left working, nothing written.
+func TestRunTaskStoppedFailsTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+		if _, err := te.tasks.CreateTask(t.Context(), sessions.NewTask{ID: "task_s", ClientID: testClientID, Request: rawParams(taskRequest{RequestID: 7, SessionID: "mcp_s", NewSession: true, Prompt: "block"}), TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- te.srv.runTask(ctx, "task_s", "r") }()
+		synctest.Wait()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("runTask after its context ended = %v", err)
+		}
+		task, _ := te.tasks.raw("task_s")
+		if task.Status != sessions.TaskFailed || task.StatusMessage != TaskAbandonedMessage {
+			t.Errorf("task = %s %q, want failed with the abandoned message", task.Status, task.StatusMessage)
+		}
+		if te.store.hasSession("mcp_s") {
+			t.Error("the stopped task's new session was left behind")
+		}
+		if got := te.store.auditOf(AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != ReasonRunnerStopped || got[0]["task_id"] != "task_s" {
+			t.Errorf("cancel audit = %v", got)
+		}
+	})
+}
+
+// SweepTasks fails a task whose runner lease lapsed with the fixed message
+// and a failed prompt_send's result, and purges expired ones.
+func TestSweepTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tasks := newMemTasks(time.Now)
+		ctx := t.Context()
+		for _, id := range []string{"a", "b"} {
+			if _, err := tasks.CreateTask(ctx, sessions.NewTask{ID: id, ClientID: testClientID, Request: json.RawMessage(`{}`), TTL: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := tasks.ClaimTask(ctx, "a", "r", 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(31 * time.Second)
+		failed, purged, err := SweepTasks(ctx, tasks, time.Hour)
+		if err != nil || failed != 1 || purged != 0 {
+			t.Fatalf("SweepTasks = %d, %d, %v; want 1 failed", failed, purged, err)
+		}
+		a, _ := tasks.raw("a")
+		if a.Status != sessions.TaskFailed || a.StatusMessage != TaskAbandonedMessage || !strings.Contains(string(a.Result), contracts.TextToolExecutionFailed) {
+			t.Errorf("swept task = %+v", a)
+		}
+		time.Sleep(time.Minute)
+		if _, purged, _ = SweepTasks(ctx, tasks, time.Hour); purged != 1 {
+			t.Errorf("purged %d expired tasks, want 1", purged)
+		}
+	})
+}
+
+// byID maps the responses among frames by their raw id (numbers as
+// written, strings quoted).
+func byID(frames [][]byte) map[string]string {
+	out := map[string]string{}
+	for _, f := range frames {
+		var head struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(f, &head) == nil && head.ID != nil {
+			out[string(head.ID)] = string(f)
+		}
+	}
+	return out
+}
+
+// The connection that created a task with a progressToken relays the
+// progress its runner stores as notifications/progress, and the status
+// change it then observes (a tasks/cancel) as notifications/tasks/status;
+// the runner sees the cancel at its next renewal, stops the turn before
+// its commit point and writes the cancel's audit records.
+func TestTaskProgressStatusAndCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, nil)
+		w := startWire(t.Context(), t, te.env)
+		for _, l := range handshake {
+			w.send(l)
+		}
+		w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"block"},"task":{},"_meta":{"progressToken":"tok"}}}`)
+		synctest.Wait()
+		time.Sleep(taskRenewEvery + DefaultTaskPollInterval) // the runner stores, the watcher relays
+		synctest.Wait()
+		var sawProgress bool
+		for _, f := range w.take() {
+			if strings.Contains(string(f), `"method":"notifications/progress"`) {
+				sawProgress = strings.Contains(string(f), `"progressToken":"tok"`) && strings.Contains(string(f), "turn started")
+			}
+		}
+		if !sawProgress {
+			t.Error("no notifications/progress with the task's progressToken and the turn's progress")
+		}
+		w.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/cancel","params":{"taskId":"task_0001"}}`)
+		synctest.Wait()
+		time.Sleep(taskRenewEvery + DefaultTaskPollInterval)
+		synctest.Wait()
+		var sawStatus bool
+		for _, f := range w.take() {
+			if strings.Contains(string(f), `"method":"notifications/tasks/status"`) && strings.Contains(string(f), `"status":"cancelled"`) {
+				sawStatus = true
+			}
+		}
+		if !sawStatus {
+			t.Error("no notifications/tasks/status for the cancelled task")
+		}
+		te.runners.Wait() // the runner saw the cancel and stopped
+		if got := te.store.auditOf(AuditTaskCancelled); len(got) != 1 || got[0]["task_id"] != "task_0001" {
+			t.Errorf("%s records = %v", AuditTaskCancelled, got)
+		}
+		if got := te.store.auditOf(AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != ReasonTaskCancel || got[0]["task_id"] != "task_0001" {
+			t.Errorf("%s records = %v", AuditRequestCancelled, got)
+		}
+		if got := te.store.auditOf(AuditPromptRequested); len(got) != 1 || got[0]["task_id"] != "task_0001" {
+			t.Errorf("%s records = %v", AuditPromptRequested, got)
+		}
+		if got := te.store.auditOf(AuditTaskCreated); len(got) != 1 || got[0]["task_id"] != "task_0001" {
+			t.Errorf("%s records = %v", AuditTaskCreated, got)
+		}
+		if te.store.hasSession("mcp_00000000000000000000000000000001") {
+			t.Error("the cancelled task's new session was left behind")
+		}
+		if te.store.leaseHeld("mcp_00000000000000000000000000000001") {
+			t.Error("the cancelled task's turn still holds the session lease")
+		}
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A task's runner writes the same audit as a plain prompt_send, with the
+// task id: the completed turn's record and the task's terminal status.
+func TestTaskAuditCompleted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, nil)
+		w := startWire(t.Context(), t, te.env)
+		for _, l := range handshake {
+			w.send(l)
+		}
+		w.send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"hello"},"task":{}}}`)
+		synctest.Wait()
+		te.runners.Wait()
+		if got := te.store.auditOf(AuditPromptCompleted); len(got) != 1 || got[0]["task_id"] != "task_0001" || got[0]["request_id"] != "a" {
+			t.Errorf("%s records = %v", AuditPromptCompleted, got)
+		}
+		if got := te.store.auditOf(AuditTaskFinished); len(got) != 1 || got[0]["status"] != sessions.TaskCompleted {
+			t.Errorf("%s records = %v", AuditTaskFinished, got)
+		}
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Fail closed: a task whose request record cannot be written is refused
+// before anything is created or started.
+func TestTaskAuditRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, nil)
+		te.srv.store = &refusingAuditStore{memStore: te.store}
+		w := startWire(t.Context(), t, te.env)
+		for _, l := range handshake {
+			w.send(l)
+		}
+		w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"hello"},"task":{}}}`)
+		synctest.Wait()
+		got := byID(w.take())["1"]
+		if !strings.Contains(got, `"code":-32603`) || !strings.Contains(got, "audit_unavailable") {
+			t.Errorf("task with its audit refused = %s", got)
+		}
+		if _, ok := te.tasks.raw("task_0001"); ok {
+			t.Error("a task was created without its audit record")
+		}
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// tasks/result waits while the task works; a notifications/cancelled for
+// it ends the wait with the cancellation error, and the task goes on.
+func TestTaskResultWaitCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, nil)
+		w := startWire(t.Context(), t, te.env)
+		for _, l := range handshake {
+			w.send(l)
+		}
+		w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"block"},"task":{}}}`)
+		synctest.Wait()
+		w.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"task_0001"}}`)
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := byID(w.take())["2"]; got != "" {
+			t.Fatalf("tasks/result of a working task answered %s", got)
+		}
+		w.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+		synctest.Wait()
+		got := byID(w.take())["2"]
+		if !strings.Contains(got, `"code":0`) || !strings.Contains(got, "Request cancelled") {
+			t.Errorf("tasks/result after notifications/cancelled = %q", got)
+		}
+		if task, _ := te.tasks.raw("task_0001"); task.Status != sessions.TaskWorking {
+			t.Errorf("cancelling tasks/result changed the task: %s", task.Status)
+		}
+		w.send(`{"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":{"taskId":"task_0001"}}`)
+		synctest.Wait()
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+		te.runners.Wait()
+	})
+}
