@@ -12,11 +12,6 @@ import (
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
-// AbandonedTaskMessage is the status message of a task failed by
-// [Host.SweepTasks]: its runner stopped (killed, crashed, the machine went
-// down) before the task ended.
-const AbandonedTaskMessage = "the task's runner stopped before the task ended"
-
 // TaskUnclaimedAfter is how long a task may wait for its runner to claim it
 // before [Host.SweepTasks] fails it: starting the runner process and
 // opening its host takes seconds, not minutes.
@@ -94,21 +89,13 @@ func (h *Host) RunTask(ctx context.Context, clientID, taskID string, logger *slo
 }
 
 // SweepTasks fails the tasks whose runner is gone (a lapsed lease, or no
-// runner within [TaskUnclaimedAfter]) with [AbandonedTaskMessage], and
-// deletes the expired ones. `mcp serve` runs it when it starts and every
-// few minutes while it serves.
+// runner within [TaskUnclaimedAfter]) with mcpserver.TaskAbandonedMessage,
+// and deletes the expired ones (mcpserver.SweepTasks). `mcp serve` runs it
+// when it starts and every minute while it serves.
 func (h *Host) SweepTasks(ctx context.Context) (failed, purged int, err error) {
 	ts, ok := taskStore(h.store)
 	if !ok {
 		return 0, 0, ErrNoTasks
 	}
-	failed, err = ts.FailAbandonedTasks(ctx, AbandonedTaskMessage, nil, TaskUnclaimedAfter)
-	if err != nil {
-		return 0, 0, fmt.Errorf("fail the abandoned tasks: %w", err)
-	}
-	purged, err = ts.PurgeExpiredTasks(ctx)
-	if err != nil {
-		return failed, 0, fmt.Errorf("purge the expired tasks: %w", err)
-	}
-	return failed, purged, nil
+	return mcpserver.SweepTasks(ctx, ts, TaskUnclaimedAfter)
 }

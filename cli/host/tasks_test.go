@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
 )
@@ -85,8 +86,8 @@ func TestSweepTasksFailsAbandonedTasks(t *testing.T) {
 		t.Fatalf("SweepTasks = %d failed, %v; want 1", failed, err)
 	}
 	got, err := ts.GetTask(ctx, clientID, "lapsed")
-	if err != nil || got.Status != sessions.TaskFailed || got.StatusMessage != host.AbandonedTaskMessage {
-		t.Errorf("the lapsed task = %+v, %v; want failed with %q", got, err, host.AbandonedTaskMessage)
+	if err != nil || got.Status != sessions.TaskFailed || got.StatusMessage != mcpserver.TaskAbandonedMessage {
+		t.Errorf("the lapsed task = %+v, %v; want failed with %q", got, err, mcpserver.TaskAbandonedMessage)
 	}
 	if got, _ := ts.GetTask(ctx, clientID, "live"); got.Status != sessions.TaskWorking {
 		t.Errorf("the live task = %+v, want working", got)

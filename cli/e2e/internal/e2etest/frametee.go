@@ -194,10 +194,15 @@ func CheckFrameLogs(v *schemacheck.Validator, dir string) (int, error) {
 	return total, errors.Join(errs...)
 }
 
+// taskCall stands for a task-augmented tools/call (params.task) in
+// CheckFrames: its result is a CreateTaskResult, not a CallToolResult.
+const taskCall = "tools/call with params.task"
+
 // CheckFrames validates every line the server wrote (server) against the MCP
 // schema, each response against the result type of the client request (from
-// client) it answers, and returns how many frames it checked. A result to no
-// request the client sent, or a second one to the same request, is an error.
+// client) it answers (CreateTaskResult for a task-augmented tools/call), and
+// returns how many frames it checked. A result to no request the client
+// sent, or a second one to the same request, is an error.
 func CheckFrames(v *schemacheck.Validator, client, server []byte) (int, error) {
 	methods := map[jsonrpc.ID]string{}
 	if err := eachLine(client, func(line []byte) error {
@@ -206,6 +211,12 @@ func CheckFrames(v *schemacheck.Validator, client, server []byte) (int, error) {
 		if msg, err := jsonrpc.DecodeMessage(line); err == nil {
 			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 				methods[req.ID] = req.Method
+				var p struct {
+					Task json.RawMessage `json:"task"`
+				}
+				if req.Method == "tools/call" && json.Unmarshal(req.Params, &p) == nil && p.Task != nil {
+					methods[req.ID] = taskCall
+				}
 			}
 		}
 		return nil
@@ -226,6 +237,12 @@ func CheckFrames(v *schemacheck.Validator, client, server []byte) (int, error) {
 				}
 				delete(methods, resp.ID)
 				method = m
+				if m == taskCall {
+					method = ""
+					if err := v.Def("CreateTaskResult", resp.Result); err != nil {
+						errs = append(errs, fmt.Errorf("frame %d: the result of a task-augmented tools/call: %w", n, err))
+					}
+				}
 			}
 		}
 		if err := v.ServerFrame(line, method); err != nil {
