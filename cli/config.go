@@ -40,7 +40,7 @@ func validToolName(s string) bool {
 // configKeys is every key config.json may hold, in `config list` order.
 var configKeys = []configKey{
 	{"mcp_server.exposed_tools", "runtime tools MCP clients may discover and call (a JSON list; [] exposes none; read when `mcp serve` starts)", []any{}, validateToolList},
-	{"mcp_server.tasks.enabled", "whether mcp serve offers durable tasks (a task-augmented prompt_send runs in a detached runner process that outlives the client; read when `mcp serve` starts)", true, validateBool},
+	{"mcp_server.tasks.enabled", "whether mcp serve offers durable MCP tasks for prompt_send (each task's turn runs in a detached runner process that outlives the client; read when `mcp serve` starts)", false, validateBool},
 	{"mcp_server.tasks.max_working", "the most tasks one client identity may have working at once", json.Number("4"), validateTasksWorking},
 	{"mcp_server.tasks.default_ttl", `how long a task and its result are kept when the client asks for no ttl ("1h"; at most mcp_server.tasks.max_ttl)`, "1h", validateTaskTTL},
 	{"mcp_server.tasks.max_ttl", `the longest a client may ask a task and its result to be kept ("24h" at most)`, "24h", validateTaskTTL},

@@ -42,18 +42,18 @@ func TestTaskSettingsInHostConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := host.TasksConfig{Enabled: true, MaxWorking: 4, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour}
+	want := host.TasksConfig{MaxWorking: 4, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour}
 	if hc.MCPServer.Tasks != want {
 		t.Errorf("default tasks config = %+v, want %+v", hc.MCPServer.Tasks, want)
 	}
 	hc, err = hostConfig(&App{}, configOf(t, map[string]string{
-		"mcp_server.tasks.enabled": "false", "mcp_server.tasks.max_working": "2",
+		"mcp_server.tasks.enabled": "true", "mcp_server.tasks.max_working": "2",
 		"mcp_server.tasks.default_ttl": "10m", "mcp_server.tasks.max_ttl": "2h",
 	}), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = host.TasksConfig{MaxWorking: 2, DefaultTTL: 10 * time.Minute, MaxTTL: 2 * time.Hour}
+	want = host.TasksConfig{Enabled: true, MaxWorking: 2, DefaultTTL: 10 * time.Minute, MaxTTL: 2 * time.Hour}
 	if hc.MCPServer.Tasks != want {
 		t.Errorf("tasks config = %+v, want %+v", hc.MCPServer.Tasks, want)
 	}
