@@ -8,7 +8,8 @@
 // Steps (cli/e2e/tasks drives them and asserts on what they print):
 //   start <prompt>    listTools, then callToolStream(prompt_send) until the task is created and
 //                     its first status was polled; then client.close(), which closes the server
-//                     the SDK's way (stdin end, SIGTERM after 2 s, SIGKILL after 2 s more).
+//                     the SDK's way (stdin end, SIGTERM after 2 s, SIGKILL after 2 s more);
+//                     with TASKS_START_SIGTERM=1 the server gets SIGTERM before that.
 //   result <taskId>   getTaskResult (it waits for the task to end)
 //   get <taskId>      getTask
 //   list              listTasks, every page
@@ -63,6 +64,11 @@ async function run() {
         }
         if (msg.type === 'taskStatus') {
           // The first poll came back: leave, as a client that gives up or is quit does.
+          if (process.env.TASKS_START_SIGTERM === '1') {
+            // A client that is itself being shut down: the server gets SIGTERM first.
+            process.kill(transport.pid, 'SIGTERM');
+            say(`sent SIGTERM to the server (pid ${transport.pid})`);
+          }
           return { created, status: msg.task, toolExecution: ps?.execution ?? null };
         }
         return { created, early: msg.type, result: msg.result ?? null, error: msg.error ? errorOf(msg.error) : null };

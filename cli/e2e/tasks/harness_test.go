@@ -108,16 +108,16 @@ func (o outcome) rpcError(t *testing.T, code int) string {
 	return o.Error.Message
 }
 
-// step runs one tasks.mjs step with token: a new client process and a new
-// server process.
-func (in *install) step(token, name, arg string) outcome {
+// step runs one tasks.mjs step with token (and env added to the
+// environment): a new client process and a new server process.
+func (in *install) step(token, name, arg string, env ...string) outcome {
 	in.t.Helper()
 	dir := in.scripts
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "tasks.mjs"), in.server, in.Home, name, arg)
 	cmd.Dir = dir
-	cmd.Env = in.Env("OPENPROGRAM_MCP_TOKEN="+token, "LANG=C.UTF-8")
+	cmd.Env = in.Env(append([]string{"OPENPROGRAM_MCP_TOKEN=" + token, "LANG=C.UTF-8"}, env...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -166,12 +166,12 @@ type started struct {
 	Early         string          `json:"early"`
 }
 
-// startTask starts a task with callToolStream, waits for the runner to ask
-// the model, and returns the task.
-func (in *install) startTask(prompt string) started {
+// startTask starts a task with callToolStream (env added to tasks.mjs's
+// environment), waits for the runner to ask the model, and returns the task.
+func (in *install) startTask(prompt string, env ...string) started {
 	in.t.Helper()
 	var s started
-	in.step(in.Token, "start", prompt).ok(in.t, &s)
+	in.step(in.Token, "start", prompt, env...).ok(in.t, &s)
 	if s.Created.TaskID == "" || s.Early != "" {
 		in.t.Fatalf("callToolStream did not create a task: %+v", s)
 	}

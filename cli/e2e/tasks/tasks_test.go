@@ -106,11 +106,12 @@ func TestTaskCancelMidTurn(t *testing.T) {
 }
 
 // Another token's client can neither see the task (tasks/list, tasks/get)
-// nor cancel it.
+// nor cancel it. The client that started it sent its server SIGTERM before
+// it closed: the runner lives on.
 func TestTaskIsolation(t *testing.T) {
 	t.Parallel()
 	in := newInstall(t, e2etest.SQLite, longTurn)
-	id := in.startTask("work of the first client").Created.TaskID
+	id := in.startTask("work of the first client", "TASKS_START_SIGTERM=1").Created.TaskID
 	var mine struct {
 		Tasks []task `json:"tasks"`
 	}
