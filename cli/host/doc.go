@@ -27,6 +27,11 @@
 //     or not). Every speaker's request carries the state directory, so the
 //     file tools and bash never write it, whoever speaks
 //     (authz.Request.WriteTarget).
+//   - Durable MCP tasks (mcp_server.tasks.*): [Host.MCPServer] offers them
+//     when the front end passes [Options.StartTask], which launches a task's
+//     runner; the runner calls [Host.RunTask] with the task's client, which
+//     must still be the paired one; [Host.SweepTasks] fails the tasks whose
+//     runner is gone and purges the expired ones.
 //
 // The configuration is parsed and validated once, by the loader of the
 // `openprogram` command (config.json, the environment and flags); the host

@@ -264,17 +264,13 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func() bo
 }
 
 // interopDir is interop/ts with its npm packages installed from the lock
-// file (e2etest.NpmCI), one install at a time. Without node and npm the
-// tests skip, except under CI=true.
+// file (e2etest.NpmCI). Without node and npm the tests skip, except under
+// CI=true.
 func interopDir(t *testing.T) string {
 	t.Helper()
 	e2etest.RequireTool(t, "node")
 	npm := e2etest.RequireTool(t, "npm")
 	dir := filepath.Join(e2etest.RepoRoot(t), "interop", "ts")
-	npmMu.Lock()
-	defer npmMu.Unlock()
 	e2etest.NpmCI(t, npm, dir)
 	return dir
 }
-
-var npmMu sync.Mutex

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -39,9 +40,21 @@ func RequireTool(t *testing.T, name string) string {
 }
 
 // NpmCI installs dir's npm project from its lock file into dir/node_modules, unless
-// the stamp written by the last successful install matches the lock file.
+// the stamp written by the last successful install matches the lock file. One
+// install runs at a time, across the test processes of every end-to-end package
+// (go test runs packages side by side): each holds dir/.npm-ci.lock while it
+// checks and installs.
 func NpmCI(t *testing.T, npm, dir string) {
 	t.Helper()
+	lockFile, err := os.OpenFile(filepath.Join(dir, ".npm-ci.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatalf("open the npm install lock: %v", err)
+	}
+	defer lockFile.Close()
+	if err := syscall.Flock(int(lockFile.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("take the npm install lock: %v", err)
+	}
+	defer syscall.Flock(int(lockFile.Fd()), syscall.LOCK_UN)
 	lock, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
 	if err != nil {
 		t.Fatalf("read the lock file: %v", err)
