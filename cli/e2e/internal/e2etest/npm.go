@@ -8,20 +8,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
 
-// interopCI reports whether the tests run in CI, where a missing tool is a failure.
-// interopCI reports CI=true, the same test pgtest makes for PostgreSQL.
-func interopCI() bool {
+// strictCI reports whether the tests run in CI (CI=true, the same test pgtest
+// makes for PostgreSQL), where a missing tool is a failure.
+func strictCI() bool {
 	return os.Getenv("CI") == "true"
 }
 
 // Missing skips the test for why, or fails it under CI=true.
 func Missing(t *testing.T, why string) {
 	t.Helper()
-	if interopCI() {
+	if strictCI() {
 		t.Fatalf("CI=true: %s", why)
 	}
 	t.Skipf("skipped (set CI=true to make this a failure): %s", why)
@@ -38,10 +39,18 @@ func RequireTool(t *testing.T, name string) string {
 	return p
 }
 
+// npmDirs holds a *sync.Mutex per npm project directory NpmCI installs.
+var npmDirs sync.Map
+
 // NpmCI installs dir's npm project from its lock file into dir/node_modules, unless
 // the stamp written by the last successful install matches the lock file.
 func NpmCI(t *testing.T, npm, dir string) {
 	t.Helper()
+	// Parallel tests may share a project (two tests drive Codex): one
+	// install at a time per directory, and the second sees the first's stamp.
+	mu, _ := npmDirs.LoadOrStore(dir, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	lock, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
 	if err != nil {
 		t.Fatalf("read the lock file: %v", err)
