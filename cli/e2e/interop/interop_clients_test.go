@@ -236,6 +236,9 @@ func (c *interopClient) checkFull(t *testing.T, fake *fakemodel.Server) {
 }
 
 func TestInteropClients(t *testing.T) {
+	// The interop tests share nothing but the npm projects (NpmCI takes
+	// turns on one directory) and mostly wait on clients and turns.
+	t.Parallel()
 	e2etest.RequireTool(t, "node")
 	npm := e2etest.RequireTool(t, "npm")
 	root := interopRoot(t)

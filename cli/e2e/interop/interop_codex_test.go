@@ -23,6 +23,9 @@ import (
 // serve`, the state dir, the secrets forwarded by name and a 600 s tool
 // timeout.
 func TestInteropCodexCLI(t *testing.T) {
+	// The interop tests share nothing but the npm projects (NpmCI takes
+	// turns on one directory) and mostly wait on clients and turns.
+	t.Parallel()
 	node := e2etest.RequireTool(t, "node")
 	npm := e2etest.RequireTool(t, "npm")
 	dir := filepath.Join(interopRoot(t), "codex")

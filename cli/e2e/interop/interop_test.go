@@ -54,6 +54,9 @@ var interopUsable = []string{"memory_status", "memory_update", "memory_search", 
 var interopWrappers = []string{"sessions_list", "session_get", "prompt_send", "prompt_cancel", "tools_list", "tool_call"}
 
 func TestInteropTypeScriptSDK(t *testing.T) {
+	// The interop tests share nothing but the npm projects (NpmCI takes
+	// turns on one directory) and mostly wait on clients and turns.
+	t.Parallel()
 	node := e2etest.RequireTool(t, "node")
 	npm := e2etest.RequireTool(t, "npm")
 	dir := filepath.Join(interopRoot(t), "ts")
@@ -129,6 +132,9 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 }
 
 func TestInteropInspectorCLI(t *testing.T) {
+	// The interop tests share nothing but the npm projects (NpmCI takes
+	// turns on one directory) and mostly wait on clients and turns.
+	t.Parallel()
 	npm := e2etest.RequireTool(t, "npm")
 	dir := filepath.Join(interopRoot(t), "inspector")
 	e2etest.NpmCI(t, npm, dir)

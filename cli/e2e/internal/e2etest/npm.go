@@ -8,21 +8,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// interopCI reports whether the tests run in CI, where a missing tool is a failure.
-// interopCI reports CI=true, the same test pgtest makes for PostgreSQL.
-func interopCI() bool {
+// strictCI reports whether the tests run in CI (CI=true, the same test pgtest
+// makes for PostgreSQL), where a missing tool is a failure.
+func strictCI() bool {
 	return os.Getenv("CI") == "true"
 }
 
 // Missing skips the test for why, or fails it under CI=true.
 func Missing(t *testing.T, why string) {
 	t.Helper()
-	if interopCI() {
+	if strictCI() {
 		t.Fatalf("CI=true: %s", why)
 	}
 	t.Skipf("skipped (set CI=true to make this a failure): %s", why)
@@ -39,13 +40,21 @@ func RequireTool(t *testing.T, name string) string {
 	return p
 }
 
+// npmDirs holds a *sync.Mutex per npm project directory NpmCI installs.
+var npmDirs sync.Map
+
 // NpmCI installs dir's npm project from its lock file into dir/node_modules, unless
 // the stamp written by the last successful install matches the lock file. One
-// install runs at a time, across the test processes of every end-to-end package
-// (go test runs packages side by side): each holds dir/.npm-ci.lock while it
-// checks and installs.
+// install runs at a time, among the tests of a package and across the test
+// processes of every end-to-end package (go test runs packages side by side):
+// each holds dir/.npm-ci.lock while it checks and installs.
 func NpmCI(t *testing.T, npm, dir string) {
 	t.Helper()
+	// Parallel tests may share a project (two tests drive Codex): one
+	// install at a time per directory, and the second sees the first's stamp.
+	mu, _ := npmDirs.LoadOrStore(dir, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	lockFile, err := os.OpenFile(filepath.Join(dir, ".npm-ci.lock"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatalf("open the npm install lock: %v", err)
