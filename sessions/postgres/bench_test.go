@@ -16,6 +16,7 @@ import (
 	"github.com/openprogram/openprogram/sessions/postgres"
 
 	"github.com/openprogram/openprogram/sessions/postgres/pgtest"
+	"github.com/openprogram/openprogram/sessions/storetest"
 )
 
 // Benchmarks seed their data once per test binary, in schemas of their
@@ -363,4 +364,10 @@ func searchStore(b *testing.B) *postgres.Store {
 	}
 	b.Logf("memory_sources %s; memory_terms %s and its index %s", sources, terms, termsIndex)
 	return st
+}
+
+// BenchmarkTasks: storetest.BenchTasks on a fresh schema.
+func BenchmarkTasks(b *testing.B) {
+	st := openStore(b, newTestDB(b))
+	storetest.BenchTasks(b, st)
 }

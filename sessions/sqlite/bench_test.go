@@ -294,3 +294,13 @@ func BenchmarkSearch100k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTasks: storetest.BenchTasks on a fresh file.
+func BenchmarkTasks(b *testing.B) {
+	st, err := OpenWith(context.Background(), filepath.Join(b.TempDir(), DefaultFileName), &sessions.Options{AuditKey: storetest.Key})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	storetest.BenchTasks(b, st)
+}
