@@ -18,6 +18,10 @@ import (
 // records to stderr as JSON lines prefixed "AUDIT ".
 const runAsServer = "OPENPROGRAM_MCPSERVER_TEST_SERVE"
 
+// runAsServerTasks, set beside runAsServer, serves with task support
+// (newTaskEnv: an in-memory task store, runners in the process).
+const runAsServerTasks = "OPENPROGRAM_MCPSERVER_TEST_TASKS"
+
 func TestMain(m *testing.M) {
 	if v, ok := os.LookupEnv(runAsServer); ok {
 		os.Exit(serveStdio(v))
@@ -31,12 +35,26 @@ func serveStdio(drain string) int {
 		fmt.Fprintf(os.Stderr, "bad %s: %v\n", runAsServer, err)
 		return 2
 	}
-	e, err := newEnv(func(o *Options) { o.DrainTimeout = d })
+	var (
+		e  *env
+		te *taskEnv
+	)
+	if os.Getenv(runAsServerTasks) != "" {
+		if te, err = newTaskEnvErr(nil); err == nil {
+			e = te.env
+			e.srv.drain = d
+		}
+	} else {
+		e, err = newEnv(func(o *Options) { o.DrainTimeout = d })
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	err = e.srv.Serve(context.Background(), os.Stdin, os.Stdout)
+	if te != nil {
+		te.runners.Wait()
+	}
 	for _, r := range e.store.allAudit() {
 		line, _ := json.Marshal(map[string]any{"type": r.Type, "session_id": r.SessionID, "payload": r.Payload})
 		fmt.Fprintf(os.Stderr, "AUDIT %s\n", line)

@@ -75,9 +75,10 @@ const (
 	// taskRenewEvery is how often the runner renews its lease, stores its
 	// progress and looks for a tasks/cancel.
 	taskRenewEvery = 2 * time.Second
-	// taskResultPoll bounds how often tasks/result reads the store while it
-	// waits.
-	taskResultPoll = 250 * time.Millisecond
+	// taskResultPoll is how often tasks/result reads the store while it
+	// waits, once it has backed off from taskResultFirstPoll (doubling).
+	taskResultPoll      = 250 * time.Millisecond
+	taskResultFirstPoll = 5 * time.Millisecond
 	// tasksListLimit is the page size of tasks/list.
 	tasksListLimit = 100
 )
@@ -518,6 +519,9 @@ func (c *connection) tasksResult(ctx context.Context, r *stdio.Request, params j
 	}
 	tc := c.s.tasks
 	var task sessions.Task
+	// Poll quickly first (a short turn ends within milliseconds), then
+	// back off to the steady pace.
+	wait := min(taskResultFirstPoll, tc.resultPoll, tc.pollInterval)
 	for {
 		var err *jsonrpc.Error
 		if task, err = c.getTask(ctx, id); err != nil {
@@ -529,7 +533,8 @@ func (c *connection) tasksResult(ctx context.Context, r *stdio.Request, params j
 		if task.Status != sessions.TaskWorking {
 			break
 		}
-		t := time.NewTimer(min(tc.resultPoll, tc.pollInterval))
+		t := time.NewTimer(wait)
+		wait = min(2*wait, tc.resultPoll, tc.pollInterval)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -705,14 +710,20 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 				return
 			case err != nil:
 				s.log.Warn("renew task lease", "task_id", taskID, "error", err)
-			case now.Status == sessions.TaskCancelled:
+			case now.Status != sessions.TaskWorking:
+				// A tasks/cancel, or a sweep that failed the task while this
+				// runner stalled: either way its turn must stop.
+				reason, cause := ReasonTaskCancel, errTaskCancelled
+				if now.Status != sessions.TaskCancelled {
+					reason, cause = ReasonRunnerStopped, errTaskEnded
+				}
 				c.mu.Lock()
 				rec := c.byID[reqID]
 				c.mu.Unlock()
 				if rec != nil {
-					c.cancelPrompt(rec, ReasonTaskCancel)
+					c.cancelPrompt(rec, reason)
 				} else {
-					commit.Cancel(errTaskCancelled)
+					commit.Cancel(cause)
 				}
 				return
 			}
@@ -751,8 +762,11 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 	return finish(sessions.TaskCompleted, "", taskOutcome{Result: body})
 }
 
-// errTaskCancelled is the cause a tasks/cancel gives a task's turn.
-var errTaskCancelled = errors.New("cancelled by tasks/cancel")
+// Causes a task's runner gives its turn's Commit.
+var (
+	errTaskCancelled = errors.New("cancelled by tasks/cancel")
+	errTaskEnded     = errors.New("the task ended while its turn ran (its runner lease lapsed)")
+)
 
 // statusText is the first text of an isError result, clipped, for the
 // task's statusMessage.
