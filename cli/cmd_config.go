@@ -71,6 +71,9 @@ func (c *configSetCmd) Run(app *App) error {
 	if err := checkModelSettings(cfg); err != nil {
 		return usagef("%s cannot be set: %v; config.json was not changed", c.Key, err)
 	}
+	if err := cfg.checkAcrossKeys(); err != nil {
+		return usagef("%s cannot be set: %v; config.json was not changed", c.Key, err)
+	}
 	// Checked when set, not when loaded: a file that goes away later is
 	// reported by doctor and by the prompt that needs it.
 	if c.Key == "model.script" {
@@ -101,6 +104,9 @@ func (c *configUnsetCmd) Run(app *App) error {
 	}
 	if err := cfg.unset(c.Key); err != nil {
 		return err
+	}
+	if err := cfg.checkAcrossKeys(); err != nil {
+		return usagef("%s cannot be unset: %v; config.json was not changed", c.Key, err)
 	}
 	return cfg.Save(dir)
 }

@@ -109,6 +109,7 @@ func manPage(root *kong.Node, app *App) string {
 		{tokenauth.KeyFileName, "the audit chain's key; keep its backup apart from the database's"},
 		{tokenauth.AnchorFileName, "the last audit head this install saw; a log that does not extend it is refused (audit reanchor --yes after a deliberate restore)"},
 		{authz.OwnerFileName, "the install's owner principal"},
+		{TaskLogFileName, "the log of the detached runners of durable MCP tasks (mode 0600)"},
 	} {
 		b.WriteString(".TP\n.I " + roffText("~/.openprogram/"+f[0]) + "\n" + roffText(f[1]) + "\n")
 	}

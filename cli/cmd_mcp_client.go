@@ -25,6 +25,7 @@ type mcpCmd struct {
 	ClientConfig mcpClientConfigCmd `cmd:"" name:"client-config" help:"Print the configuration that adds this server to an MCP client (stdout: exactly what to paste; hints on stderr)."`
 	Install      mcpInstallCmd      `cmd:"" help:"Add this server to an MCP client's configuration file (or run claude mcp add)."`
 	Uninstall    mcpUninstallCmd    `cmd:"" help:"Remove this server from an MCP client's configuration file (or run claude mcp remove)."`
+	RunTask      mcpRunTaskCmd      `cmd:"" name:"run-task" hidden:"" help:"Run one durable MCP task to its end (mcp serve starts it, detached)."`
 }
 
 // clientNames names the clients for messages.

@@ -46,11 +46,18 @@ func (c mcpServeCmd) Run(ctx context.Context, app *App) error {
 	app.Logger = logger
 	log := app.Logger.With("client_id", clientID)
 
-	h, err := openHost(ctx, app, dir, host.Options{Logger: log})
+	spawner := taskSpawner{exe: app.Executable, stateDir: dir, env: app.Env, logLevel: c.LogLevel, logFormat: c.LogFormat}
+	h, err := openHost(ctx, app, dir, host.Options{Logger: log, StartTask: spawner.start})
 	if err != nil {
 		return err
 	}
 	defer h.Close()
+	// The sweep runs beside the connection, from the start: a store that is
+	// slow to sweep never delays the answer to initialize.
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go sweepTasks(sweepCtx, h, log, swept)
+	defer func() { stopSweep(); <-swept }()
 	if err := h.ProviderErr(); err != nil {
 		log.Warn("no model provider: prompts will complete with failed:true", "why", err.Error())
 	}

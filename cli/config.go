@@ -50,6 +50,14 @@ func validToolName(s string) bool {
 var configKeys = []configKey{
 	{"mcp_server.exposed_tools", "runtime tools MCP clients may discover and call (a JSON list; [] exposes none; read when `mcp serve` starts)", []any{}, false,
 		into(parseToolList, func(c *Config, v []string) { c.MCPServer.ExposedTools = v })},
+	{"mcp_server.tasks.enabled", "whether mcp serve offers durable MCP tasks for prompt_send (each task's turn runs in a detached runner process that outlives the client; read when `mcp serve` starts)", false, false,
+		into(parseBool, func(c *Config, v bool) { c.MCPServer.Tasks.Enabled = v })},
+	{"mcp_server.tasks.max_working", "the most tasks one client identity may have working at once", json.Number("4"), false,
+		into(parseTasksWorking, func(c *Config, v int) { c.MCPServer.Tasks.MaxWorking = v })},
+	{"mcp_server.tasks.default_ttl", `how long a task and its result are kept when the client asks for no ttl ("1h"; at most mcp_server.tasks.max_ttl)`, "1h", false,
+		into(parseTaskTTL, func(c *Config, v time.Duration) { c.MCPServer.Tasks.DefaultTTL = v })},
+	{"mcp_server.tasks.max_ttl", `the longest a client may ask a task and its result to be kept ("24h" at most)`, "24h", false,
+		into(parseTaskTTL, func(c *Config, v time.Duration) { c.MCPServer.Tasks.MaxTTL = v })},
 	{"audit.on_failure", "what mcp serve does with a prompt_send or tool_call whose audit record cannot be written: refuse (before anything runs) or log (run it unaudited)", "refuse", false,
 		into(parseEnum("refuse", "log"), func(c *Config, v string) { c.Audit.LogFailures = v == "log" })},
 	{"store.url", "the session store: sqlite:<path> or postgres://... (default: sqlite in the state directory)", "", true,
@@ -297,13 +305,45 @@ func parseConfig(data []byte) (*Config, error) {
 		if !ok {
 			return nil, fmt.Errorf("section %q must be an object", section)
 		}
-		for _, name := range slices.Sorted(maps.Keys(obj)) {
-			if err := c.set(section+"."+name, obj[name]); err != nil {
-				return nil, err
-			}
+		if err := c.setAll(section, obj); err != nil {
+			return nil, err
 		}
 	}
+	if err := c.checkAcrossKeys(); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// setAll sets every member of obj under prefix, in name order: a member
+// that is no key itself but an object is a group of keys (mcp_server.tasks).
+func (c *Config) setAll(prefix string, obj map[string]any) error {
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
+		key, v := prefix+"."+name, obj[name]
+		if sub, ok := v.(map[string]any); ok && isKeyGroup(key) {
+			if err := c.setAll(key, sub); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := c.set(key, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isKeyGroup reports whether group is no key but the prefix of some.
+func isKeyGroup(group string) bool {
+	if _, ok := lookupKey(group); ok {
+		return false
+	}
+	for _, k := range configKeys {
+		if strings.HasPrefix(k.name, group+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // set parses one value with its key's parser and stores it, typed and as
@@ -382,13 +422,19 @@ func (c *Config) Get(key string) (any, bool, error) {
 
 // Marshal renders the config as the nested JSON object stored on disk.
 func (c *Config) Marshal() ([]byte, error) {
-	root := map[string]map[string]any{}
+	root := map[string]any{}
 	for key, v := range c.file {
-		section, name, _ := strings.Cut(key, ".")
-		if root[section] == nil {
-			root[section] = map[string]any{}
+		parts := strings.Split(key, ".")
+		obj := root
+		for _, p := range parts[:len(parts)-1] {
+			sub, ok := obj[p].(map[string]any)
+			if !ok {
+				sub = map[string]any{}
+				obj[p] = sub
+			}
+			obj = sub
 		}
-		root[section][name] = v
+		obj[parts[len(parts)-1]] = v
 	}
 	data, err := json.MarshalIndent(root, "", "  ")
 	if err != nil {

@@ -49,10 +49,11 @@ func TestConfigFileLoadsTyped(t *testing.T) {
 			Settings: provider.Settings{Temperature: f(0.5), TopP: f(0.9), MaxOutputTokens: 2048, Timeout: 90 * time.Second,
 				Headers: map[string]string{"X-Title": "OpenProgram", "api-key": "${AZ_KEY}"}},
 		},
-		Agent:     host.AgentConfig{SystemPrompt: "Be brief.", WorkDirs: []string{"/tmp/work"}, MaxSteps: 7, ContextTokens: 16000, TurnTimeout: 30 * time.Minute},
-		MCPServer: host.MCPServerConfig{ExposedTools: []string{"memory_search", "bash"}},
-		Tools:     host.ToolsConfig{PermissionRules: []authz.Rule{{Tool: "bash(git *)", Action: authz.ActionAllow}, {Tool: "write_file", Action: authz.ActionDeny}}},
-		Audit:     host.AuditConfig{LogFailures: true},
+		Agent: host.AgentConfig{SystemPrompt: "Be brief.", WorkDirs: []string{"/tmp/work"}, MaxSteps: 7, ContextTokens: 16000, TurnTimeout: 30 * time.Minute},
+		MCPServer: host.MCPServerConfig{ExposedTools: []string{"memory_search", "bash"},
+			Tasks: host.TasksConfig{Enabled: true, MaxWorking: 2, DefaultTTL: 30 * time.Minute, MaxTTL: 2 * time.Hour}},
+		Tools: host.ToolsConfig{PermissionRules: []authz.Rule{{Tool: "bash(git *)", Action: authz.ActionAllow}, {Tool: "write_file", Action: authz.ActionDeny}}},
+		Audit: host.AuditConfig{LogFailures: true},
 	}
 	if diff := cmp.Diff(want, cfg.Config); diff != "" {
 		t.Errorf("typed config (-want +got):\n%s", diff)
@@ -86,10 +87,11 @@ func TestConfigDefaultsTyped(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := host.Config{
-			StateDir: dir,
-			StoreURL: "sqlite:" + filepath.Join(dir, DatabaseFileName),
-			Model:    provider.Config{Settings: provider.Settings{Timeout: runtime.DefaultModelTimeout}},
-			Agent:    host.AgentConfig{MaxSteps: runtime.DefaultMaxSteps},
+			StateDir:  dir,
+			StoreURL:  "sqlite:" + filepath.Join(dir, DatabaseFileName),
+			Model:     provider.Config{Settings: provider.Settings{Timeout: runtime.DefaultModelTimeout}},
+			Agent:     host.AgentConfig{MaxSteps: runtime.DefaultMaxSteps},
+			MCPServer: host.MCPServerConfig{Tasks: host.TasksConfig{MaxWorking: 4, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour}},
 		}
 		if diff := cmp.Diff(want, cfg.Config, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s: defaults (-want +got):\n%s", dir, diff)

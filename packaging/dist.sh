@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The release's packaging steps, one subcommand each. `make dist` runs them for
-# every platform; the end-to-end tests (cli/e2e/dist_test.go) run them for the
+# every platform; the end-to-end tests (cli/e2e/dist/dist_test.go) run them for the
 # host platform, so both build the same files the same way.
 #
 #   dist.sh extras  BIN OUT                        man page and completions, from a host binary

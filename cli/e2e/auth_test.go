@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
 )
 
 // initializeLine is what a client would send first. In the failure cases it
@@ -36,7 +38,7 @@ type rawServe struct {
 // that already holds initializeLine and whose writer the test keeps open.
 // It waits until the process exits or writes a line to stdout; only then
 // does it close stdin, wait for the exit, and read what is left in the pipe.
-func serveRaw(t *testing.T, in *install, extraEnv ...string) rawServe {
+func serveRaw(t *testing.T, in *e2etest.Install, extraEnv ...string) rawServe {
 	t.Helper()
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -53,9 +55,9 @@ func serveRaw(t *testing.T, in *install, extraEnv ...string) rawServe {
 		t.Fatalf("write stdin: %v", err)
 	}
 
-	cmd := exec.Command(binPath, "mcp", "serve")
-	cmd.Env = in.env(extraEnv...)
-	var stderr lockedBuffer
+	cmd := exec.Command(e2etest.BinPath, "mcp", "serve")
+	cmd.Env = in.Env(extraEnv...)
+	var stderr e2etest.LockedBuffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, &stderr
 	err = cmd.Start()
 	outW.Close()
@@ -67,7 +69,7 @@ func serveRaw(t *testing.T, in *install, extraEnv ...string) rawServe {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	stdout := newLineLog()
+	stdout := e2etest.NewLineLog()
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -75,10 +77,10 @@ func serveRaw(t *testing.T, in *install, extraEnv ...string) rawServe {
 	}()
 
 	var r rawServe
-	deadline := time.After(exitTimeout)
+	deadline := time.After(e2etest.ExitTimeout)
 wait:
 	for {
-		lines, _, eof, changed := stdout.snapshot()
+		lines, _, eof, changed := stdout.Snapshot()
 		if len(lines) > 0 {
 			break // it answered: it read stdin
 		}
@@ -91,7 +93,7 @@ wait:
 			break wait
 		case <-changed:
 		case <-deadline:
-			t.Errorf("openprogram mcp serve neither exited nor answered within %s", exitTimeout)
+			t.Errorf("openprogram mcp serve neither exited nor answered within %s", e2etest.ExitTimeout)
 			break wait
 		}
 	}
@@ -99,7 +101,7 @@ wait:
 		inW.Close()
 		select {
 		case <-exited:
-		case <-time.After(exitTimeout):
+		case <-time.After(e2etest.ExitTimeout):
 			t.Errorf("openprogram mcp serve did not exit after stdin closed; killing it")
 			_ = cmd.Process.Kill()
 			<-exited
@@ -107,7 +109,7 @@ wait:
 	}
 	<-copied
 	r.code = cmd.ProcessState.ExitCode()
-	lines, partial, _, _ := stdout.snapshot()
+	lines, partial, _, _ := stdout.Snapshot()
 	r.stdout = string(bytes.Join(lines, []byte("\n"))) + string(partial)
 	if len(lines) > 0 {
 		r.stdout += "\n"
@@ -129,17 +131,17 @@ wait:
 }
 
 // copyLines copies r into a lineLog.
-func copyLines(dst *lineLog, r *os.File) (int64, error) {
+func copyLines(dst *e2etest.LineLog, r *os.File) (int64, error) {
 	var total int64
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			dst.add(buf[:n])
+			dst.Add(buf[:n])
 			total += int64(n)
 		}
 		if err != nil {
-			dst.end()
+			dst.End()
 			return total, err
 		}
 	}
@@ -173,71 +175,71 @@ func leaksPart(s, secret string) bool {
 // open, no token created and no server audit record.
 func TestServeAuthenticationFailures(t *testing.T) {
 	t.Parallel()
-	type setup func(t *testing.T, in *install) (env []string, secrets []string)
-	withToken := func(value string) []string { return []string{envToken + "=" + value} }
+	type setup func(t *testing.T, in *e2etest.Install) (env []string, secrets []string)
+	withToken := func(value string) []string { return []string{e2etest.EnvToken + "=" + value} }
 	cases := []struct {
 		name    string
 		noToken bool // skip `mcp token create`
 		setup   setup
 	}{
-		{"token file missing", true, func(t *testing.T, in *install) ([]string, []string) {
+		{"token file missing", true, func(t *testing.T, in *e2etest.Install) ([]string, []string) {
 			other := randomToken(t)
 			return withToken(other), []string{other}
 		}},
-		{"token file mode 0644", false, func(t *testing.T, in *install) ([]string, []string) {
-			chmod(t, filepath.Join(in.home, "mcp_server_token"), 0o644)
-			return withToken(in.token), []string{in.token}
+		{"token file mode 0644", false, func(t *testing.T, in *e2etest.Install) ([]string, []string) {
+			chmod(t, filepath.Join(in.Home, "mcp_server_token"), 0o644)
+			return withToken(in.Token), []string{in.Token}
 		}},
-		{"token file mode 0400", false, func(t *testing.T, in *install) ([]string, []string) {
-			chmod(t, filepath.Join(in.home, "mcp_server_token"), 0o400)
-			return withToken(in.token), []string{in.token}
+		{"token file mode 0400", false, func(t *testing.T, in *e2etest.Install) ([]string, []string) {
+			chmod(t, filepath.Join(in.Home, "mcp_server_token"), 0o400)
+			return withToken(in.Token), []string{in.Token}
 		}},
-		{"token file is a symlink", false, func(t *testing.T, in *install) ([]string, []string) {
-			path := filepath.Join(in.home, "mcp_server_token")
-			real := filepath.Join(in.home, "real_token")
+		{"token file is a symlink", false, func(t *testing.T, in *e2etest.Install) ([]string, []string) {
+			path := filepath.Join(in.Home, "mcp_server_token")
+			real := filepath.Join(in.Home, "real_token")
 			if err := os.Rename(path, real); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.Symlink(real, path); err != nil {
 				t.Fatal(err)
 			}
-			return withToken(in.token), []string{in.token}
+			return withToken(in.Token), []string{in.Token}
 		}},
-		{"token file has a trailing newline", false, func(t *testing.T, in *install) ([]string, []string) {
-			writeKeepMode(t, filepath.Join(in.home, "mcp_server_token"), in.token+"\n")
-			return withToken(in.token), []string{in.token}
+		{"token file has a trailing newline", false, func(t *testing.T, in *e2etest.Install) ([]string, []string) {
+			writeKeepMode(t, filepath.Join(in.Home, "mcp_server_token"), in.Token+"\n")
+			return withToken(in.Token), []string{in.Token}
 		}},
-		{"token file empty", false, func(t *testing.T, in *install) ([]string, []string) {
-			writeKeepMode(t, filepath.Join(in.home, "mcp_server_token"), "")
-			return withToken(in.token), []string{in.token}
+		{"token file empty", false, func(t *testing.T, in *e2etest.Install) ([]string, []string) {
+			writeKeepMode(t, filepath.Join(in.Home, "mcp_server_token"), "")
+			return withToken(in.Token), []string{in.Token}
 		}},
-		{"state directory open to the group", false, func(t *testing.T, in *install) ([]string, []string) {
-			chmod(t, in.home, 0o750)
-			return withToken(in.token), []string{in.token}
+		{"state directory open to the group", false, func(t *testing.T, in *e2etest.Install) ([]string, []string) {
+			chmod(t, in.Home, 0o750)
+			return withToken(in.Token), []string{in.Token}
 		}},
-		{"env var missing", false, func(t *testing.T, in *install) ([]string, []string) {
-			return nil, []string{in.token}
+		{"env var missing", false, func(t *testing.T, in *e2etest.Install) ([]string, []string) {
+			return nil, []string{in.Token}
 		}},
-		{"env var empty", false, func(t *testing.T, in *install) ([]string, []string) {
-			return withToken(""), []string{in.token}
+		{"env var empty", false, func(t *testing.T, in *e2etest.Install) ([]string, []string) {
+			return withToken(""), []string{in.Token}
 		}},
-		{"env var mismatched", false, func(t *testing.T, in *install) ([]string, []string) {
+		{"env var mismatched", false, func(t *testing.T, in *e2etest.Install) ([]string, []string) {
 			other := randomToken(t)
-			return withToken(other), []string{in.token, other}
+			return withToken(other), []string{in.Token, other}
 		}},
-		{"env var is the token minus its last character", false, func(t *testing.T, in *install) ([]string, []string) {
-			return withToken(in.token[:len(in.token)-1]), []string{in.token}
+		{"env var is the token minus its last character", false, func(t *testing.T, in *e2etest.Install) ([]string, []string) {
+			return withToken(in.Token[:len(in.Token)-1]), []string{in.Token}
 		}},
-		{"env var has a trailing newline", false, func(t *testing.T, in *install) ([]string, []string) {
-			return withToken(in.token + "\n"), []string{in.token}
+		{"env var has a trailing newline", false, func(t *testing.T, in *e2etest.Install) ([]string, []string) {
+			return withToken(in.Token + "\n"), []string{in.Token}
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			in := newBareInstall(t, sqliteBackend)
+			in := e2etest.NewBareInstall(t, e2etest.SQLite)
 			if !tc.noToken {
-				in.createToken()
+				in.CreateToken()
 			}
 			env, secrets := tc.setup(t, in)
 			r := serveRaw(t, in, env...)
@@ -267,17 +269,17 @@ func TestServeAuthenticationFailures(t *testing.T) {
 				t.Errorf("stdin pipe holds %q after the exit, want the untouched %q: the server read stdin", r.unread, initializeLine)
 			}
 			if tc.noToken {
-				if _, err := os.Lstat(filepath.Join(in.home, "mcp_server_token")); !errors.Is(err, os.ErrNotExist) {
+				if _, err := os.Lstat(filepath.Join(in.Home, "mcp_server_token")); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("mcp serve created a token file (lstat: %v)", err)
 				}
 			}
-			if err := os.Chmod(in.home, 0o700); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.Chmod(in.Home, 0o700); err != nil && !errors.Is(err, os.ErrNotExist) {
 				t.Fatal(err)
 			}
 			// No state directory at all is the strongest "nothing written";
 			// otherwise the audit log must be empty.
-			if _, err := os.Lstat(in.home); err == nil {
-				if recs := in.audit(); len(recs) != 0 {
+			if _, err := os.Lstat(in.Home); err == nil {
+				if recs := in.Audit(); len(recs) != 0 {
 					t.Errorf("audit after a failed authentication = %+v, want no records", recs)
 				}
 			}
@@ -288,8 +290,8 @@ func TestServeAuthenticationFailures(t *testing.T) {
 	// pipe is drained) and answers initialize on stdout.
 	t.Run("control: valid token", func(t *testing.T) {
 		t.Parallel()
-		in := newInstall(t, sqliteBackend)
-		r := serveRaw(t, in, envToken+"="+in.token)
+		in := e2etest.NewInstall(t, e2etest.SQLite)
+		r := serveRaw(t, in, e2etest.EnvToken+"="+in.Token)
 		if r.code != 0 {
 			t.Errorf("exit status = %d, want 0\nstderr:\n%s", r.code, r.stderr)
 		}
@@ -302,7 +304,7 @@ func TestServeAuthenticationFailures(t *testing.T) {
 		if !strings.Contains(r.stdout, `"protocolVersion":"2025-11-25"`) || strings.Count(r.stdout, "\n") != 1 {
 			t.Errorf("stdout = %q, want one initialize response at 2025-11-25", r.stdout)
 		}
-		if strings.Contains(r.stderr, authFailedLine) || leaksPart(r.stderr, in.token) {
+		if strings.Contains(r.stderr, authFailedLine) || leaksPart(r.stderr, in.Token) {
 			t.Errorf("stderr = %q, want no failure and no token", r.stderr)
 		}
 	})

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
 )
 
 // chatSession is one `openprogram chat` run under a pseudo-terminal.
@@ -25,7 +27,7 @@ type chatSession struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	tty    *os.File // the pty's controlling side: what the person types
-	out    *lockedBuffer
+	out    *e2etest.LockedBuffer
 	mark   int // expect searches the output from here
 	exited chan struct{}
 }
@@ -33,18 +35,18 @@ type chatSession struct {
 // chat starts `openprogram chat args...` with its stdin and controlling
 // terminal a fresh pty. With ttyStdout its stdout (and stderr) is the pty
 // too; otherwise stdout is a pipe, as when the output is redirected.
-func (in *install) chat(ttyStdout bool, extraEnv []string, args ...string) *chatSession {
-	in.t.Helper()
+func chat(in *e2etest.Install, ttyStdout bool, extraEnv []string, args ...string) *chatSession {
+	in.T.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
-		in.t.Fatalf("open a pty: %v", err)
+		in.T.Fatalf("open a pty: %v", err)
 	}
 	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 40, Cols: 200}); err != nil {
-		in.t.Fatalf("size the pty: %v", err)
+		in.T.Fatalf("size the pty: %v", err)
 	}
-	cs := &chatSession{t: in.t, tty: ptmx, out: &lockedBuffer{}, exited: make(chan struct{})}
-	cs.cmd = exec.Command(binPath, append([]string{"chat"}, args...)...)
-	cs.cmd.Env = in.env(append([]string{"TERM=xterm"}, extraEnv...)...)
+	cs := &chatSession{t: in.T, tty: ptmx, out: &e2etest.LockedBuffer{}, exited: make(chan struct{})}
+	cs.cmd = exec.Command(e2etest.BinPath, append([]string{"chat"}, args...)...)
+	cs.cmd.Env = in.Env(append([]string{"TERM=xterm"}, extraEnv...)...)
 	cs.cmd.Stdin, cs.cmd.Stderr = tty, tty
 	var copies sync.WaitGroup
 	if ttyStdout {
@@ -52,7 +54,7 @@ func (in *install) chat(ttyStdout bool, extraEnv []string, args ...string) *chat
 	} else {
 		r, w, err := os.Pipe()
 		if err != nil {
-			in.t.Fatalf("stdout pipe: %v", err)
+			in.T.Fatalf("stdout pipe: %v", err)
 		}
 		cs.cmd.Stdout = w
 		defer w.Close()
@@ -60,7 +62,7 @@ func (in *install) chat(ttyStdout bool, extraEnv []string, args ...string) *chat
 	}
 	cs.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := cs.cmd.Start(); err != nil {
-		in.t.Fatalf("start openprogram chat: %v", err)
+		in.T.Fatalf("start openprogram chat: %v", err)
 	}
 	tty.Close()
 	echo := io.Writer(io.Discard)
@@ -73,7 +75,7 @@ func (in *install) chat(ttyStdout bool, extraEnv []string, args ...string) *chat
 		copies.Wait()
 		close(cs.exited)
 	}()
-	in.t.Cleanup(func() {
+	in.T.Cleanup(func() {
 		select {
 		case <-cs.exited:
 		default:
@@ -81,7 +83,7 @@ func (in *install) chat(ttyStdout bool, extraEnv []string, args ...string) *chat
 			<-cs.exited
 		}
 		ptmx.Close()
-		checkStderr(in.t, "openprogram chat", cs.out.String())
+		e2etest.CheckStderr(in.T, "openprogram chat", cs.out.String())
 	})
 	return cs
 }
@@ -95,7 +97,7 @@ func (cs *chatSession) expect(want string) {
 // expectMatch waits for re and returns its first submatch.
 func (cs *chatSession) expectMatch(re *regexp.Regexp) string {
 	cs.t.Helper()
-	deadline := time.Now().Add(testTimeout)
+	deadline := time.Now().Add(e2etest.TestTimeout)
 	for {
 		out := cs.out.String()
 		if m := re.FindStringSubmatchIndex(out[cs.mark:]); m != nil {
@@ -123,7 +125,7 @@ func (cs *chatSession) wait() int {
 	cs.t.Helper()
 	select {
 	case <-cs.exited:
-	case <-time.After(exitTimeout):
+	case <-time.After(e2etest.ExitTimeout):
 		cs.t.Fatalf("openprogram chat did not exit; output:\n%q", cs.out.String())
 	}
 	return cs.cmd.ProcessState.ExitCode()
@@ -143,14 +145,14 @@ var newSessionLine = regexp.MustCompile(`New session (cli_[0-9a-f]{32})`)
 var sgr = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // branchOf returns the active branch of a session, read with the CLI.
-func (in *install) branchOf(id string) []map[string]any {
-	in.t.Helper()
-	out := in.mustRun("sessions", "show", "--json", id)
+func branchOf(in *e2etest.Install, id string) []map[string]any {
+	in.T.Helper()
+	out := in.MustRun("sessions", "show", "--json", id)
 	var msgs []map[string]any
 	for line := range strings.SplitSeq(strings.TrimSuffix(out, "\n"), "\n") {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			in.t.Fatalf("sessions show --json line %q: %v", line, err)
+			in.T.Fatalf("sessions show --json line %q: %v", line, err)
 		}
 		msgs = append(msgs, m)
 	}
@@ -169,27 +171,27 @@ func toolMessages(branch []map[string]any) []string {
 }
 
 // workDir makes a working directory for the install and configures it.
-func (in *install) workDir() string {
-	in.t.Helper()
-	dir := filepath.Join(in.root, "work")
+func workDir(in *e2etest.Install) string {
+	in.T.Helper()
+	dir := filepath.Join(in.Root, "work")
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		in.t.Fatal(err)
+		in.T.Fatal(err)
 	}
 	resolved, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		in.t.Fatal(err)
+		in.T.Fatal(err)
 	}
-	in.setJSON("agent.work_dirs", []string{resolved})
+	in.SetJSON("agent.work_dirs", []string{resolved})
 	return resolved
 }
 
 func TestChatApprovalAllowOnceWrites(t *testing.T) {
-	in := newBareInstall(t, sqliteBackend)
-	work := in.workDir()
+	in := e2etest.NewBareInstall(t, e2etest.SQLite)
+	work := workDir(in)
 	note := filepath.Join(work, "note.txt")
-	in.script(calls("writing", toolCall("write", map[string]any{"path": note, "content": "secret-hello"})), say("wrote the note"))
+	in.Script(e2etest.Calls("writing", e2etest.ToolCall("write", map[string]any{"path": note, "content": "secret-hello"})), e2etest.Say("wrote the note"))
 
-	cs := in.chat(true, nil)
+	cs := chat(in, true, nil)
 	cs.expect("you> ")
 	cs.send("write a note\r")
 	sid := cs.expectMatch(newSessionLine)
@@ -207,30 +209,30 @@ func TestChatApprovalAllowOnceWrites(t *testing.T) {
 	if data, err := os.ReadFile(note); err != nil || string(data) != "secret-hello" {
 		t.Errorf("note.txt = %q, %v; want the approved write", data, err)
 	}
-	recs := auditOf(in.audit(), "owner.approval")
+	recs := e2etest.AuditOf(in.Audit(), "owner.approval")
 	if len(recs) != 1 {
 		t.Fatalf("owner.approval records = %d, want 1", len(recs))
 	}
-	p := recs[0].payload(t)
+	p := recs[0].PayloadMap(t)
 	if p["decision"] != "allow_once" || p["tool"] != "write" || p["session_id"] != sid || recs[0].SessionID != sid || recs[0].Origin != "owner" {
 		t.Errorf("owner.approval = %+v origin %q, want allow_once of write on %s by owner", p, recs[0].Origin, sid)
 	}
 	if bytes.Contains(recs[0].Payload, []byte("secret-hello")) || bytes.Contains(recs[0].Payload, []byte("note.txt")) {
 		t.Errorf("owner.approval payload %s holds argument content", recs[0].Payload)
 	}
-	if created := auditOf(in.audit(), "owner.session.created"); len(created) != 1 || created[0].SessionID != sid {
+	if created := e2etest.AuditOf(in.Audit(), "owner.session.created"); len(created) != 1 || created[0].SessionID != sid {
 		t.Errorf("owner.session.created = %+v, want one for %s", created, sid)
 	}
-	in.verifyAudit()
+	in.VerifyAudit()
 }
 
 func TestChatApprovalDenyLeavesNoFile(t *testing.T) {
-	in := newBareInstall(t, sqliteBackend)
-	work := in.workDir()
+	in := e2etest.NewBareInstall(t, e2etest.SQLite)
+	work := workDir(in)
 	note := filepath.Join(work, "note.txt")
-	in.script(calls("writing", toolCall("write", map[string]any{"path": note, "content": "hello"})), say("could not write"))
+	in.Script(e2etest.Calls("writing", e2etest.ToolCall("write", map[string]any{"path": note, "content": "hello"})), e2etest.Say("could not write"))
 
-	cs := in.chat(true, []string{"NO_COLOR=1"})
+	cs := chat(in, true, []string{"NO_COLOR=1"})
 	cs.send("write a note\r")
 	sid := cs.expectMatch(newSessionLine)
 	cs.expect("allow? ")
@@ -245,26 +247,26 @@ func TestChatApprovalDenyLeavesNoFile(t *testing.T) {
 	if _, err := os.Lstat(note); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("note.txt after a denial: %v, want it absent", err)
 	}
-	tools := toolMessages(in.branchOf(sid))
+	tools := toolMessages(branchOf(in, sid))
 	if len(tools) != 1 || !strings.Contains(tools[0], "approval for write was not granted") {
 		t.Errorf("tool messages the model saw = %q, want the denial", tools)
 	}
-	recs := auditOf(in.audit(), "owner.approval")
-	if len(recs) != 1 || recs[0].payload(t)["decision"] != "deny" {
+	recs := e2etest.AuditOf(in.Audit(), "owner.approval")
+	if len(recs) != 1 || recs[0].PayloadMap(t)["decision"] != "deny" {
 		t.Errorf("owner.approval = %+v, want one deny", recs)
 	}
 }
 
 func TestChatCtrlCKillsTheProcessGroup(t *testing.T) {
-	in := newBareInstall(t, sqliteBackend)
-	work := in.workDir()
+	in := e2etest.NewBareInstall(t, e2etest.SQLite)
+	work := workDir(in)
 	pidFile, againFile := filepath.Join(work, "pid"), filepath.Join(work, "again")
-	in.script(
-		calls("sleeping", toolCall("bash", map[string]any{"command": "echo $$ > " + pidFile + "; sleep 60; echo late"})),
-		calls("again", toolCall("bash", map[string]any{"command": "echo again > " + againFile})),
-		say("still here"))
+	in.Script(
+		e2etest.Calls("sleeping", e2etest.ToolCall("bash", map[string]any{"command": "echo $$ > " + pidFile + "; sleep 60; echo late"})),
+		e2etest.Calls("again", e2etest.ToolCall("bash", map[string]any{"command": "echo again > " + againFile})),
+		e2etest.Say("still here"))
 
-	cs := in.chat(true, nil)
+	cs := chat(in, true, nil)
 	cs.send("sleep a while\r")
 	sid := cs.expectMatch(newSessionLine)
 	cs.expect("-> bash")
@@ -284,16 +286,16 @@ func TestChatCtrlCKillsTheProcessGroup(t *testing.T) {
 	cs.expect("you> ")
 	cs.send("\x03") // Ctrl-C at an empty prompt leaves
 	cs.exitsOK()
-	branch := in.branchOf(sid)
+	branch := branchOf(in, sid)
 	if last := branch[len(branch)-1]; last["role"] != "assistant" || !strings.Contains(last["content"].(string), "still here") {
 		t.Errorf("last message = %+v, want the second turn's reply", last)
 	}
 	if data, err := os.ReadFile(againFile); err != nil || string(data) != "again\n" {
 		t.Errorf("the second bash call wrote %q, %v", data, err)
 	}
-	recs := auditOf(in.audit(), "owner.approval")
-	if len(recs) != 2 || recs[0].payload(t)["decision"] != "allow_session" || recs[0].payload(t)["standing"] != nil ||
-		recs[1].payload(t)["decision"] != "allow_session" || recs[1].payload(t)["standing"] != true {
+	recs := e2etest.AuditOf(in.Audit(), "owner.approval")
+	if len(recs) != 2 || recs[0].PayloadMap(t)["decision"] != "allow_session" || recs[0].PayloadMap(t)["standing"] != nil ||
+		recs[1].PayloadMap(t)["decision"] != "allow_session" || recs[1].PayloadMap(t)["standing"] != true {
 		t.Errorf("owner.approval = %+v, want allow_session asked, then allow_session standing", recs)
 	}
 }
@@ -302,13 +304,13 @@ func TestChatCtrlCKillsTheProcessGroup(t *testing.T) {
 // (the command ignores SIGTERM, so its group dies only by SIGKILL after
 // the grace period) leaves the chat once the turn has stopped.
 func TestChatSecondCtrlCLeaves(t *testing.T) {
-	in := newBareInstall(t, sqliteBackend)
-	work := in.workDir()
+	in := e2etest.NewBareInstall(t, e2etest.SQLite)
+	work := workDir(in)
 	pidFile := filepath.Join(work, "pid")
-	in.setJSON("tools.permission_rules", []map[string]string{{"tool": "bash", "action": "allow"}})
-	in.script(calls("stubborn", toolCall("bash", map[string]any{"command": "trap '' TERM; echo $$ > " + pidFile + "; sleep 60"})))
+	in.SetJSON("tools.permission_rules", []map[string]string{{"tool": "bash", "action": "allow"}})
+	in.Script(e2etest.Calls("stubborn", e2etest.ToolCall("bash", map[string]any{"command": "trap '' TERM; echo $$ > " + pidFile + "; sleep 60"})))
 
-	cs := in.chat(true, nil)
+	cs := chat(in, true, nil)
 	cs.send("sleep\r")
 	pgid := waitPID(t, pidFile)
 	cs.send("\x03")
@@ -322,13 +324,13 @@ func TestChatSecondCtrlCLeaves(t *testing.T) {
 // then, so the terminal turns it into an end of input) leaves at the next
 // prompt instead of leaving the line editor without input.
 func TestChatCtrlDDuringATurnLeaves(t *testing.T) {
-	in := newBareInstall(t, sqliteBackend)
-	work := in.workDir()
+	in := e2etest.NewBareInstall(t, e2etest.SQLite)
+	work := workDir(in)
 	pidFile := filepath.Join(work, "pid")
-	in.setJSON("tools.permission_rules", []map[string]string{{"tool": "bash", "action": "allow"}})
-	in.script(calls("napping", toolCall("bash", map[string]any{"command": "echo $$ > " + pidFile + "; sleep 1"})), say("rested"))
+	in.SetJSON("tools.permission_rules", []map[string]string{{"tool": "bash", "action": "allow"}})
+	in.Script(e2etest.Calls("napping", e2etest.ToolCall("bash", map[string]any{"command": "echo $$ > " + pidFile + "; sleep 1"})), e2etest.Say("rested"))
 
-	cs := in.chat(true, nil)
+	cs := chat(in, true, nil)
 	cs.send("nap\r")
 	waitPID(t, pidFile)
 	cs.send("\x04")
@@ -351,20 +353,20 @@ func waitPID(t *testing.T, path string) int {
 // eventually polls cond until it holds, for at most testTimeout.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
+	deadline := time.Now().Add(e2etest.TestTimeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: still not after %s", what, testTimeout)
+			t.Fatalf("waiting for %s: still not after %s", what, e2etest.TestTimeout)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
 func TestChatPlainOutputWhenStdoutIsNotATerminal(t *testing.T) {
-	in := newBareInstall(t, sqliteBackend)
-	in.workDir()
-	in.script(say("plain hello"))
-	cs := in.chat(false, nil)
+	in := e2etest.NewBareInstall(t, e2etest.SQLite)
+	workDir(in)
+	in.Script(e2etest.Say("plain hello"))
+	cs := chat(in, false, nil)
 	cs.send("hi\r")
 	cs.expect("plain hello")
 	cs.send("/sessions\r")

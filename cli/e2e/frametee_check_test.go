@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
 )
 
 // TestCheckFrames proves the check the interop tests run on the frame tee's logs
@@ -20,7 +22,7 @@ func TestCheckFrames(t *testing.T) {
 	const callResult = `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"[]"}]}}`
 	valid := []string{initResult, listResult, callResult}
 
-	if n, err := checkFrames(validator, []byte(client), []byte(strings.Join(valid, "\n")+"\n")); err != nil || n != 3 {
+	if n, err := e2etest.CheckFrames(e2etest.Validator, []byte(client), []byte(strings.Join(valid, "\n")+"\n")); err != nil || n != 3 {
 		t.Fatalf("a valid exchange: %d frames, %v; want 3 and no error", n, err)
 	}
 	// Each case replaces one valid frame (replace is its index) or, with -1, adds one.
@@ -45,8 +47,8 @@ func TestCheckFrames(t *testing.T) {
 			} else {
 				frames = append(frames, c.frame)
 			}
-			if _, err := checkFrames(validator, []byte(client), []byte(strings.Join(frames, "\n"))); err == nil {
-				t.Errorf("checkFrames accepted %s", c.frame)
+			if _, err := e2etest.CheckFrames(e2etest.Validator, []byte(client), []byte(strings.Join(frames, "\n"))); err == nil {
+				t.Errorf("CheckFrames accepted %s", c.frame)
 			}
 		})
 	}
@@ -55,8 +57,8 @@ func TestCheckFrames(t *testing.T) {
 // TestCheckFrameLogsNeedsAProcess: a tee that was never started is a failure, not a pass.
 func TestCheckFrameLogsNeedsAProcess(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := checkFrameLogs(validator, dir); err == nil {
-		t.Fatal("checkFrameLogs of an empty log directory succeeded")
+	if _, err := e2etest.CheckFrameLogs(e2etest.Validator, dir); err == nil {
+		t.Fatal("CheckFrameLogs of an empty log directory succeeded")
 	}
 	if err := os.WriteFile(filepath.Join(dir, "1.client"), nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -64,7 +66,7 @@ func TestCheckFrameLogsNeedsAProcess(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "1.server"), []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := checkFrameLogs(validator, dir); err == nil {
-		t.Fatal("checkFrameLogs accepted a result to no request")
+	if _, err := e2etest.CheckFrameLogs(e2etest.Validator, dir); err == nil {
+		t.Fatal("CheckFrameLogs accepted a result to no request")
 	}
 }

@@ -12,34 +12,35 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
 	"github.com/openprogram/openprogram/contracts"
 )
 
 // runStdin runs the binary with args and stdin.
-func (in *install) runStdin(stdin string, args ...string) result {
-	in.t.Helper()
-	return in.runWith(binPath, in.env(), strings.NewReader(stdin), args...)
+func runStdin(in *e2etest.Install, stdin string, args ...string) e2etest.Result {
+	in.T.Helper()
+	return in.RunWith(e2etest.BinPath, in.Env(), strings.NewReader(stdin), args...)
 }
 
 func TestPromptExitCodesAndStdin(t *testing.T) {
-	in := newBareInstall(t, sqliteBackend)
-	work := in.workDir()
-	in.script(say("hello back"))
+	in := e2etest.NewBareInstall(t, e2etest.SQLite)
+	work := workDir(in)
+	in.Script(e2etest.Say("hello back"))
 
-	r := in.run("prompt", "hi there")
-	if r.code != 0 || !strings.Contains(r.stdout, "hello back") {
-		t.Errorf("prompt = exit %d, stdout %q; want 0 and the reply", r.code, r.stdout)
+	r := in.Run("prompt", "hi there")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "hello back") {
+		t.Errorf("prompt = exit %d, stdout %q; want 0 and the reply", r.Code, r.Stdout)
 	}
-	sid := regexp.MustCompile(`cli_[0-9a-f]{32}`).FindString(r.stderr)
+	sid := regexp.MustCompile(`cli_[0-9a-f]{32}`).FindString(r.Stderr)
 	if sid == "" {
-		t.Fatalf("prompt stderr %q names no new session", r.stderr)
+		t.Fatalf("prompt stderr %q names no new session", r.Stderr)
 	}
 
-	r = in.runStdin("a prompt\nfrom stdin\n", "prompt", "--session", sid, "-")
-	if r.code != 0 || !strings.Contains(r.stdout, "hello back") {
-		t.Errorf("prompt - = exit %d, stdout %q; want 0 and the reply", r.code, r.stdout)
+	r = runStdin(in, "a prompt\nfrom stdin\n", "prompt", "--session", sid, "-")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "hello back") {
+		t.Errorf("prompt - = exit %d, stdout %q; want 0 and the reply", r.Code, r.Stdout)
 	}
-	branch := in.branchOf(sid)
+	branch := branchOf(in, sid)
 	if len(branch) != 4 || branch[2]["content"] != "a prompt\nfrom stdin\n" {
 		t.Errorf("branch = %+v, want the stdin prompt as the third message", branch)
 	}
@@ -55,22 +56,22 @@ func TestPromptExitCodesAndStdin(t *testing.T) {
 		{"nul", "a\x00b", []string{"prompt", "-"}, 2},
 		{"unknown session", "", []string{"prompt", "--session", "cli_nope", "hi"}, 1},
 	} {
-		if r := in.runStdin(c.stdin, c.args...); r.code != c.code || r.stdout != "" {
-			t.Errorf("%s: exit %d, stdout %q; want %d and nothing", c.name, r.code, r.stdout, c.code)
+		if r := runStdin(in, c.stdin, c.args...); r.Code != c.code || r.Stdout != "" {
+			t.Errorf("%s: exit %d, stdout %q; want %d and nothing", c.name, r.Code, r.Stdout, c.code)
 		}
 	}
 
-	in.script(failing())
-	if r := in.run("prompt", "this fails"); r.code != 1 || !strings.Contains(r.stdout, "Turn failed") {
-		t.Errorf("failed turn = exit %d, stdout %q; want 1 and the failure text", r.code, r.stdout)
+	in.Script(e2etest.Failing())
+	if r := in.Run("prompt", "this fails"); r.Code != 1 || !strings.Contains(r.Stdout, "Turn failed") {
+		t.Errorf("failed turn = exit %d, stdout %q; want 1 and the failure text", r.Code, r.Stdout)
 	}
 
 	// Non-interactive: a tool needing approval is denied at once.
 	note := filepath.Join(work, "note.txt")
-	in.script(calls("writing", toolCall("write", map[string]any{"path": note, "content": "x"})), say("no luck"))
-	r = in.run("prompt", "write it")
-	if r.code != 0 || !strings.Contains(r.stdout, "no luck") {
-		t.Errorf("prompt = exit %d, stdout %q", r.code, r.stdout)
+	in.Script(e2etest.Calls("writing", e2etest.ToolCall("write", map[string]any{"path": note, "content": "x"})), e2etest.Say("no luck"))
+	r = in.Run("prompt", "write it")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "no luck") {
+		t.Errorf("prompt = exit %d, stdout %q", r.Code, r.Stdout)
 	}
 	if _, err := os.Lstat(note); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("note.txt: %v, want no file (approval unavailable)", err)
@@ -80,29 +81,29 @@ func TestPromptExitCodesAndStdin(t *testing.T) {
 // The --json payload is what prompt_send returns for the same turn, byte
 // for byte but for the assistant message id.
 func TestPromptJSONEqualsPromptSend(t *testing.T) {
-	in := newInstall(t, sqliteBackend)
-	in.script(say("réponse <ok> & \"fin\""))
-	r := in.run("prompt", "--json", "bonjour")
-	if r.code != 0 {
-		t.Fatalf("prompt --json = exit %d, stderr %q", r.code, r.stderr)
+	in := e2etest.NewInstall(t, e2etest.SQLite)
+	in.Script(e2etest.Say("réponse <ok> & \"fin\""))
+	r := in.Run("prompt", "--json", "bonjour")
+	if r.Code != 0 {
+		t.Fatalf("prompt --json = exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	cliOut, ok := strings.CutSuffix(r.stdout, "\n")
+	cliOut, ok := strings.CutSuffix(r.Stdout, "\n")
 	if !ok || strings.Contains(cliOut, "\n") {
-		t.Fatalf("prompt --json stdout %q, want one line", r.stdout)
+		t.Fatalf("prompt --json stdout %q, want one line", r.Stdout)
 	}
 	var got contracts.PromptSendResult
 	if err := jsonStrict(cliOut, &got); err != nil {
 		t.Fatalf("prompt --json %q: %v", cliOut, err)
 	}
 
-	c := in.serve(nil)
-	ctx := ctxFor(t)
-	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: contracts.PromptSend,
+	c := in.Serve(nil)
+	ctx := e2etest.Ctx(t)
+	res, err := c.Session.CallTool(ctx, &mcp.CallToolParams{Name: contracts.PromptSend,
 		Arguments: map[string]any{"prompt": "encore", "session_id": got.SessionID}})
 	if err != nil || res.IsError {
 		t.Fatalf("prompt_send = %+v, %v", res, err)
 	}
-	mcpOut := onlyText(t, res.Content)
+	mcpOut := e2etest.OnlyText(t, res.Content)
 	var want contracts.PromptSendResult
 	if err := jsonStrict(mcpOut, &want); err != nil {
 		t.Fatalf("prompt_send payload %q: %v", mcpOut, err)
@@ -119,20 +120,20 @@ func TestPromptJSONEqualsPromptSend(t *testing.T) {
 // client lists it, reads it and continues it, with its own paired
 // authority: the same tools the owner could run are denied to it.
 func TestConsoleSessionContinuedOverMCP(t *testing.T) {
-	forBackends(t, func(t *testing.T, backend string) {
-		in := newInstall(t, backend)
-		work := in.workDir()
-		in.setJSON("tools.permission_rules", []map[string]string{{"tool": "write", "action": "allow"}, {"tool": "bash", "action": "allow"}})
-		in.script(calls("owner work",
-			toolCall("write", map[string]any{"path": filepath.Join(work, "owner.txt"), "content": "by the owner"}),
-			toolCall("bash", map[string]any{"command": "touch " + filepath.Join(work, "owner-bash")})),
-			say("owner done"))
-		r := in.run("prompt", "--json", "do the owner's work")
-		if r.code != 0 {
-			t.Fatalf("prompt = exit %d, stderr %q", r.code, r.stderr)
+	e2etest.ForBackends(t, func(t *testing.T, backend string) {
+		in := e2etest.NewInstall(t, backend)
+		work := workDir(in)
+		in.SetJSON("tools.permission_rules", []map[string]string{{"tool": "write", "action": "allow"}, {"tool": "bash", "action": "allow"}})
+		in.Script(e2etest.Calls("owner work",
+			e2etest.ToolCall("write", map[string]any{"path": filepath.Join(work, "owner.txt"), "content": "by the owner"}),
+			e2etest.ToolCall("bash", map[string]any{"command": "touch " + filepath.Join(work, "owner-bash")})),
+			e2etest.Say("owner done"))
+		r := in.Run("prompt", "--json", "do the owner's work")
+		if r.Code != 0 {
+			t.Fatalf("prompt = exit %d, stderr %q", r.Code, r.Stderr)
 		}
 		var made contracts.PromptSendResult
-		if err := jsonStrict(strings.TrimSpace(r.stdout), &made); err != nil {
+		if err := jsonStrict(strings.TrimSpace(r.Stdout), &made); err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range []string{"owner.txt", "owner-bash"} {
@@ -141,24 +142,24 @@ func TestConsoleSessionContinuedOverMCP(t *testing.T) {
 			}
 		}
 
-		in.script(calls("client work",
-			toolCall("write", map[string]any{"path": filepath.Join(work, "client.txt"), "content": "by the client"}),
-			toolCall("bash", map[string]any{"command": "touch " + filepath.Join(work, "client-bash")})),
-			say("client done"))
-		c := in.serve(nil)
-		ctx := ctxFor(t)
-		list, err := c.c.SessionsList(ctx)
+		in.Script(e2etest.Calls("client work",
+			e2etest.ToolCall("write", map[string]any{"path": filepath.Join(work, "client.txt"), "content": "by the client"}),
+			e2etest.ToolCall("bash", map[string]any{"command": "touch " + filepath.Join(work, "client-bash")})),
+			e2etest.Say("client done"))
+		c := in.Serve(nil)
+		ctx := e2etest.Ctx(t)
+		list, err := c.Client.SessionsList(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !slices.ContainsFunc(list, func(s contracts.SessionSummary) bool { return s.ID == made.SessionID }) {
 			t.Fatalf("sessions_list = %+v, want %s", list, made.SessionID)
 		}
-		before, err := c.c.SessionGet(ctx, made.SessionID)
+		before, err := c.Client.SessionGet(ctx, made.SessionID)
 		if err != nil || len(before) != 5 || before[len(before)-1].ID != made.AssistantMsgID {
 			t.Fatalf("session_get = %+v, %v; want the owner's 5 messages ending in %s", before, err, made.AssistantMsgID)
 		}
-		res, err := c.c.PromptSend(ctx, contracts.PromptSendArgs{Prompt: "now you", SessionID: made.SessionID})
+		res, err := c.Client.PromptSend(ctx, contracts.PromptSendArgs{Prompt: "now you", SessionID: made.SessionID})
 		if err != nil || res.Failed || res.SessionID != made.SessionID {
 			t.Fatalf("prompt_send = %+v, %v", res, err)
 		}
@@ -167,7 +168,7 @@ func TestConsoleSessionContinuedOverMCP(t *testing.T) {
 				t.Errorf("the client's %s: %v, want it never made", f, err)
 			}
 		}
-		after, err := c.c.SessionGet(ctx, made.SessionID)
+		after, err := c.Client.SessionGet(ctx, made.SessionID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/mcpserver/schemacheck"
 	"github.com/openprogram/openprogram/runtime/builtin/memory"
@@ -28,10 +29,10 @@ import (
 // same results and the same client id (audit).
 func TestClientInfoChangesNothing(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, backend string) {
-		in := newInstall(t, backend)
-		in.setJSON("mcp_server.exposed_tools", []string{"memory_status", "memory_search"})
-		in.script(say("the same answer for everyone"))
+	e2etest.ForBackends(t, func(t *testing.T, backend string) {
+		in := e2etest.NewInstall(t, backend)
+		in.SetJSON("mcp_server.exposed_tools", []string{"memory_status", "memory_search"})
+		in.Script(e2etest.Say("the same answer for everyone"))
 
 		type observed struct {
 			Protocol, ServerName, ServerVersion string
@@ -43,27 +44,27 @@ func TestClientInfoChangesNothing(t *testing.T) {
 			Branch                              []contracts.Message
 		}
 		session := func(name, version string) observed {
-			ctx := ctxFor(t)
-			c := in.serve(&connOptions{clientName: name, clientVersion: version, protocolVersion: "2025-11-25"})
+			ctx := e2etest.Ctx(t)
+			c := in.Serve(&e2etest.ConnOptions{ClientName: name, ClientVersion: version, ProtocolVersion: "2025-11-25"})
 			var o observed
-			ir := c.cs.InitializeResult()
+			ir := c.Session.InitializeResult()
 			o.Protocol, o.ServerName, o.ServerVersion = ir.ProtocolVersion, ir.ServerInfo.Name, ir.ServerInfo.Version
-			initResp, ok := responseTo(c.out.frames(), c.sent.frames()[0].id())
+			initResp, ok := e2etest.ResponseTo(c.Out.Frames(), c.Sent.Frames()[0].ID())
 			if !ok {
 				t.Fatal("no initialize response on stdout")
 			}
 			var res struct {
 				Capabilities map[string]json.RawMessage `json:"capabilities"`
 			}
-			if err := json.Unmarshal(initResp.m["result"], &res); err != nil {
-				t.Fatalf("initialize result %s: %v", initResp.m["result"], err)
+			if err := json.Unmarshal(initResp.Members["result"], &res); err != nil {
+				t.Fatalf("initialize result %s: %v", initResp.Members["result"], err)
 			}
 			for k := range res.Capabilities {
 				o.Capabilities = append(o.Capabilities, k)
 			}
 			slices.Sort(o.Capabilities)
 
-			lt, err := c.cs.ListTools(ctx, nil)
+			lt, err := c.Session.ListTools(ctx, nil)
 			if err != nil {
 				t.Fatalf("tools/list: %v", err)
 			}
@@ -74,21 +75,21 @@ func TestClientInfoChangesNothing(t *testing.T) {
 			if err := json.Unmarshal(data, &o.Tools); err != nil {
 				t.Fatal(err)
 			}
-			if o.RuntimeTools, err = c.c.ToolsList(ctx); err != nil {
+			if o.RuntimeTools, err = c.Client.ToolsList(ctx); err != nil {
 				t.Fatalf("tools_list: %v", err)
 			}
-			content, err := c.c.ToolCall(ctx, "memory_status", nil)
+			content, err := c.Client.ToolCall(ctx, "memory_status", nil)
 			if err != nil {
 				t.Fatalf("tool_call memory_status: %v", err)
 			}
-			o.Status = onlyText(t, content)
-			if o.Prompt, err = c.c.PromptSend(ctx, contracts.PromptSendArgs{Prompt: "who am I?"}); err != nil {
+			o.Status = e2etest.OnlyText(t, content)
+			if o.Prompt, err = c.Client.PromptSend(ctx, contracts.PromptSendArgs{Prompt: "who am I?"}); err != nil {
 				t.Fatalf("prompt_send: %v", err)
 			}
-			if o.Branch, err = c.c.SessionGet(ctx, o.Prompt.SessionID); err != nil {
+			if o.Branch, err = c.Client.SessionGet(ctx, o.Prompt.SessionID); err != nil {
 				t.Fatalf("session_get: %v", err)
 			}
-			c.close()
+			c.Close()
 			// Ids and times differ between the two sessions by design.
 			o.Prompt.SessionID, o.Prompt.AssistantMsgID = "", ""
 			for i := range o.Branch {
@@ -112,29 +113,29 @@ func TestClientInfoChangesNothing(t *testing.T) {
 			t.Errorf("what a client sees depends on its clientInfo (-alpha +zeta):\n%s", diff)
 		}
 
-		recs := in.audit()
+		recs := in.Audit()
 		for _, typ := range []string{"mcp.server.start", "mcp.server.stop", "mcp.prompt.completed"} {
-			got := auditOf(recs, typ)
+			got := e2etest.AuditOf(recs, typ)
 			if len(got) != 2 {
 				t.Errorf("%d %s audit records, want one per connection (2)", len(got), typ)
 			}
 			for _, r := range got {
-				if id := r.payload(t)["client_id"]; id != in.clientID || r.Origin != "mcp/"+in.clientID {
-					t.Errorf("%s: client_id %v origin %q, want %s and mcp/%s for both clients", typ, id, r.Origin, in.clientID, in.clientID)
+				if id := r.PayloadMap(t)["client_id"]; id != in.ClientID || r.Origin != "mcp/"+in.ClientID {
+					t.Errorf("%s: client_id %v origin %q, want %s and mcp/%s for both clients", typ, id, r.Origin, in.ClientID, in.ClientID)
 				}
 			}
 		}
-		for _, r := range auditOf(recs, "mcp.server.start") {
-			if diff := cmp.Diff(map[string]any{"client_id": in.clientID, "version": "e2e-test"}, r.payload(t)); diff != "" {
+		for _, r := range e2etest.AuditOf(recs, "mcp.server.start") {
+			if diff := cmp.Diff(map[string]any{"client_id": in.ClientID, "version": "e2e-test"}, r.PayloadMap(t)); diff != "" {
 				t.Errorf("mcp.server.start payload (-want +got):\n%s", diff)
 			}
 		}
-		for _, r := range auditOf(recs, "mcp.server.stop") {
-			if diff := cmp.Diff(map[string]any{"client_id": in.clientID, "reason": "eof"}, r.payload(t)); diff != "" {
+		for _, r := range e2etest.AuditOf(recs, "mcp.server.stop") {
+			if diff := cmp.Diff(map[string]any{"client_id": in.ClientID, "reason": "eof"}, r.PayloadMap(t)); diff != "" {
 				t.Errorf("mcp.server.stop payload (-want +got):\n%s", diff)
 			}
 		}
-		in.verifyAudit()
+		in.VerifyAudit()
 	})
 }
 
@@ -145,20 +146,20 @@ func TestClientInfoChangesNothing(t *testing.T) {
 // with exit status 0. Every frame the client reads is schema-checked.
 func TestStockCommandTransport(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, sqliteBackend)
-	in.setJSON("mcp_server.exposed_tools", []string{"memory_status"})
-	ctx := ctxFor(t)
+	in := e2etest.NewInstall(t, e2etest.SQLite)
+	in.SetJSON("mcp_server.exposed_tools", []string{"memory_status"})
+	ctx := e2etest.Ctx(t)
 
-	cmd := exec.Command(binPath, "mcp", "serve")
-	cmd.Env = in.env(envToken + "=" + in.token)
-	var stderr, log lockedBuffer
+	cmd := exec.Command(e2etest.BinPath, "mcp", "serve")
+	cmd.Env = in.Env(e2etest.EnvToken + "=" + in.Token)
+	var stderr, log e2etest.LockedBuffer
 	cmd.Stderr = &stderr
 	var mu sync.Mutex
 	var violations []string
 	transport := schemacheck.Wrap(&mcp.LoggingTransport{
-		Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: exitTimeout},
+		Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: e2etest.ExitTimeout},
 		Writer:    &log,
-	}, validator, func(err error) {
+	}, e2etest.Validator, func(err error) {
 		mu.Lock()
 		violations = append(violations, err.Error())
 		mu.Unlock()
@@ -197,7 +198,7 @@ func TestStockCommandTransport(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("exit status = %d, want 0", code)
 	}
-	checkStderr(t, "openprogram mcp serve", stderr.String())
+	e2etest.CheckStderr(t, "openprogram mcp serve", stderr.String())
 	mu.Lock()
 	for _, v := range violations {
 		t.Errorf("schema violation: %s", v)
@@ -209,14 +210,14 @@ func TestStockCommandTransport(t *testing.T) {
 	refused := false
 	for line := range strings.SplitSeq(log.String(), "\n") {
 		if raw, ok := strings.CutPrefix(line, "write: "); ok {
-			if f, err := parseFrame([]byte(raw)); err == nil && f.method() == "server/discover" {
-				discoverID = f.id()
+			if f, err := e2etest.ParseFrame([]byte(raw)); err == nil && f.Method() == "server/discover" {
+				discoverID = f.ID()
 			}
 		}
 		if raw, ok := strings.CutPrefix(line, "read: "); ok && discoverID != "" {
-			if f, err := parseFrame([]byte(raw)); err == nil && f.isResponse() && f.id() == discoverID {
-				_, isErr := f.m["error"]
-				_, isResult := f.m["result"]
+			if f, err := e2etest.ParseFrame([]byte(raw)); err == nil && f.IsResponse() && f.ID() == discoverID {
+				_, isErr := f.Members["error"]
+				_, isResult := f.Members["result"]
 				refused = isErr && !isResult
 			}
 		}
@@ -230,24 +231,24 @@ func TestStockCommandTransport(t *testing.T) {
 // that binary by its absolute path, symlinks resolved, and never the token.
 func TestClientConfigNamesTheBinary(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, sqliteBackend)
-	real, err := filepath.EvalSymlinks(binPath)
+	in := e2etest.NewInstall(t, e2etest.SQLite)
+	real, err := filepath.EvalSymlinks(e2etest.BinPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	link := filepath.Join(in.root, "bin", "op-link")
+	link := filepath.Join(in.Root, "bin", "op-link")
 	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(binPath, link); err != nil {
+	if err := os.Symlink(e2etest.BinPath, link); err != nil {
 		t.Fatal(err)
 	}
-	for _, exe := range []string{binPath, link} {
-		r := in.runExe(exe, in.env(envToken+"="+in.token), "mcp", "client-config")
-		if r.code != 0 {
-			t.Fatalf("%s mcp client-config: exit %d: %s", exe, r.code, r.stderr)
+	for _, exe := range []string{e2etest.BinPath, link} {
+		r := in.RunExe(exe, in.Env(e2etest.EnvToken+"="+in.Token), "mcp", "client-config")
+		if r.Code != 0 {
+			t.Fatalf("%s mcp client-config: exit %d: %s", exe, r.Code, r.Stderr)
 		}
-		out := r.stdout
+		out := r.Stdout
 		body := out // stdout is the JSON document itself, nothing else
 		var doc struct {
 			MCPServers map[string]struct {
@@ -263,8 +264,8 @@ func TestClientConfigNamesTheBinary(t *testing.T) {
 		if s.Command != real || !filepath.IsAbs(s.Command) || !slices.Equal(s.Args, []string{"mcp", "serve"}) {
 			t.Errorf("run as %s: command %q args %v, want %q [mcp serve]", exe, s.Command, s.Args, real)
 		}
-		if s.Env["OPENPROGRAM_HOME"] != in.home || strings.Contains(out, in.token) {
-			t.Errorf("run as %s: env %v, want OPENPROGRAM_HOME %s and no token", exe, s.Env, in.home)
+		if s.Env["OPENPROGRAM_HOME"] != in.Home || strings.Contains(out, in.Token) {
+			t.Errorf("run as %s: env %v, want OPENPROGRAM_HOME %s and no token", exe, s.Env, in.Home)
 		}
 	}
 }
@@ -274,7 +275,7 @@ func TestClientConfigNamesTheBinary(t *testing.T) {
 // registry ∩ paired tier, in configured order, duplicates dropped.
 func TestToolsList(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, sqliteBackend)
+	in := e2etest.NewInstall(t, e2etest.SQLite)
 	registry := map[string]contracts.RuntimeTool{}
 	for _, tl := range memory.Tools(nil) {
 		registry[tl.Name()] = contracts.RuntimeTool{Name: tl.Name(), Description: tl.Description(), InputSchema: tl.InputSchema()}
@@ -297,32 +298,32 @@ func TestToolsList(t *testing.T) {
 			[]string{"memory_get", "memory_status", "memory_update"}},
 		{[]string{}, []string{}},
 	} {
-		in.setJSON("mcp_server.exposed_tools", tc.exposed)
-		ctx := ctxFor(t)
-		c := in.serve(nil)
+		in.SetJSON("mcp_server.exposed_tools", tc.exposed)
+		ctx := e2etest.Ctx(t)
+		c := in.Serve(nil)
 
-		if _, err := c.cs.ListTools(ctx, nil); err != nil {
+		if _, err := c.Session.ListTools(ctx, nil); err != nil {
 			t.Fatalf("tools/list: %v", err)
 		}
-		resp := c.waitResponse(c.sent.frames()[len(c.sent.frames())-1].id())
+		resp := c.WaitResponse(c.Sent.Frames()[len(c.Sent.Frames())-1].ID())
 		var res struct {
 			Tools any `json:"tools"`
 		}
-		if err := json.Unmarshal(resp.m["result"], &res); err != nil {
-			t.Fatalf("tools/list result %s: %v", resp.m["result"], err)
+		if err := json.Unmarshal(resp.Members["result"], &res); err != nil {
+			t.Fatalf("tools/list result %s: %v", resp.Members["result"], err)
 		}
 		if diff := cmp.Diff(wantSix, res.Tools); diff != "" {
 			t.Errorf("exposed %q: tools/list on the wire differs from contracts.Tools() (-want +got):\n%s", tc.exposed, diff)
 		}
 
-		res2 := callResult(t, ctx, c, contracts.ToolsList, nil)
-		text := textOf(t, res2)
+		res2 := e2etest.CallResult(t, ctx, c, contracts.ToolsList, nil)
+		text := e2etest.TextOf(t, res2)
 		if res2.IsError {
 			t.Fatalf("tools_list isError: %s", text)
 		}
-		v := canonical(t, text)
+		v := e2etest.Canonical(t, text)
 		for _, e := range v.([]any) {
-			if got := keys(t, e); !slices.Equal(got, []string{"description", "inputSchema", "name"}) {
+			if got := e2etest.Keys(t, e); !slices.Equal(got, []string{"description", "inputSchema", "name"}) {
 				t.Errorf("tools_list entry keys = %v, want [description inputSchema name]", got)
 			}
 		}
@@ -337,7 +338,7 @@ func TestToolsList(t *testing.T) {
 		if diff := cmp.Diff(want, got, cmp.Comparer(sameJSON)); diff != "" {
 			t.Errorf("exposed %q: tools_list (-want +got):\n%s", tc.exposed, diff)
 		}
-		c.close()
+		c.Close()
 	}
 }
 
@@ -356,34 +357,34 @@ func sameJSON(a, b json.RawMessage) bool {
 // diagnostics are on stderr.
 func TestStdoutCarriesOnlyJSONRPC(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, sqliteBackend)
-	in.setJSON("mcp_server.exposed_tools", []string{"memory_update", "memory_status", "bash", "nope"})
-	in.script(
-		calls("checking", toolCall("memory_status", nil), toolCall("bash", map[string]any{"command": "echo hi"})),
-		say("done"),
+	in := e2etest.NewInstall(t, e2etest.SQLite)
+	in.SetJSON("mcp_server.exposed_tools", []string{"memory_update", "memory_status", "bash", "nope"})
+	in.Script(
+		e2etest.Calls("checking", e2etest.ToolCall("memory_status", nil), e2etest.ToolCall("bash", map[string]any{"command": "echo hi"})),
+		e2etest.Say("done"),
 	)
-	ctx := ctxFor(t)
-	c := in.serve(nil)
-	if _, err := c.c.PromptSend(ctx, contracts.PromptSendArgs{Prompt: "go"}, contracts.WithProgress(func(float64, string) {})); err != nil {
+	ctx := e2etest.Ctx(t)
+	c := in.Serve(nil)
+	if _, err := c.Client.PromptSend(ctx, contracts.PromptSendArgs{Prompt: "go"}, contracts.WithProgress(func(float64, string) {})); err != nil {
 		t.Fatalf("prompt_send: %v", err)
 	}
 	var te *contracts.ToolError
-	if _, err := c.c.ToolCall(ctx, "bash", map[string]any{"command": "echo hi"}); !errors.As(err, &te) {
+	if _, err := c.Client.ToolCall(ctx, "bash", map[string]any{"command": "echo hi"}); !errors.As(err, &te) {
 		t.Errorf("tool_call bash = %v, want a denial", err)
 	}
-	if _, err := c.c.ToolCall(ctx, "memory_update", map[string]any{"path": "a", "content": "b", "base_revision": 7}); !errors.As(err, &te) || te.Text != contracts.TextRuntimeToolFailed {
+	if _, err := c.Client.ToolCall(ctx, "memory_update", map[string]any{"path": "a", "content": "b", "base_revision": 7}); !errors.As(err, &te) || te.Text != contracts.TextRuntimeToolFailed {
 		t.Errorf("tool_call memory_update with a stale base_revision = %v, want %q", err, contracts.TextRuntimeToolFailed)
 	}
 	var pe *contracts.ProtocolError
-	if _, err := c.c.ToolCall(ctx, "nope", nil); !errors.As(err, &pe) {
+	if _, err := c.Client.ToolCall(ctx, "nope", nil); !errors.As(err, &pe) {
 		t.Errorf("tool_call nope = %v, want a JSON-RPC error", err)
 	}
-	if err := c.cs.Ping(ctx, nil); err != nil {
+	if err := c.Session.Ping(ctx, nil); err != nil {
 		t.Errorf("ping: %v", err)
 	}
-	c.close()
+	c.Close()
 
-	lines, _, _, _ := c.out.snapshot()
+	lines, _, _, _ := c.Out.Snapshot()
 	if len(lines) < 8 {
 		t.Errorf("stdout has %d lines, want the initialize, tool and progress frames", len(lines))
 	}
@@ -393,8 +394,8 @@ func TestStdoutCarriesOnlyJSONRPC(t *testing.T) {
 			t.Errorf("stdout contains diagnostic text %q", diag)
 		}
 	}
-	if !strings.Contains(c.stderr.String(), "mcp serve ready") {
-		t.Errorf("stderr = %q, want the server's diagnostics", c.stderr)
+	if !strings.Contains(c.Stderr.String(), "mcp serve ready") {
+		t.Errorf("stderr = %q, want the server's diagnostics", c.Stderr)
 	}
 }
 
@@ -413,38 +414,38 @@ func TestStdinEOF(t *testing.T) {
 	t.Parallel()
 	t.Run("pending response is written", func(t *testing.T) {
 		t.Parallel()
-		in := newInstall(t, sqliteBackend)
-		in.script(slowly(4, 100*time.Millisecond))
-		c := in.serve(nil)
-		done := promptAsync(ctxFor(t), c, contracts.PromptSendArgs{Prompt: "finish before you go"})
-		req := c.waitSent(contracts.PromptSend, 1)
-		c.closeStdin()
-		if code := c.waitExit(exitTimeout); code != 0 {
-			t.Errorf("exit status after stdin EOF = %d, want 0\nstderr:\n%s", code, c.stderr)
+		in := e2etest.NewInstall(t, e2etest.SQLite)
+		in.Script(e2etest.Slowly(4, 100*time.Millisecond))
+		c := in.Serve(nil)
+		done := promptAsync(e2etest.Ctx(t), c, contracts.PromptSendArgs{Prompt: "finish before you go"})
+		req := c.WaitSent(contracts.PromptSend, 1)
+		c.CloseStdin()
+		if code := c.WaitExit(e2etest.ExitTimeout); code != 0 {
+			t.Errorf("exit status after stdin EOF = %d, want 0\nstderr:\n%s", code, c.Stderr)
 		}
 		o := <-done
 		if o.err != nil || o.res.Failed || o.res.Text != "[scripted] w0 w1 w2 w3" {
 			t.Errorf("prompt_send pending at EOF = %+v, %v; want its normal result", o.res, o.err)
 		}
-		if resp, ok := responseTo(c.out.frames(), req.id()); !ok || resp.m["result"] == nil {
+		if resp, ok := e2etest.ResponseTo(c.Out.Frames(), req.ID()); !ok || resp.Members["result"] == nil {
 			t.Errorf("no result on stdout for the request pending at EOF")
 		}
-		c.close()
-		recs := in.audit()
-		if n := len(auditOf(recs, "mcp.prompt.completed")); n != 1 {
+		c.Close()
+		recs := in.Audit()
+		if n := len(e2etest.AuditOf(recs, "mcp.prompt.completed")); n != 1 {
 			t.Errorf("%d mcp.prompt.completed records, want 1", n)
 		}
-		if stops := auditOf(recs, "mcp.server.stop"); len(stops) != 1 || stops[0].payload(t)["reason"] != "eof" {
+		if stops := e2etest.AuditOf(recs, "mcp.server.stop"); len(stops) != 1 || stops[0].PayloadMap(t)["reason"] != "eof" {
 			t.Errorf("mcp.server.stop records = %+v, want one with reason eof", stops)
 		}
 	})
 	t.Run("long turn is cancelled with connection_closed", func(t *testing.T) {
 		t.Parallel()
-		in := newInstall(t, sqliteBackend)
-		in.script(slowly(60, 250*time.Millisecond))
-		c := in.serve(nil)
+		in := e2etest.NewInstall(t, e2etest.SQLite)
+		in.Script(e2etest.Slowly(60, 250*time.Millisecond))
+		c := in.Serve(nil)
 		started := make(chan struct{}, 1)
-		done := promptAsync(ctxFor(t), c, contracts.PromptSendArgs{Prompt: "this takes long"}, contracts.WithProgress(func(_ float64, msg string) {
+		done := promptAsync(e2etest.Ctx(t), c, contracts.PromptSendArgs{Prompt: "this takes long"}, contracts.WithProgress(func(_ float64, msg string) {
 			if strings.HasPrefix(msg, "assistant is writing") {
 				select {
 				case started <- struct{}{}:
@@ -456,14 +457,14 @@ func TestStdinEOF(t *testing.T) {
 		case <-started:
 		case o := <-done:
 			t.Fatalf("the long turn ended before it was seen writing: %+v %v", o.res, o.err)
-		case <-time.After(testTimeout):
+		case <-time.After(e2etest.TestTimeout):
 			t.Fatal("the long turn was never seen writing")
 		}
-		req := c.lastCallTo(contracts.PromptSend)
+		req := c.LastCallTo(contracts.PromptSend)
 		closedAt := time.Now()
-		c.closeStdin()
-		if code := c.waitExit(exitTimeout); code != 0 {
-			t.Errorf("exit status after stdin EOF = %d, want 0\nstderr:\n%s", code, c.stderr)
+		c.CloseStdin()
+		if code := c.WaitExit(e2etest.ExitTimeout); code != 0 {
+			t.Errorf("exit status after stdin EOF = %d, want 0\nstderr:\n%s", code, c.Stderr)
 		}
 		if took := time.Since(closedAt); took > 10*time.Second {
 			t.Errorf("exit took %s after EOF, want about the 3s drain timeout", took)
@@ -472,26 +473,26 @@ func TestStdinEOF(t *testing.T) {
 		if o.err == nil {
 			t.Errorf("prompt_send cut off by EOF returned a result %+v, want an error", o.res)
 		}
-		if resp, ok := responseTo(c.out.frames(), req.id()); ok {
-			t.Errorf("the turn cancelled at EOF got a response %s, want none", resp.raw)
+		if resp, ok := e2etest.ResponseTo(c.Out.Frames(), req.ID()); ok {
+			t.Errorf("the turn cancelled at EOF got a response %s, want none", resp.Raw)
 		}
-		c.close()
+		c.Close()
 
-		recs := in.audit()
-		cancelled := auditOf(recs, "mcp.request.cancelled")
+		recs := in.Audit()
+		cancelled := e2etest.AuditOf(recs, "mcp.request.cancelled")
 		if len(cancelled) != 1 {
 			t.Fatalf("%d mcp.request.cancelled records, want 1: %+v", len(cancelled), recs)
 		}
-		p := cancelled[0].payload(t)
+		p := cancelled[0].PayloadMap(t)
 		sid, _ := p["session_id"].(string)
-		want := map[string]any{"request_id": json.Number(req.id()), "session_id": sid, "client_id": in.clientID, "reason": "connection_closed"}
+		want := map[string]any{"request_id": json.Number(req.ID()), "session_id": sid, "client_id": in.ClientID, "reason": "connection_closed"}
 		if diff := cmp.Diff(want, p); diff != "" || sid == "" {
 			t.Errorf("mcp.request.cancelled payload (-want +got):\n%s", diff)
 		}
 		if roles := branchRoles(t, in, sid); !slices.Equal(roles, []string{"user"}) {
 			t.Errorf("session %s after the EOF cancel holds %v, want only the user message", sid, roles)
 		}
-		in.verifyAudit()
+		in.VerifyAudit()
 	})
 }
 
@@ -502,10 +503,10 @@ type outcome struct {
 }
 
 // promptAsync runs prompt_send in a goroutine; the channel delivers once.
-func promptAsync(ctx context.Context, c *conn, args contracts.PromptSendArgs, opts ...contracts.CallOption) <-chan outcome {
+func promptAsync(ctx context.Context, c *e2etest.Conn, args contracts.PromptSendArgs, opts ...contracts.CallOption) <-chan outcome {
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := c.c.PromptSend(ctx, args, opts...)
+		res, err := c.Client.PromptSend(ctx, args, opts...)
 		done <- outcome{res, err}
 	}()
 	return done
@@ -513,7 +514,7 @@ func promptAsync(ctx context.Context, c *conn, args contracts.PromptSendArgs, op
 
 // branchRoles reads a session's active branch with `openprogram sessions
 // show --json` and returns the roles, root first.
-func branchRoles(t *testing.T, in *install, sid string) []string {
+func branchRoles(t *testing.T, in *e2etest.Install, sid string) []string {
 	t.Helper()
 	var roles []string
 	for _, m := range sessionShow(t, in, sid) {
@@ -522,9 +523,9 @@ func branchRoles(t *testing.T, in *install, sid string) []string {
 	return roles
 }
 
-func sessionShow(t *testing.T, in *install, sid string) []contracts.Message {
+func sessionShow(t *testing.T, in *e2etest.Install, sid string) []contracts.Message {
 	t.Helper()
-	out := in.mustRun("sessions", "show", "--json", sid)
+	out := in.MustRun("sessions", "show", "--json", sid)
 	var msgs []contracts.Message
 	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
 		if line == "" {

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
 	"github.com/openprogram/openprogram/contracts"
 )
 
@@ -36,32 +37,32 @@ const (
 // session_id is -32602 "invalid MCP prompt session" and creates nothing.
 func TestToolMappings(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, backend string) {
-		in := newInstall(t, backend)
-		in.setJSON("mcp_server.exposed_tools", []string{"memory_status", "memory_update", "memory_search"})
-		in.script(
-			say("first answer"),
-			say("second answer"),
-			failing(),
+	e2etest.ForBackends(t, func(t *testing.T, backend string) {
+		in := e2etest.NewInstall(t, backend)
+		in.SetJSON("mcp_server.exposed_tools", []string{"memory_status", "memory_update", "memory_search"})
+		in.Script(
+			e2etest.Say("first answer"),
+			e2etest.Say("second answer"),
+			e2etest.Failing(),
 		)
-		ctx := ctxFor(t)
-		c := in.serve(nil)
+		ctx := e2etest.Ctx(t)
+		c := in.Serve(nil)
 		start := time.Now().Unix()
 
 		// sessions_list on an empty store.
-		if text := textOf(t, callResult(t, ctx, c, contracts.SessionsList, nil)); text != "[]" {
+		if text := e2etest.TextOf(t, e2etest.CallResult(t, ctx, c, contracts.SessionsList, nil)); text != "[]" {
 			t.Errorf("sessions_list on an empty store = %q, want []", text)
 		}
 
 		// prompt_send without session_id creates mcp_<32 hex>.
-		res := callResult(t, ctx, c, contracts.PromptSend, map[string]any{"prompt": firstPrompt})
+		res := e2etest.CallResult(t, ctx, c, contracts.PromptSend, map[string]any{"prompt": firstPrompt})
 		first := promptPayload(t, res)
 		if !sessionIDPattern.MatchString(first.SessionID) || first.Text != "[scripted] first answer" || first.Failed || first.AssistantMsgID == "" {
 			t.Errorf("prompt_send (new session) = %+v, want a new mcp_<32 hex> session and the first answer", first)
 		}
 		sid := first.SessionID
 		var listed []map[string]any
-		for line := range strings.SplitSeq(strings.TrimSpace(in.mustRun("sessions", "list", "--json")), "\n") {
+		for line := range strings.SplitSeq(strings.TrimSpace(in.MustRun("sessions", "list", "--json")), "\n") {
 			var m map[string]any
 			if err := json.Unmarshal([]byte(line), &m); err != nil {
 				t.Fatalf("sessions list --json line %q: %v", line, err)
@@ -73,26 +74,26 @@ func TestToolMappings(t *testing.T) {
 		}
 
 		// prompt_send with session_id continues it.
-		res = callResult(t, ctx, c, contracts.PromptSend, map[string]any{"prompt": "and again", "session_id": sid})
+		res = e2etest.CallResult(t, ctx, c, contracts.PromptSend, map[string]any{"prompt": "and again", "session_id": sid})
 		second := promptPayload(t, res)
 		if second.SessionID != sid || second.Text != "[scripted] second answer" || second.Failed || second.AssistantMsgID == first.AssistantMsgID {
 			t.Errorf("prompt_send (existing session) = %+v, want session %s and the second answer", second, sid)
 		}
 
 		// A turn whose model fails is a normal result with failed:true.
-		res = callResult(t, ctx, c, contracts.PromptSend, map[string]any{"prompt": "fail please", "session_id": sid})
+		res = e2etest.CallResult(t, ctx, c, contracts.PromptSend, map[string]any{"prompt": "fail please", "session_id": sid})
 		failed := promptPayload(t, res)
 		if !failed.Failed || failed.SessionID != sid || failed.AssistantMsgID == "" {
 			t.Errorf("prompt_send with a failing model = %+v, want failed:true as a normal result", failed)
 		}
 
 		// sessions_list: [{id, title, updated_at}].
-		v := canonical(t, textOf(t, callResult(t, ctx, c, contracts.SessionsList, nil)))
+		v := e2etest.Canonical(t, e2etest.TextOf(t, e2etest.CallResult(t, ctx, c, contracts.SessionsList, nil)))
 		list, _ := v.([]any)
 		if len(list) != 1 {
 			t.Fatalf("sessions_list = %v, want one session", v)
 		}
-		if got := keys(t, list[0]); !slices.Equal(got, []string{"id", "title", "updated_at"}) {
+		if got := e2etest.Keys(t, list[0]); !slices.Equal(got, []string{"id", "title", "updated_at"}) {
 			t.Errorf("sessions_list entry keys = %v, want [id title updated_at]", got)
 		}
 		entry := list[0].(map[string]any)
@@ -102,11 +103,11 @@ func TestToolMappings(t *testing.T) {
 		checkUnixSeconds(t, "updated_at", entry["updated_at"], start)
 
 		// session_get: the branch, root first, [{id, role, content, timestamp}].
-		v = canonical(t, textOf(t, callResult(t, ctx, c, contracts.SessionGet, map[string]any{"session_id": sid})))
+		v = e2etest.Canonical(t, e2etest.TextOf(t, e2etest.CallResult(t, ctx, c, contracts.SessionGet, map[string]any{"session_id": sid})))
 		msgs, _ := v.([]any)
 		var roles, contents []string
 		for _, m := range msgs {
-			if got := keys(t, m); !slices.Equal(got, []string{"content", "id", "role", "timestamp"}) {
+			if got := e2etest.Keys(t, m); !slices.Equal(got, []string{"content", "id", "role", "timestamp"}) {
 				t.Errorf("session_get message keys = %v, want [content id role timestamp]", got)
 			}
 			mm := m.(map[string]any)
@@ -129,13 +130,13 @@ func TestToolMappings(t *testing.T) {
 		}
 
 		// prompt_cancel with nothing running.
-		v = canonical(t, textOf(t, callResult(t, ctx, c, contracts.PromptCancel, map[string]any{"session_id": sid})))
+		v = e2etest.Canonical(t, e2etest.TextOf(t, e2etest.CallResult(t, ctx, c, contracts.PromptCancel, map[string]any{"session_id": sid})))
 		if diff := cmp.Diff(map[string]any{"session_id": sid, "cancelled": false}, v); diff != "" {
 			t.Errorf("prompt_cancel of an idle session (-want +got):\n%s", diff)
 		}
 
 		// tools_list.
-		v = canonical(t, textOf(t, callResult(t, ctx, c, contracts.ToolsList, nil)))
+		v = e2etest.Canonical(t, e2etest.TextOf(t, e2etest.CallResult(t, ctx, c, contracts.ToolsList, nil)))
 		var names []string
 		for _, e := range v.([]any) {
 			names = append(names, e.(map[string]any)["name"].(string))
@@ -146,31 +147,31 @@ func TestToolMappings(t *testing.T) {
 
 		// tool_call passes the runtime tool's content through; missing and
 		// null arguments mean {}.
-		before := memorySources(t, ctx, c.c)
-		res = callResult(t, ctx, c, contracts.ToolCall, map[string]any{"name": "memory_update",
+		before := e2etest.MemorySources(t, ctx, c.Client)
+		res = e2etest.CallResult(t, ctx, c, contracts.ToolCall, map[string]any{"name": "memory_update",
 			"arguments": map[string]any{"path": "notes/e2e", "content": "the e2e note about otters"}})
 		if res.IsError {
-			t.Fatalf("tool_call memory_update isError: %s", textOf(t, res))
+			t.Fatalf("tool_call memory_update isError: %s", e2etest.TextOf(t, res))
 		}
 		var upd map[string]any
-		if err := json.Unmarshal([]byte(textOf(t, res)), &upd); err != nil || upd["path"] != "notes/e2e" {
-			t.Errorf("tool_call memory_update = %s, want the tool's own JSON (%v)", textOf(t, res), err)
+		if err := json.Unmarshal([]byte(e2etest.TextOf(t, res)), &upd); err != nil || upd["path"] != "notes/e2e" {
+			t.Errorf("tool_call memory_update = %s, want the tool's own JSON (%v)", e2etest.TextOf(t, res), err)
 		}
-		if after := memorySources(t, ctx, c.c); after != before+1 {
+		if after := e2etest.MemorySources(t, ctx, c.Client); after != before+1 {
 			t.Errorf("memory sources %v -> %v after memory_update, want +1", before, after)
 		}
 		for _, args := range []map[string]any{{"name": "memory_status"}, {"name": "memory_status", "arguments": nil}} {
-			if res := callResult(t, ctx, c, contracts.ToolCall, args); res.IsError {
-				t.Errorf("tool_call %v isError: %s", args, textOf(t, res))
+			if res := e2etest.CallResult(t, ctx, c, contracts.ToolCall, args); res.IsError {
+				t.Errorf("tool_call %v isError: %s", args, e2etest.TextOf(t, res))
 			}
 		}
-		res = callResult(t, ctx, c, contracts.ToolCall, map[string]any{"name": "memory_search", "arguments": map[string]any{"query": "otters"}})
-		if text := textOf(t, res); res.IsError || !strings.Contains(text, "notes/e2e") {
+		res = e2etest.CallResult(t, ctx, c, contracts.ToolCall, map[string]any{"name": "memory_search", "arguments": map[string]any{"query": "otters"}})
+		if text := e2etest.TextOf(t, res); res.IsError || !strings.Contains(text, "notes/e2e") {
 			t.Errorf("tool_call memory_search = %s, want a hit on notes/e2e", text)
 		}
 
 		// Protocol errors.
-		if e := rpcError(t, ctx, c, "no_such_wrapper", map[string]any{}); e.Code != jsonrpc.CodeMethodNotFound {
+		if e := e2etest.RPCError(t, ctx, c, "no_such_wrapper", map[string]any{}); e.Code != jsonrpc.CodeMethodNotFound {
 			t.Errorf("unknown wrapper tool: code %d %q, want -32601", e.Code, e.Message)
 		}
 		for _, tc := range []struct {
@@ -190,7 +191,7 @@ func TestToolMappings(t *testing.T) {
 			{contracts.ToolCall, map[string]any{"name": "memory_status", "arguments": "x"}, "invalid arguments at $.arguments: type"},
 			{contracts.ToolsList, []any{1}, "invalid arguments at $: type"},
 		} {
-			e := rpcError(t, ctx, c, tc.tool, tc.args)
+			e := e2etest.RPCError(t, ctx, c, tc.tool, tc.args)
 			if e.Code != jsonrpc.CodeInvalidParams || e.Message != tc.want {
 				t.Errorf("%s %v: error %d %q, want -32602 %q", tc.tool, tc.args, e.Code, e.Message, tc.want)
 			}
@@ -198,33 +199,33 @@ func TestToolMappings(t *testing.T) {
 
 		// prompt_send on an unknown session: -32602 and nothing created.
 		unknown := "mcp_00000000000000000000000000000000"
-		e := rpcError(t, ctx, c, contracts.PromptSend, map[string]any{"prompt": "hi", "session_id": unknown})
+		e := e2etest.RPCError(t, ctx, c, contracts.PromptSend, map[string]any{"prompt": "hi", "session_id": unknown})
 		if e.Code != jsonrpc.CodeInvalidParams || e.Message != contracts.TextInvalidPromptSession {
 			t.Errorf("prompt_send on an unknown session: %d %q, want -32602 %q", e.Code, e.Message, contracts.TextInvalidPromptSession)
 		}
 		var te *contracts.ToolError
-		if _, err := c.c.SessionGet(ctx, unknown); !errors.As(err, &te) || te.Payload == nil || *te.Payload != (contracts.ErrorPayload{Error: contracts.TextSessionNotFound}) {
+		if _, err := c.Client.SessionGet(ctx, unknown); !errors.As(err, &te) || te.Payload == nil || *te.Payload != (contracts.ErrorPayload{Error: contracts.TextSessionNotFound}) {
 			t.Errorf("session_get of the unknown session = %v, want isError {\"error\":%q}", err, contracts.TextSessionNotFound)
 		} else if te.Text != `{"error":"session not found"}` {
 			t.Errorf("session_get of an unknown session text = %q, want {\"error\":\"session not found\"}", te.Text)
 		}
-		if list, err := c.c.SessionsList(ctx); err != nil || len(list) != 1 {
+		if list, err := c.Client.SessionsList(ctx); err != nil || len(list) != 1 {
 			t.Errorf("sessions_list after the refused prompt_send = %v, %v; want still one session", list, err)
 		}
-		c.close()
-		in.verifyAudit()
+		c.Close()
+		in.VerifyAudit()
 	})
 }
 
 // promptPayload decodes a prompt_send result, requiring the fixed shape.
 func promptPayload(t *testing.T, res *mcp.CallToolResult) contracts.PromptSendResult {
 	t.Helper()
-	text := textOf(t, res)
+	text := e2etest.TextOf(t, res)
 	if res.IsError {
 		t.Fatalf("prompt_send isError: %s", text)
 	}
-	v := canonical(t, text)
-	if got := keys(t, v); !slices.Equal(got, []string{"assistant_msg_id", "failed", "session_id", "text"}) {
+	v := e2etest.Canonical(t, text)
+	if got := e2etest.Keys(t, v); !slices.Equal(got, []string{"assistant_msg_id", "failed", "session_id", "text"}) {
 		t.Errorf("prompt_send keys = %v, want [assistant_msg_id failed session_id text]", got)
 	}
 	var p contracts.PromptSendResult
@@ -255,9 +256,9 @@ func checkUnixSeconds(t *testing.T, what string, v any, start int64) {
 // are isError with the fixed texts and the tool never ran.
 func TestRuntimeToolGate(t *testing.T) {
 	t.Parallel()
-	forBackends(t, func(t *testing.T, backend string) {
-		in := newInstall(t, backend)
-		work := filepath.Join(in.root, "work")
+	e2etest.ForBackends(t, func(t *testing.T, backend string) {
+		in := e2etest.NewInstall(t, backend)
+		work := filepath.Join(in.Root, "work")
 		if err := os.Mkdir(work, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -265,23 +266,23 @@ func TestRuntimeToolGate(t *testing.T) {
 		if err := os.WriteFile(readable, []byte("secret-ish content"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		in.setJSON("agent.work_dirs", []string{work})
-		in.setJSON("mcp_server.exposed_tools", []string{"memory_search", "memory_update", "memory_status", "nope", "bash", "read", "write"})
-		in.setJSON("tools.permission_rules", []map[string]string{
+		in.SetJSON("agent.work_dirs", []string{work})
+		in.SetJSON("mcp_server.exposed_tools", []string{"memory_search", "memory_update", "memory_status", "nope", "bash", "read", "write"})
+		in.SetJSON("tools.permission_rules", []map[string]string{
 			{"tool": "memory_search", "action": "deny"},
 			{"tool": "memory_update", "action": "ask"},
 		})
-		ctx := ctxFor(t)
-		c := in.serve(nil)
+		ctx := e2etest.Ctx(t)
+		c := in.Serve(nil)
 
 		// Not found, all alike.
 		var errs []json.RawMessage
 		for _, name := range []string{"nope", "memory_get", "todo_list", "no_such_tool_anywhere"} {
-			e := rpcError(t, ctx, c, contracts.ToolCall, map[string]any{"name": name, "arguments": map[string]any{"path": "x"}})
+			e := e2etest.RPCError(t, ctx, c, contracts.ToolCall, map[string]any{"name": name, "arguments": map[string]any{"path": "x"}})
 			if e.Code != jsonrpc.CodeMethodNotFound || e.Message != contracts.TextRuntimeToolNotFound {
 				t.Errorf("tool_call %s: %d %q, want -32601 %q", name, e.Code, e.Message, contracts.TextRuntimeToolNotFound)
 			}
-			errs = append(errs, errorObject(t, c.waitResponse(c.lastCallTo(contracts.ToolCall).id())))
+			errs = append(errs, e2etest.ErrorObject(t, c.WaitResponse(c.LastCallTo(contracts.ToolCall).ID())))
 		}
 		for i := 1; i < len(errs); i++ {
 			if !bytes.Equal(errs[0], errs[i]) {
@@ -290,13 +291,13 @@ func TestRuntimeToolGate(t *testing.T) {
 		}
 
 		// Invalid arguments for the runtime tool's own schema.
-		e := rpcError(t, ctx, c, contracts.ToolCall, map[string]any{"name": "memory_status", "arguments": map[string]any{"bogus": 1}})
+		e := e2etest.RPCError(t, ctx, c, contracts.ToolCall, map[string]any{"name": "memory_status", "arguments": map[string]any{"bogus": 1}})
 		if e.Code != jsonrpc.CodeInvalidParams || e.Message != contracts.TextInvalidRuntimeToolArguments {
 			t.Errorf("tool_call memory_status {bogus}: %d %q, want -32602 %q", e.Code, e.Message, contracts.TextInvalidRuntimeToolArguments)
 		}
 
 		marker := filepath.Join(work, "bash-ran")
-		before := memorySources(t, ctx, c.c)
+		before := e2etest.MemorySources(t, ctx, c.Client)
 		for _, tc := range []struct {
 			name string
 			args map[string]any
@@ -308,8 +309,8 @@ func TestRuntimeToolGate(t *testing.T) {
 			{"memory_search", map[string]any{"query": "anything"}, contracts.TextDeniedPermissionRule},
 			{"memory_update", map[string]any{"path": "notes/denied", "content": "must not be stored"}, contracts.TextDeniedApprovalUnavailable},
 		} {
-			res := callResult(t, ctx, c, contracts.ToolCall, map[string]any{"name": tc.name, "arguments": tc.args})
-			if !res.IsError || len(res.Content) != 1 || textOf(t, res) != tc.want {
+			res := e2etest.CallResult(t, ctx, c, contracts.ToolCall, map[string]any{"name": tc.name, "arguments": tc.args})
+			if !res.IsError || len(res.Content) != 1 || e2etest.TextOf(t, res) != tc.want {
 				t.Errorf("tool_call %s = isError %v %v, want isError with exactly %q", tc.name, res.IsError, res.Content, tc.want)
 			}
 		}
@@ -319,17 +320,17 @@ func TestRuntimeToolGate(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(work, "written.txt")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("write ran although denied (%v)", err)
 		}
-		if after := memorySources(t, ctx, c.c); after != before {
+		if after := e2etest.MemorySources(t, ctx, c.Client); after != before {
 			t.Errorf("memory sources %v -> %v after a denied memory_update, want unchanged", before, after)
 		}
-		c.close()
+		c.Close()
 
 		var codes []string
-		for _, r := range auditOf(in.audit(), "mcp.tool.denied") {
-			p := r.payload(t)
+		for _, r := range e2etest.AuditOf(in.Audit(), "mcp.tool.denied") {
+			p := r.PayloadMap(t)
 			codes = append(codes, p["tool"].(string)+":"+p["reason_code"].(string))
-			if p["client_id"] != in.clientID {
-				t.Errorf("mcp.tool.denied client_id = %v, want %s", p["client_id"], in.clientID)
+			if p["client_id"] != in.ClientID {
+				t.Errorf("mcp.tool.denied client_id = %v, want %s", p["client_id"], in.ClientID)
 			}
 		}
 		want := []string{"bash:HARD_CONSTRAINT_DENIED", "write:AUTHORITY_CAPABILITY_DENIED", "read:AUTHORITY_CAPABILITY_DENIED",

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
 	"github.com/openprogram/openprogram/contracts"
 )
 
@@ -43,12 +44,12 @@ func TestPipelinedInitialize(t *testing.T) {
 		pipelinedBound   = 3 * time.Minute
 		pipelinedMinRuns = 200
 	)
-	in := newInstall(t, sqliteBackend)
-	in.mustRun("sessions", "list") // creates the store once, outside the runs
+	in := e2etest.NewInstall(t, e2etest.SQLite)
+	in.MustRun("sessions", "list") // creates the store once, outside the runs
 	ctx, cancel := context.WithTimeout(t.Context(), pipelinedBound)
 	defer cancel()
 	input := initializeLine + pipelinedRequest
-	env := in.env(envToken + "=" + in.token)
+	env := in.Env(e2etest.EnvToken + "=" + in.Token)
 
 	var (
 		mu       sync.Mutex
@@ -68,7 +69,7 @@ func TestPipelinedInitialize(t *testing.T) {
 	for range workers {
 		wg.Go(func() {
 			for run := range jobs {
-				cmd := exec.CommandContext(ctx, binPath, "mcp", "serve")
+				cmd := exec.CommandContext(ctx, e2etest.BinPath, "mcp", "serve")
 				cmd.Env = env
 				cmd.Stdin = strings.NewReader(input)
 				var stderr bytes.Buffer
@@ -87,18 +88,18 @@ func TestPipelinedInitialize(t *testing.T) {
 				answered := false
 				for line := range bytes.Lines(out) {
 					line = bytes.TrimSuffix(line, []byte("\n"))
-					f, err := parseFrame(line)
+					f, err := e2etest.ParseFrame(line)
 					if err != nil {
 						fail("run %d: stdout line %q is not JSON", run, line)
 						continue
 					}
 					method := ""
-					switch f.id() {
+					switch f.ID() {
 					case "1":
 						method = "initialize"
 					case "2":
 						method = "tools/list"
-						if _, ok := f.m["result"]; ok {
+						if _, ok := f.Members["result"]; ok {
 							answered = true
 						} else {
 							mu.Lock()
@@ -107,7 +108,7 @@ func TestPipelinedInitialize(t *testing.T) {
 							fail("run %d: the pipelined request was refused: %s", run, line)
 						}
 					}
-					if err := validator.ServerFrame(line, method); err != nil {
+					if err := e2etest.Validator.ServerFrame(line, method); err != nil {
 						fail("run %d: %v", run, err)
 					}
 				}
@@ -147,19 +148,19 @@ type rawLines struct {
 }
 
 // next returns the next line that is a response to id, skipping others.
-func (r *rawLines) next(id string) frame {
+func (r *rawLines) next(id string) e2etest.Frame {
 	r.t.Helper()
 	for r.sc.Scan() {
-		f, err := parseFrame(r.sc.Bytes())
+		f, err := e2etest.ParseFrame(r.sc.Bytes())
 		if err != nil {
 			r.t.Fatalf("stdout line %q is not JSON", r.sc.Bytes())
 		}
-		if f.isResponse() && f.id() == id {
+		if f.IsResponse() && f.ID() == id {
 			return f
 		}
 	}
 	r.t.Fatalf("stdout ended before the response to %s: %v", id, r.sc.Err())
-	return frame{}
+	return e2etest.Frame{}
 }
 
 // TestClosedStdout: a client that closes its end of the server's stdout has
@@ -169,26 +170,26 @@ func (r *rawLines) next(id string) frame {
 // exits by itself.
 func TestClosedStdout(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, sqliteBackend)
+	in := e2etest.NewInstall(t, e2etest.SQLite)
 	// An existing session: a new one whose first turn is cancelled before
 	// its commit is removed again (no orphan session), so it would not be
 	// there for the second process below.
-	in.script(say("first"))
-	c0 := in.serve(nil)
-	first, err := c0.c.PromptSend(ctxFor(t), contracts.PromptSendArgs{Prompt: "make the session"})
+	in.Script(e2etest.Say("first"))
+	c0 := in.Serve(nil)
+	first, err := c0.Client.PromptSend(e2etest.Ctx(t), contracts.PromptSendArgs{Prompt: "make the session"})
 	if err != nil || first.Failed {
 		t.Fatalf("first prompt_send = %+v, %v", first, err)
 	}
-	c0.close()
+	c0.Close()
 	sid := first.SessionID
 
-	in.script(slowly(40, 100*time.Millisecond))
-	c := in.start(envToken + "=" + in.token)
-	out := &rawLines{t: t, sc: bufio.NewScanner(c.stdout)}
+	in.Script(e2etest.Slowly(40, 100*time.Millisecond))
+	c := in.Start(e2etest.EnvToken + "=" + in.Token)
+	out := &rawLines{t: t, sc: bufio.NewScanner(c.Stdout)}
 	out.sc.Buffer(make([]byte, 64<<10), 1<<20)
 	write := func(line string) {
 		t.Helper()
-		if _, err := c.stdin.Write([]byte(line + "\n")); err != nil {
+		if _, err := c.Stdin.Write([]byte(line + "\n")); err != nil {
 			t.Fatalf("write to the server: %v", err)
 		}
 	}
@@ -201,29 +202,29 @@ func TestClosedStdout(t *testing.T) {
 		if !out.sc.Scan() {
 			t.Fatalf("stdout ended before the turn reported progress: %v", out.sc.Err())
 		}
-		f, err := parseFrame(out.sc.Bytes())
+		f, err := e2etest.ParseFrame(out.sc.Bytes())
 		if err != nil {
 			t.Fatalf("stdout line %q is not JSON", out.sc.Bytes())
 		}
-		if f.method() == "notifications/progress" {
+		if f.Method() == "notifications/progress" {
 			break
 		}
-		if f.isResponse() {
-			t.Fatalf("prompt_send answered before the client went: %s", f.raw)
+		if f.IsResponse() {
+			t.Fatalf("prompt_send answered before the client went: %s", f.Raw)
 		}
 	}
-	if err := c.stdout.Close(); err != nil {
+	if err := c.Stdout.Close(); err != nil {
 		t.Fatal(err)
 	}
 	write(`{"jsonrpc":"2.0","id":"after-close","method":"ping"}`)
-	code := c.waitExit(exitTimeout)
-	if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		t.Fatalf("the server died of %v; want it to exit by itself\nstderr:\n%s", ws.Signal(), c.stderr)
+	code := c.WaitExit(e2etest.ExitTimeout)
+	if ws, ok := c.Cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		t.Fatalf("the server died of %v; want it to exit by itself\nstderr:\n%s", ws.Signal(), c.Stderr)
 	}
-	c.wantExit = code // any status: how it exits is its own decision
-	c.close()
+	c.WantExit = code // any status: how it exits is its own decision
+	c.Close()
 
-	recs := in.audit()
+	recs := in.Audit()
 	var start, stop = -1, -1
 	for i, r := range recs {
 		switch r.Type {
@@ -236,15 +237,15 @@ func TestClosedStdout(t *testing.T) {
 	if start < 0 || stop < start {
 		t.Errorf("audit records %+v: want mcp.server.stop after mcp.server.start", recs)
 	}
-	cancelled := auditOf(recs, "mcp.request.cancelled")
-	if len(cancelled) != 1 || cancelled[0].payload(t)["reason"] != "connection_closed" {
+	cancelled := e2etest.AuditOf(recs, "mcp.request.cancelled")
+	if len(cancelled) != 1 || cancelled[0].PayloadMap(t)["reason"] != "connection_closed" {
 		t.Errorf("mcp.request.cancelled records = %+v, want one with reason connection_closed", cancelled)
 	}
 
 	// The lease is free at once: another process runs a turn on the session.
-	in.script(say("next"))
-	c2 := in.serve(nil)
-	res, err := c2.c.PromptSend(ctxFor(t), contracts.PromptSendArgs{Prompt: "after the close", SessionID: sid})
+	in.Script(e2etest.Say("next"))
+	c2 := in.Serve(nil)
+	res, err := c2.Client.PromptSend(e2etest.Ctx(t), contracts.PromptSendArgs{Prompt: "after the close", SessionID: sid})
 	if err != nil || res.Failed || res.SessionID != sid {
 		t.Errorf("prompt_send on the session after the close = %+v, %v; want a completed turn (lease released)", res, err)
 	}
@@ -259,35 +260,35 @@ func TestSIGINT(t *testing.T) {
 // testSignalEndsTurn: sig (SIGTERM or SIGINT) during a turn cancels it
 // (connection_closed), writes mcp.server.stop, and the server exits 0.
 func testSignalEndsTurn(t *testing.T, sig syscall.Signal) {
-	in := newInstall(t, sqliteBackend)
-	in.script(slowly(100, 100*time.Millisecond))
-	c := in.serve(nil)
+	in := e2etest.NewInstall(t, e2etest.SQLite)
+	in.Script(e2etest.Slowly(100, 100*time.Millisecond))
+	c := in.Serve(nil)
 	started := make(chan struct{}, 1)
 	var rec progressRecorder
-	done := promptAsync(ctxFor(t), c, contracts.PromptSendArgs{Prompt: "run until the signal"}, rec.on("turn started", started))
+	done := promptAsync(e2etest.Ctx(t), c, contracts.PromptSendArgs{Prompt: "run until the signal"}, rec.on("turn started", started))
 	awaitSignal(t, "the turn starting", started, done)
-	req := c.lastCallTo(contracts.PromptSend)
-	if err := c.cmd.Process.Signal(sig); err != nil {
+	req := c.LastCallTo(contracts.PromptSend)
+	if err := c.Cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
-	if code := c.waitExit(exitTimeout); code != 0 {
-		t.Errorf("exit status after %v = %d, want 0\nstderr:\n%s", sig, code, c.stderr)
+	if code := c.WaitExit(e2etest.ExitTimeout); code != 0 {
+		t.Errorf("exit status after %v = %d, want 0\nstderr:\n%s", sig, code, c.Stderr)
 	}
 	if o := awaitOutcome(t, done); o.err == nil {
 		t.Errorf("prompt_send cut off by %v returned a result %+v", sig, o.res)
 	}
-	if resp, ok := responseTo(c.out.frames(), req.id()); ok {
-		t.Errorf("the turn cut off by %v got a response %s", sig, resp.raw)
+	if resp, ok := e2etest.ResponseTo(c.Out.Frames(), req.ID()); ok {
+		t.Errorf("the turn cut off by %v got a response %s", sig, resp.Raw)
 	}
-	c.close()
-	recs := in.audit()
-	cancelled := auditOf(recs, "mcp.request.cancelled")
-	if len(cancelled) != 1 || cancelled[0].payload(t)["reason"] != "connection_closed" ||
-		cancelled[0].payload(t)["request_id"] != json.Number(req.id()) {
-		t.Errorf("mcp.request.cancelled records = %+v, want one for request %s with reason connection_closed", cancelled, req.id())
+	c.Close()
+	recs := in.Audit()
+	cancelled := e2etest.AuditOf(recs, "mcp.request.cancelled")
+	if len(cancelled) != 1 || cancelled[0].PayloadMap(t)["reason"] != "connection_closed" ||
+		cancelled[0].PayloadMap(t)["request_id"] != json.Number(req.ID()) {
+		t.Errorf("mcp.request.cancelled records = %+v, want one for request %s with reason connection_closed", cancelled, req.ID())
 	}
-	if stops := auditOf(recs, "mcp.server.stop"); len(stops) != 1 || stops[0].payload(t)["reason"] != "cancelled" {
+	if stops := e2etest.AuditOf(recs, "mcp.server.stop"); len(stops) != 1 || stops[0].PayloadMap(t)["reason"] != "cancelled" {
 		t.Errorf("mcp.server.stop records = %+v, want one with reason cancelled", stops)
 	}
-	in.verifyAudit()
+	in.VerifyAudit()
 }

@@ -63,6 +63,24 @@ type MCPServerConfig struct {
 	// tools an MCP client may discover and call, in order. Empty exposes
 	// none.
 	ExposedTools []string
+	// Tasks configures durable MCP tasks (config mcp_server.tasks.*).
+	Tasks TasksConfig
+}
+
+// TasksConfig configures durable MCP tasks: a task-augmented prompt_send
+// runs in a detached runner process ([Host.RunTask]) that outlives the
+// connection that started it.
+type TasksConfig struct {
+	// Enabled is mcp_server.tasks.enabled: `mcp serve` offers tasks.
+	Enabled bool
+	// MaxWorking is mcp_server.tasks.max_working: the most working tasks
+	// of one client identity.
+	MaxWorking int
+	// DefaultTTL is mcp_server.tasks.default_ttl, how long a task is kept
+	// when its client asks for no ttl; at most MaxTTL.
+	DefaultTTL time.Duration
+	// MaxTTL is mcp_server.tasks.max_ttl, the longest ttl a client gets.
+	MaxTTL time.Duration
 }
 
 // ToolsConfig configures the gate.

@@ -32,6 +32,11 @@
 //     only) and answers the gate's question for the owner's later calls of
 //     that tool in that session, interactive or not, after audit; an MCP
 //     client's calls never read them.
+//   - Durable MCP tasks (mcp_server.tasks.*): [Host.MCPServer] offers them
+//     when the front end passes [Options.StartTask], which launches a task's
+//     runner; the runner calls [Host.RunTask] with the task's client, which
+//     must still be the paired one; [Host.SweepTasks] fails the tasks whose
+//     runner is gone and purges the expired ones.
 //
 // The configuration is parsed and validated once, by the loader of the
 // `openprogram` command (config.json, the environment and flags); the host

@@ -32,6 +32,11 @@ type Options struct {
 	// events.DefaultBuffer). A terminal that may be slower than the model
 	// wants room for long replies.
 	EventBuffer int
+	// StartTask launches the runner of task taskID, just created by the MCP
+	// service of the client with clientID ([Host.MCPServer]); the runner
+	// calls [Host.RunTask]. It must not tie the runner's life to ctx (the
+	// creating request's). Nil: the MCP service offers no tasks.
+	StartTask func(ctx context.Context, clientID, taskID string) error
 }
 
 // Host is the runtime built once: the store, the tool registry, the event
@@ -48,6 +53,7 @@ type Host struct {
 	providerErr error
 	version     string
 	log         *slog.Logger
+	startTask   func(ctx context.Context, clientID, taskID string) error
 }
 
 // Open builds the host from cfg: it loads (or creates) the owner principal
@@ -92,7 +98,7 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 	}
 	prov, provErr := runtime.NewProvider(pc, getenv)
 	h := &Host{cfg: cfg, store: st, reg: reg, bus: bus, qs: qs, principal: principal,
-		providerErr: provErr, version: opts.Version, log: log}
+		providerErr: provErr, version: opts.Version, log: log, startTask: opts.StartTask}
 	h.rt = runtime.New(runtime.Options{
 		Store:           st,
 		Registry:        reg,
@@ -220,13 +226,28 @@ func (h *Host) request(source string, authority authz.Authority, workDirs []stri
 }
 
 // MCPServer returns the MCP service for the client with clientID, over this
-// host's store and runtime, with the client's speaker and
-// mcp_server.exposed_tools. logger receives its diagnostics (it adds the
-// client id itself); nil uses the host's.
+// host's store and runtime, with the client's speaker,
+// mcp_server.exposed_tools and, when mcp_server.tasks.enabled and
+// [Options.StartTask] is set, durable tasks. logger receives its
+// diagnostics (it adds the client id itself); nil uses the host's.
 func (h *Host) MCPServer(clientID string, logger *slog.Logger) (*mcpserver.Server, error) {
-	sp, err := h.MCPClient(clientID)
+	opts, err := h.mcpOptions(clientID, logger)
 	if err != nil {
 		return nil, err
+	}
+	if h.startTask != nil {
+		start := h.startTask
+		opts.Tasks = h.taskOptions(func(ctx context.Context, taskID string) error { return start(ctx, clientID, taskID) })
+	}
+	return mcpserver.New(opts)
+}
+
+// mcpOptions are the MCP service's options for clientID: what
+// [Host.MCPServer] serves and [Host.RunTask] runs a task with.
+func (h *Host) mcpOptions(clientID string, logger *slog.Logger) (mcpserver.Options, error) {
+	sp, err := h.MCPClient(clientID)
+	if err != nil {
+		return mcpserver.Options{}, err
 	}
 	if logger == nil {
 		logger = h.log
@@ -235,7 +256,7 @@ func (h *Host) MCPServer(clientID string, logger *slog.Logger) (*mcpserver.Serve
 	if h.cfg.Audit.LogFailures {
 		onAuditFailure = mcpserver.AuditLog
 	}
-	return mcpserver.New(mcpserver.Options{
+	return mcpserver.Options{
 		Store:          h.store,
 		Runtime:        h.rt,
 		ClientID:       clientID,
@@ -247,5 +268,5 @@ func (h *Host) MCPServer(clientID string, logger *slog.Logger) (*mcpserver.Serve
 		OnAuditFailure: onAuditFailure,
 		Version:        h.version,
 		Logger:         logger,
-	})
+	}, nil
 }

@@ -286,12 +286,20 @@ func TestCrashMidTurn(t *testing.T) {
 		FROM turn_leases WHERE session_id = 's'`).Scan(&holder, &leftUS); err != nil {
 		t.Fatalf("read the dead holder's lease: %v", err)
 	}
+	checked := time.Now()
 	left := time.Duration(leftUS) * time.Microsecond
 	if holder != "helper" {
 		t.Fatalf("lease owner after the crash = %q, want the dead holder %q", holder, "helper")
 	}
 	if left > crashLeaseTTL/5 {
-		if err := st.AcquireTurn(ctx, "s", "heir", time.Minute); !errors.Is(err, sessions.ErrBusy) {
+		err := st.AcquireTurn(ctx, "s", "heir", time.Minute)
+		switch {
+		case errors.Is(err, sessions.ErrBusy):
+		case err == nil && time.Since(checked) >= left:
+			// A loaded machine took longer than the lease had left: the
+			// takeover below is what is left to check.
+			t.Logf("AcquireTurn came %v after the check, past the %v the lease had left", time.Since(checked), left)
+		default:
 			t.Errorf("AcquireTurn %v before the dead holder's lease expires error = %v, want ErrBusy", left, err)
 		}
 	} else {

@@ -1,4 +1,4 @@
-package e2e
+package dist
 
 // Distribution tests: the release files a newcomer downloads, built by the
 // same steps as `make dist` (packaging/dist.sh) for the host platform only
@@ -39,19 +39,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/contracts/schema"
 )
-
-// distRoot is the repository root (this package is cli/e2e).
-func distRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // distHost skips on a platform the release does not ship.
 func distHost(t *testing.T) {
@@ -66,7 +57,7 @@ func distStep(t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(distRoot(t), "packaging", "dist.sh"), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(e2etest.RepoRoot(t), "packaging", "dist.sh"), args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -79,7 +70,7 @@ func distStep(t *testing.T, args ...string) string {
 // block of "Install and connect a client", without the download lines.
 func readmeInstallLines(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(distRoot(t), "README.md"))
+	data, err := os.ReadFile(filepath.Join(e2etest.RepoRoot(t), "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +109,8 @@ func TestDistInstallSnippet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	distStep(t, "extras", binPath, extras)
-	distStep(t, "archive", binPath, runtime.GOOS, runtime.GOARCH, extras, dl)
+	distStep(t, "extras", e2etest.BinPath, extras)
+	distStep(t, "archive", e2etest.BinPath, runtime.GOOS, runtime.GOARCH, extras, dl)
 	name := "openprogram_" + runtime.GOOS + "_" + runtime.GOARCH
 
 	members := tarMembers(t, filepath.Join(dl, name+".tar.gz"))
@@ -182,14 +173,14 @@ func tarMembers(t *testing.T, path string) map[string]os.FileMode {
 // SHA256SUMS over it.
 func TestDistBundle(t *testing.T) {
 	distHost(t)
-	node := interopRequireTool(t, "node")
-	npm := interopRequireTool(t, "npm")
-	packaging := filepath.Join(distRoot(t), "packaging")
-	interopNpmCI(t, npm, packaging)
+	node := e2etest.RequireTool(t, "node")
+	npm := e2etest.RequireTool(t, "npm")
+	packaging := filepath.Join(e2etest.RepoRoot(t), "packaging")
+	e2etest.NpmCI(t, npm, packaging)
 	mcpbCLI := filepath.Join(packaging, "node_modules", ".bin", "mcpb")
 
 	out := t.TempDir()
-	distStep(t, "mcpb", binPath, runtime.GOOS, runtime.GOARCH, "1.2.3", out)
+	distStep(t, "mcpb", e2etest.BinPath, runtime.GOOS, runtime.GOARCH, "1.2.3", out)
 	name := "openprogram_" + runtime.GOOS + "_" + runtime.GOARCH
 	bundle := filepath.Join(out, name+".mcpb")
 
@@ -275,15 +266,15 @@ func TestDistBundle(t *testing.T) {
 // server with that environment alone, and completes initialize and
 // prompt_send.
 func distBundleServe(t *testing.T, node, packaging, unpacked string) {
-	in := newBareInstall(t, sqliteBackend)
-	in.home = filepath.Join(in.userHome, ".openprogram")
-	in.createToken()
-	in.script(say("hello from the bundle"))
-	in.mustRun("config", "unset", "model.provider")
+	in := e2etest.NewBareInstall(t, e2etest.SQLite)
+	in.Home = filepath.Join(in.UserHome, ".openprogram")
+	in.CreateToken()
+	in.Script(e2etest.Say("hello from the bundle"))
+	in.MustRun("config", "unset", "model.provider")
 
-	userConfig, _ := json.Marshal(map[string]string{"mcp_token": in.token, "model_provider": "scripted"})
-	ctx := ctxFor(t)
-	resolve := exec.CommandContext(ctx, node, filepath.Join(packaging, "mcp-config.mjs"), unpacked, in.userHome)
+	userConfig, _ := json.Marshal(map[string]string{"mcp_token": in.Token, "model_provider": "scripted"})
+	ctx := e2etest.Ctx(t)
+	resolve := exec.CommandContext(ctx, node, filepath.Join(packaging, "mcp-config.mjs"), unpacked, in.UserHome)
 	resolve.Dir = packaging
 	resolve.Stdin = bytes.NewReader(userConfig)
 	var stderr bytes.Buffer
@@ -303,9 +294,9 @@ func distBundleServe(t *testing.T, node, packaging, unpacked string) {
 	if cfg.Command != filepath.Join(unpacked, "server", "openprogram") {
 		t.Errorf("command = %q, want the bundle's server/openprogram", cfg.Command)
 	}
-	if cfg.Env["OPENPROGRAM_HOME"] != in.home || cfg.Env["OPENPROGRAM_MCP_TOKEN"] != in.token || cfg.Env["OPENPROGRAM_MODEL_PROVIDER"] != "scripted" {
+	if cfg.Env["OPENPROGRAM_HOME"] != in.Home || cfg.Env["OPENPROGRAM_MCP_TOKEN"] != in.Token || cfg.Env["OPENPROGRAM_MODEL_PROVIDER"] != "scripted" {
 		t.Errorf("env OPENPROGRAM_HOME=%q, token given %v, OPENPROGRAM_MODEL_PROVIDER=%q; want %q, true, scripted",
-			cfg.Env["OPENPROGRAM_HOME"], cfg.Env["OPENPROGRAM_MCP_TOKEN"] == in.token, cfg.Env["OPENPROGRAM_MODEL_PROVIDER"], in.home)
+			cfg.Env["OPENPROGRAM_HOME"], cfg.Env["OPENPROGRAM_MCP_TOKEN"] == in.Token, cfg.Env["OPENPROGRAM_MODEL_PROVIDER"], in.Home)
 	}
 	var env []string
 	for k, v := range cfg.Env {
@@ -314,7 +305,7 @@ func distBundleServe(t *testing.T, node, packaging, unpacked string) {
 		}
 		env = append(env, k+"="+v)
 	}
-	if slices.Contains(cfg.Args, in.token) {
+	if slices.Contains(cfg.Args, in.Token) {
 		t.Error("the token is on the command line")
 	}
 	// Nothing else: Claude Desktop passes no environment of its own.
@@ -322,10 +313,10 @@ func distBundleServe(t *testing.T, node, packaging, unpacked string) {
 
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env = env
-	var serverErr lockedBuffer
+	var serverErr e2etest.LockedBuffer
 	cmd.Stderr = &serverErr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bundle", Version: "0"}, nil).
-		Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: exitTimeout}, nil)
+		Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: e2etest.ExitTimeout}, nil)
 	if err != nil {
 		t.Fatalf("connect to the bundle's server: %v\nstderr:\n%s", err, serverErr.String())
 	}
@@ -340,11 +331,11 @@ func distBundleServe(t *testing.T, node, packaging, unpacked string) {
 	if err := cs.Close(); err != nil {
 		t.Errorf("close: %v\nstderr:\n%s", err, serverErr.String())
 	}
-	if strings.Contains(serverErr.String(), in.token) {
+	if strings.Contains(serverErr.String(), in.Token) {
 		t.Error("the server's stderr holds the token")
 	}
 	// --log-file: the bundle's server also logs into the state directory.
-	if _, err := os.Stat(filepath.Join(in.home, "mcp-serve.log")); err != nil {
+	if _, err := os.Stat(filepath.Join(in.Home, "mcp-serve.log")); err != nil {
 		t.Errorf("mcp-serve.log in the state directory: %v", err)
 	}
 }
@@ -353,7 +344,7 @@ func distBundleServe(t *testing.T, node, packaging, unpacked string) {
 // against the registry's published schema (vendored in packaging/testdata),
 // checks its fileSha256, and that SHA256SUMS covers the files.
 func distServerJSON(t *testing.T, out, bundle string) {
-	testdata := filepath.Join(distRoot(t), "packaging", "testdata")
+	testdata := filepath.Join(e2etest.RepoRoot(t), "packaging", "testdata")
 	raw, err := os.ReadFile(filepath.Join(testdata, "server.schema.json"))
 	if err != nil {
 		t.Fatal(err)

