@@ -39,8 +39,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/openprogram/openprogram/contracts/clip"
 	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
+	"github.com/openprogram/openprogram/contracts/clip"
 )
 
 // interopExposed is mcp_server.exposed_tools for both interop tests; bash and read are
