@@ -79,6 +79,12 @@ const (
 	// waits, once it has backed off from taskResultFirstPoll (doubling).
 	taskResultPoll      = 250 * time.Millisecond
 	taskResultFirstPoll = 5 * time.Millisecond
+	// For its first taskResultQuick, tasks/result polls at least every
+	// taskResultQuickPoll: a task's turn often ends within a second (its
+	// runner starts in tens of milliseconds), and a read of one task row
+	// costs a fraction of a millisecond.
+	taskResultQuick     = 3 * time.Second
+	taskResultQuickPoll = 20 * time.Millisecond
 	// tasksListLimit is the page size of tasks/list.
 	tasksListLimit = 100
 )
@@ -524,6 +530,7 @@ func (c *connection) tasksResult(ctx context.Context, r *stdio.Request, params j
 	// Poll quickly first (a short turn ends within milliseconds), then
 	// back off to the steady pace.
 	wait := min(taskResultFirstPoll, tc.resultPoll, tc.pollInterval)
+	started := time.Now()
 	for {
 		var err *jsonrpc.Error
 		if task, err = c.getTask(ctx, id); err != nil {
@@ -536,7 +543,11 @@ func (c *connection) tasksResult(ctx context.Context, r *stdio.Request, params j
 			break
 		}
 		t := time.NewTimer(wait)
-		wait = min(2*wait, tc.resultPoll, tc.pollInterval)
+		steady := tc.resultPoll
+		if time.Since(started) < taskResultQuick {
+			steady = min(steady, taskResultQuickPoll)
+		}
+		wait = min(2*wait, steady, tc.pollInterval)
 		select {
 		case <-t.C:
 		case <-ctx.Done():

@@ -57,6 +57,14 @@
 //     per-call round trips as the client sees them; server-CPU-µs/op and
 //     client-CPU-µs/op are CPU time per call of the server and of the
 //     benchmark process; peak-RSS-MiB is the server's VmHWM at the end.
+//   - BenchmarkTaskTurn: durable MCP tasks (mcp_server.tasks.enabled) on
+//     one connection over raw pipes, the scripted model answering at once:
+//     plain is a prompt_send answered in the connection; task is the same
+//     prompt_send as a task, from the tools/call to the tasks/result answer
+//     (the detached runner process started, its host opened, the turn run
+//     and committed through the store), with created-p50-ms the tools/call
+//     to its CreateTaskResult; get is one tasks/get round trip on a
+//     finished task. task minus plain is what a task adds to a turn.
 //   - BenchmarkCancelPromptSend: a prompt_send (with a progressToken) whose
 //     scripted model turn would wait a minute; once its first progress
 //     notification arrives, notifications/cancelled is written, and the time

@@ -1,0 +1,149 @@
+//go:build linux
+
+package perf
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// taskTurns is how many model turns the task benchmarks' script holds; the
+// scripted model replays them in order, one per turn.
+const taskTurns = 5_000
+
+// tasksState is a fresh state directory whose config turns durable MCP
+// tasks on, with a scripted model whose every turn answers at once.
+func tasksState(b *testing.B) *state {
+	b.Helper()
+	var sb strings.Builder
+	sb.WriteString(`{"turns": [`)
+	for i := range taskTurns {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`{"text": "done"}`)
+	}
+	sb.WriteString(`]}`)
+	st := newState(b, filepath.Join(b.TempDir(), "state"), sb.String())
+	cfg, err := json.Marshal(map[string]any{
+		"model":      map[string]any{"provider": "scripted", "script": filepath.Join(st.dir, "script.json")},
+		"mcp_server": map[string]any{"tasks": map[string]any{"enabled": true}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(st.dir, "config.json"), cfg, 0o600); err != nil {
+		b.Fatalf("write config.json: %v", err)
+	}
+	return st
+}
+
+// taskOf returns the task id and status of a CreateTaskResult or a
+// tasks/get result.
+func taskOf(b *testing.B, m message) (id, status string) {
+	b.Helper()
+	if m.Error != nil {
+		b.Fatalf("task request failed: %+v", m.Error)
+	}
+	var r struct {
+		Task   *struct{ TaskID, Status string }
+		TaskID string
+		Status string
+	}
+	if err := json.Unmarshal(m.Result, &r); err != nil {
+		b.Fatalf("decode %s: %v", m.Result, err)
+	}
+	if r.Task != nil {
+		return r.Task.TaskID, r.Task.Status
+	}
+	return r.TaskID, r.Status
+}
+
+// BenchmarkTaskTurn measures what a durable task adds to a turn, whole
+// process (see the package documentation): plain is a prompt_send answered
+// in the connection; task is the same prompt_send as a task, from the
+// tools/call to the tasks/result answer (the runner process started for
+// the task, its host opened, the turn run and stored); created is the
+// tools/call to its CreateTaskResult; get is one tasks/get round trip on a
+// finished task.
+func BenchmarkTaskTurn(b *testing.B) {
+	bin := binary(b)
+	st := tasksState(b)
+	p, _ := startRaw(b, bin, st, initializeLine)
+	defer p.close(b)
+	p.initialize(b)
+	id := 100
+	call := func(task bool) (message, time.Time, time.Time) {
+		id++
+		extra := ""
+		if task {
+			extra = `,"task":{"ttl":600000}`
+		}
+		line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"go"}%s}}`+"\n", id, extra)
+		start := time.Now()
+		p.send(b, line)
+		m, at := p.response(b, strconv.Itoa(id))
+		return m, start, at
+	}
+	request := func(method, params string) (message, time.Duration) {
+		id++
+		line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)
+		start := time.Now()
+		p.send(b, line)
+		m, at := p.response(b, strconv.Itoa(id))
+		return m, at.Sub(start)
+	}
+
+	var last string
+	b.Run("plain", func(b *testing.B) {
+		var s samples
+		for b.Loop() {
+			m, start, at := call(false)
+			if m.Error != nil {
+				b.Fatalf("prompt_send: %+v", m.Error)
+			}
+			s = append(s, at.Sub(start))
+		}
+		reportLatency(b, s, true)
+	})
+	b.Run("task", func(b *testing.B) {
+		var whole, created samples
+		for b.Loop() {
+			m, start, at := call(true)
+			taskID, status := taskOf(b, m)
+			if status != "working" {
+				b.Fatalf("new task %s is %q, want working", taskID, status)
+			}
+			created = append(created, at.Sub(start))
+			r, _ := request("tasks/result", fmt.Sprintf(`{"taskId":%q}`, taskID))
+			if r.Error != nil {
+				b.Fatalf("tasks/result %s: %+v (server log: %s)", taskID, r.Error, st.logTail())
+			}
+			whole = append(whole, time.Since(start))
+			last = taskID
+		}
+		reportLatency(b, whole, true)
+		b.ReportMetric(ms(created.quantile(0.5)), "created-p50-ms")
+	})
+	b.Run("get", func(b *testing.B) {
+		if last == "" {
+			b.Skip("no task ran (run it with the task sub-benchmark)")
+		}
+		params := fmt.Sprintf(`{"taskId":%q}`, last)
+		var s samples
+		for b.Loop() {
+			m, d := request("tasks/get", params)
+			if _, status := taskOf(b, m); status != "completed" {
+				b.Fatalf("task %s is %q, want completed", last, status)
+			}
+			s = append(s, d)
+		}
+		reportLatency(b, s, true)
+	})
+}
