@@ -24,25 +24,29 @@ const pipelinedRequest = `{"jsonrpc":"2.0","method":"notifications/initialized"}
 
 // TestPipelinedInitialize writes initialize, notifications/initialized and
 // a request at once into a fresh process's stdin, as `printf ... |
-// openprogram mcp serve` does, 1,000 times: the request must be answered
-// every time, never refused as "before initialization". (The race itself
-// is reproduced deterministically by internal/stdio's
-// TestRequestBehindInitializeWaitsForItsAnswer.)
+// openprogram mcp serve` does, 100 times (1,000 under -tags long): the
+// request must be answered every time, never refused as "before
+// initialization". (The race itself is reproduced deterministically by
+// internal/stdio's TestRequestBehindInitializeWaitsForItsAnswer; these runs
+// check the whole process.)
 //
-// The runs are bounded in time (pipelinedBound) so that a loaded machine
-// cannot push the package past go test's timeout: when the bound cuts them
-// short the test says how many ran, and fails if fewer than
-// pipelinedMinRuns did.
+// The run count is fixed, so the test does not depend on the machine's
+// speed; pipelinedBound only stops a hung server before go test's timeout.
 func TestPipelinedInitialize(t *testing.T) {
 	t.Parallel()
-	runs := 1000
+	// Every run must pass, whatever the machine's speed: the count is fixed
+	// and the bound only stops a hung server. -tags long (make test-long)
+	// runs ten times as many.
+	runs := 100
+	if longTests {
+		runs = 1000
+	}
 	if testing.Short() {
-		runs = 50
+		runs = 20
 	}
 	const (
-		workers          = 4 // two cores: a few processes at a time
-		pipelinedBound   = 3 * time.Minute
-		pipelinedMinRuns = 200
+		workers        = 4 // two cores: a few processes at a time
+		pipelinedBound = 15 * time.Minute
 	)
 	in := e2etest.NewInstall(t, e2etest.SQLite)
 	in.MustRun("sessions", "list") // creates the store once, outside the runs
@@ -130,8 +134,8 @@ feed:
 	close(jobs)
 	wg.Wait()
 	t.Logf("%d of %d runs in %s, %d refused", done, runs, time.Since(start).Round(time.Millisecond), refusals)
-	if done < runs && done < pipelinedMinRuns {
-		t.Errorf("only %d runs completed within %s (want %d, at least %d)", done, pipelinedBound, runs, pipelinedMinRuns)
+	if done < runs {
+		t.Errorf("only %d of %d runs completed within %s: a server hung or the machine is overloaded", done, runs, pipelinedBound)
 	}
 	if refusals != 0 {
 		t.Errorf("%d of %d pipelined requests were refused", refusals, done)

@@ -39,7 +39,8 @@
 //     initialize, notifications/initialized and tools/list written at
 //     once, stdin closed after the tools/list answer, timed from exec to
 //     exit. It reports the medians of each side's wall time, CPU time (the
-//     user and system time of rusage) and peak RSS (ru_maxrss), and the
+//     user and system time of rusage) and peak RSS (VmHWM once tools/list is
+//     answered; ru_maxrss would report this benchmark's own), and the
 //     medians of the pair-by-pair ratios ours / floor: wall-x, CPU-x and
 //     peak-RSS-x.
 //   - BenchmarkPeakRSS: exec, initialize, notifications/initialized,

@@ -1,14 +1,12 @@
 package e2etest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 )
@@ -78,11 +76,9 @@ func buildBinary(out string, b Build) error {
 		args = append(args, "-ldflags", "-X main.version=e2e-test")
 	}
 	args = append(args, "./cmd/openprogram")
-	// Generous: a -race build on a loaded 2-core machine takes minutes; go
-	// test's -timeout bounds the whole run anyway.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, args...)
+	// No bound of its own: on a loaded 2-core machine a cold build of the
+	// whole module takes many minutes, and go test's -timeout bounds the run.
+	cmd := exec.Command(goBin, args...)
 	cmd.Dir = module
 	cmd.Env = env
 	if outb, err := cmd.CombinedOutput(); err != nil {
