@@ -272,6 +272,25 @@ func decodeArgs(ctx context.Context, v any) error {
 	return nil
 }
 
+// toolCallArgs returns the validated arguments of a tool_call as they are:
+// unlike [decodeArgs], no round trip through JSON, so a maximal runtime tool
+// argument (a 16 MiB memory content, say) is not copied twice more. The
+// validated value already has the shape: a non-blank string "name" and an
+// "arguments" object ([contracts.Validate] puts {} for a missing or null
+// one), its numbers json.Number as the client wrote them.
+func toolCallArgs(ctx context.Context) (contracts.ToolCallArgs, error) {
+	args, ok := ctx.Value(argsKey{}).(map[string]any)
+	if !ok {
+		return contracts.ToolCallArgs{}, errors.New("tool arguments were not validated")
+	}
+	name, ok := args["name"].(string)
+	if !ok {
+		return contracts.ToolCallArgs{}, errors.New("validated tool_call arguments have no string name")
+	}
+	arguments, _ := args["arguments"].(map[string]any)
+	return contracts.ToolCallArgs{Name: name, Arguments: arguments}, nil
+}
+
 // toolHandler returns the handler of one of the six tools.
 func (c *connection) toolHandler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -301,7 +320,7 @@ func (c *connection) toolHandler(name string) mcp.ToolHandler {
 			res, err = c.toolsList()
 		case contracts.ToolCall:
 			var a contracts.ToolCallArgs
-			if err = decodeArgs(ctx, &a); err == nil {
+			if a, err = toolCallArgs(ctx); err == nil {
 				res, err = c.toolCall(ctx, req, a)
 			}
 		default:

@@ -94,7 +94,7 @@ func (c *connection) toolCall(ctx context.Context, req *mcp.CallToolRequest, a c
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: contracts.TextRuntimeToolNotFound}
 	}
-	// a.Arguments was decoded with UseNumber (decodeArgs), so every number
+	// a.Arguments holds numbers as json.Number (toolCallArgs), so every number
 	// encodes again with the digits the client sent.
 	raw := json.RawMessage("{}")
 	if a.Arguments != nil {

@@ -2,6 +2,7 @@ package canonjson
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -116,4 +117,66 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatalf("AppendString(%q) = %q, want %q", s, got[1:], want)
 		}
 	})
+}
+
+// FuzzDecode holds Decode to the json.Decoder it stands in for: the same
+// inputs accepted, the same values returned.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"a":"b"}`, ` {"a":["x",true,null,{"b":"c"}]} `, `{"n":1}`, `"s\"1"`, `"a\\"1`,
+		`{"a":"\u00e9\ud800"}`, `{"a":"b"} x`, `{"a":"b"}}`, ``, ` `, `[-1]`, `"\xff"`,
+		`{"a":"b","a":"c"}`, `{"a":"9\\\"8"}`, `{"a" "b"}`, `1e400`, `"x`, `tru`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, gotErr := Decode(data)
+		want, wantErr := decodeNumbers(data)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("Decode(%q) error %v, json.Decoder error %v", data, gotErr, wantErr)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("Decode(%q) mismatch (-json.Decoder +Decode):\n%s", data, diff)
+		}
+	})
+}
+
+func TestHasNumber(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{`{"a":"1"}`, false},
+		{`{"a":"\"1"}`, false},
+		{`{"a":"\\",1:2}`, true},
+		{`{"a":"x\\\"9"}`, false},
+		{`[true,null,false]`, false},
+		{`{"a":-0.5}`, true},
+		{`3`, true},
+		{`"unterminated 1`, false},
+	} {
+		if got := hasNumber([]byte(tc.in)); got != tc.want {
+			t.Errorf("hasNumber(%s) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func BenchmarkDecodeLargeString(b *testing.B) {
+	data := []byte(`{"path":"p","content":"` + strings.Repeat("a", 16<<20) + `"}`)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Decode(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeNumbersLargeString(b *testing.B) {
+	data := []byte(`{"path":"p","content":"` + strings.Repeat("a", 16<<20) + `"}`)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := decodeNumbers(data); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
