@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/runtime/internal/opt"
 	"github.com/openprogram/openprogram/runtime/secretenv"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
@@ -94,21 +95,11 @@ func New(opts *Options) tool.Tool {
 	if o.Shell == "" {
 		o.Shell = "bash"
 	}
-	if o.DefaultTimeout <= 0 {
-		o.DefaultTimeout = DefaultTimeout
-	}
-	if o.KillGrace <= 0 {
-		o.KillGrace = DefaultKillGrace
-	}
-	if o.DrainTimeout <= 0 {
-		o.DrainTimeout = DefaultDrainTimeout
-	}
-	if o.MaxOutputBytes <= 0 {
-		o.MaxOutputBytes = DefaultMaxOutputBytes
-	}
-	if o.MaxUpdateLines <= 0 {
-		o.MaxUpdateLines = DefaultMaxUpdateLines
-	}
+	opt.Positive(&o.DefaultTimeout, DefaultTimeout)
+	opt.Positive(&o.KillGrace, DefaultKillGrace)
+	opt.Positive(&o.DrainTimeout, DefaultDrainTimeout)
+	opt.Positive(&o.MaxOutputBytes, DefaultMaxOutputBytes)
+	opt.Positive(&o.MaxUpdateLines, DefaultMaxUpdateLines)
 	return b
 }
 
