@@ -30,17 +30,11 @@ type readArgs struct {
 	Limit  int    `json:"limit"`
 }
 
-const readSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "File to read, absolute or relative to the working directory."},
-    "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "Number of lines to return. Default 2000."}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`
+var readSchema = tooldef.Object([]string{"path"},
+	`"path": {"type": "string", "minLength": 1, "description": "File to read, absolute or relative to the working directory."}`,
+	`"offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."}`,
+	`"limit": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "Number of lines to return. Default 2000."}`,
+)
 
 func (c *config) readTool() tool.Tool {
 	return tooldef.New("read",
@@ -152,16 +146,10 @@ type writeArgs struct {
 	Content string `json:"content"`
 }
 
-const writeSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "File to write, absolute or relative to the working directory. Missing parent directories are created."},
-    "content": {"type": "string", "description": "The complete new content of the file."}
-  },
-  "required": ["path", "content"],
-  "additionalProperties": false
-}`
+var writeSchema = tooldef.Object([]string{"path", "content"},
+	`"path": {"type": "string", "minLength": 1, "description": "File to write, absolute or relative to the working directory. Missing parent directories are created."}`,
+	`"content": {"type": "string", "description": "The complete new content of the file."}`,
+)
 
 func (c *config) writeTool() tool.Tool {
 	return tooldef.New("write",
@@ -210,18 +198,12 @@ type editArgs struct {
 	ReplaceAll bool   `json:"replace_all"`
 }
 
-const editSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "File to edit, absolute or relative to the working directory."},
-    "old_string": {"type": "string", "minLength": 1, "description": "Exact text to replace. It must occur exactly once unless replace_all is true."},
-    "new_string": {"type": "string", "description": "Replacement text."},
-    "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."}
-  },
-  "required": ["path", "old_string", "new_string"],
-  "additionalProperties": false
-}`
+var editSchema = tooldef.Object([]string{"path", "old_string", "new_string"},
+	`"path": {"type": "string", "minLength": 1, "description": "File to edit, absolute or relative to the working directory."}`,
+	`"old_string": {"type": "string", "minLength": 1, "description": "Exact text to replace. It must occur exactly once unless replace_all is true."}`,
+	`"new_string": {"type": "string", "description": "Replacement text."}`,
+	`"replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."}`,
+)
 
 func (c *config) editTool() tool.Tool {
 	return tooldef.New("edit",
@@ -268,14 +250,9 @@ type listArgs struct {
 	Path string `json:"path"`
 }
 
-const listSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "Directory to list, absolute or relative to the working directory. Default: the working directory."}
-  },
-  "additionalProperties": false
-}`
+var listSchema = tooldef.Object(nil,
+	`"path": {"type": "string", "description": "Directory to list, absolute or relative to the working directory. Default: the working directory."}`,
+)
 
 func (c *config) listTool() tool.Tool {
 	return tooldef.New("list",
