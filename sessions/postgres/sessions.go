@@ -13,6 +13,7 @@ import (
 
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/internal/ids"
+	"github.com/openprogram/openprogram/sessions/internal/rowerr"
 )
 
 const sessionColumns = "id, agent_id, title, source, created_at, updated_at, COALESCE(head_id, ''), archived"
@@ -62,22 +63,13 @@ func (s *Store) CreateSession(ctx context.Context, in sessions.Session) (session
 
 // GetSession returns the session with id, or ErrNotFound.
 func (s *Store) GetSession(ctx context.Context, id string) (sessions.Session, error) {
-	if sessions.HasNUL(id) {
-		return sessions.Session{}, fmt.Errorf("session: %w", sessions.ErrNotFound)
-	}
-	var out sessions.Session
-	err := s.run(ctx, func(q querier) error {
-		var err error
-		out, err = scanSession(q.QueryRow(ctx, "SELECT "+sessionColumns+" FROM sessions WHERE id = $1", id))
-		return err
+	return rowerr.Get("session", id, pgx.ErrNoRows, func() (out sessions.Session, err error) {
+		err = s.run(ctx, func(q querier) error {
+			out, err = scanSession(q.QueryRow(ctx, "SELECT "+sessionColumns+" FROM sessions WHERE id = $1", id))
+			return err
+		})
+		return out, err
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, sessions.ErrNotFound)
-	}
-	if err != nil {
-		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, err)
-	}
-	return out, nil
 }
 
 // ListSessions returns up to limit non-archived sessions, most recently
@@ -127,13 +119,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, u sessions.Session
 			WHERE id = $1 RETURNING `+sessionColumns, id, u.Title, u.Archived))
 		return err
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return sessions.Session{}, fmt.Errorf("update session %q: %w", id, sessions.ErrNotFound)
-	}
-	if err != nil {
-		return sessions.Session{}, fmt.Errorf("update session %q: %w", id, err)
-	}
-	return out, nil
+	return rowerr.One(fmt.Sprintf("update session %q", id), pgx.ErrNoRows, out, err)
 }
 
 // DeleteSession deletes the session, its messages and its lease, or returns
@@ -282,22 +268,13 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID, parentID string, 
 
 // GetMessage returns the message with id, or ErrNotFound.
 func (s *Store) GetMessage(ctx context.Context, id string) (sessions.Message, error) {
-	if sessions.HasNUL(id) {
-		return sessions.Message{}, fmt.Errorf("message: %w", sessions.ErrNotFound)
-	}
-	var out sessions.Message
-	err := s.run(ctx, func(q querier) error {
-		var err error
-		out, err = scanMessage(q.QueryRow(ctx, "SELECT "+messageColumns+" FROM messages WHERE id = $1", id))
-		return err
+	return rowerr.Get("message", id, pgx.ErrNoRows, func() (out sessions.Message, err error) {
+		err = s.run(ctx, func(q querier) error {
+			out, err = scanMessage(q.QueryRow(ctx, "SELECT "+messageColumns+" FROM messages WHERE id = $1", id))
+			return err
+		})
+		return out, err
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return sessions.Message{}, fmt.Errorf("get message %q: %w", id, sessions.ErrNotFound)
-	}
-	if err != nil {
-		return sessions.Message{}, fmt.Errorf("get message %q: %w", id, err)
-	}
-	return out, nil
 }
 
 // Branch returns the chain from the session's head to the root, root

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/internal/ids"
+	"github.com/openprogram/openprogram/sessions/internal/rowerr"
 )
 
 // testHookInTurn, when set (tests only), runs inside AppendMessages' write
@@ -213,17 +214,9 @@ func scanMessage(r scanner) (sessions.Message, error) {
 
 // GetMessage implements [sessions.Store].
 func (s *Store) GetMessage(ctx context.Context, id string) (sessions.Message, error) {
-	if sessions.HasNUL(id) {
-		return sessions.Message{}, fmt.Errorf("message: %w", sessions.ErrNotFound)
-	}
-	m, err := scanMessage(s.r.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return sessions.Message{}, fmt.Errorf("get message %q: %w", id, sessions.ErrNotFound)
-	}
-	if err != nil {
-		return sessions.Message{}, fmt.Errorf("get message %q: %w", id, err)
-	}
-	return m, nil
+	return rowerr.Get("message", id, sql.ErrNoRows, func() (sessions.Message, error) {
+		return scanMessage(s.r.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, id))
+	})
 }
 
 // Branch implements [sessions.Store]. A recursive query walks from the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/internal/rowerr"
 )
 
 func micros(t time.Time) int64     { return t.UnixMicro() }
@@ -84,21 +85,13 @@ const (
 
 // GetSession implements [sessions.Store].
 func (s *Store) GetSession(ctx context.Context, id string) (sessions.Session, error) {
-	if sessions.HasNUL(id) {
-		return sessions.Session{}, fmt.Errorf("session: %w", sessions.ErrNotFound)
-	}
-	st, err := s.readStmt(ctx, getSessionQuery)
-	if err != nil {
-		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, err)
-	}
-	got, err := scanSession(st.QueryRowContext(ctx, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, sessions.ErrNotFound)
-	}
-	if err != nil {
-		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, err)
-	}
-	return got, nil
+	return rowerr.Get("session", id, sql.ErrNoRows, func() (sessions.Session, error) {
+		st, err := s.readStmt(ctx, getSessionQuery)
+		if err != nil {
+			return sessions.Session{}, err
+		}
+		return scanSession(st.QueryRowContext(ctx, id))
+	})
 }
 
 // ListSessions implements [sessions.Store]. It walks the partial index
@@ -161,13 +154,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, u sessions.Session
 			archived = coalesce(?2, archived),
 			updated_at = CASE WHEN ?1 IS NULL AND ?2 IS NULL THEN updated_at ELSE max(updated_at, ?3) END
 		WHERE id = ?4 RETURNING `+sessionColumns, title, archived, nowMicros(), id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return sessions.Session{}, fmt.Errorf("update session %q: %w", id, sessions.ErrNotFound)
-	}
-	if err != nil {
-		return sessions.Session{}, fmt.Errorf("update session %q: %w", id, err)
-	}
-	return got, nil
+	return rowerr.One(fmt.Sprintf("update session %q", id), sql.ErrNoRows, got, err)
 }
 
 // DeleteSession implements [sessions.Store]. Messages go with the session
