@@ -10,6 +10,7 @@ import (
 
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/internal/ids"
+	"github.com/openprogram/openprogram/sessions/internal/input"
 	"github.com/openprogram/openprogram/sessions/internal/rowerr"
 )
 
@@ -34,33 +35,11 @@ func internRole(r string) string {
 	return r
 }
 
-func validRole(r string) bool {
-	switch r {
-	case sessions.RoleUser, sessions.RoleAssistant, sessions.RoleTool, sessions.RoleSystem:
-		return true
-	}
-	return false
-}
-
 // AppendMessages implements [sessions.Store]: the messages, the head move
 // and updated_at are one BEGIN IMMEDIATE transaction.
 func (s *Store) AppendMessages(ctx context.Context, sessionID, parentID string, msgs []sessions.NewMessage, moveHead bool) ([]sessions.Message, error) {
-	if sessions.HasNUL(sessionID, parentID) {
-		return nil, fmt.Errorf("session or parent: %w", sessions.ErrNotFound)
-	}
-	if err := sessions.CheckMessages(msgs); err != nil {
+	if err := input.Append(sessionID, parentID, msgs); err != nil {
 		return nil, err
-	}
-	if len(msgs) == 0 {
-		return nil, fmt.Errorf("append messages to session %q: no messages", sessionID)
-	}
-	for i, m := range msgs {
-		if !validRole(m.Role) {
-			return nil, fmt.Errorf("append messages to session %q: message %d has role %q, want user, assistant, tool or system", sessionID, i, m.Role)
-		}
-		if !validJSON(m.Metadata) {
-			return nil, fmt.Errorf("append messages to session %q: message %d metadata is not valid JSON", sessionID, i)
-		}
 	}
 	now := nowMicros()
 	out := make([]sessions.Message, len(msgs))

@@ -3,12 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/internal/input"
 	"github.com/openprogram/openprogram/sessions/internal/rowerr"
 )
 
@@ -134,13 +134,8 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]sessions.Session
 
 // UpdateSession implements [sessions.Store].
 func (s *Store) UpdateSession(ctx context.Context, id string, u sessions.SessionUpdate) (sessions.Session, error) {
-	if sessions.HasNUL(id) {
-		return sessions.Session{}, fmt.Errorf("session: %w", sessions.ErrNotFound)
-	}
-	if u.Title != nil {
-		if err := sessions.CheckText("title", *u.Title); err != nil {
-			return sessions.Session{}, err
-		}
+	if err := input.Update(id, u); err != nil {
+		return sessions.Session{}, err
 	}
 	var title, archived any
 	if u.Title != nil {
@@ -204,8 +199,4 @@ func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	defer tx.Rollback()
 	return fn(tx)
-}
-
-func validJSON(raw json.RawMessage) bool {
-	return len(raw) == 0 || json.Valid(raw)
 }
