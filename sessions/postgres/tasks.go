@@ -18,6 +18,9 @@ var _ sessions.TaskStore = (*Store)(nil)
 // taskRules, embedded in Store, gives it the sessions.TaskStore methods.
 type taskRules = taskrules.Tasks
 
+// newTaskRules returns the task rules of s, over its taskSQL.
+func newTaskRules(s *Store) taskRules { return taskrules.New(taskSQL{s}, true) }
+
 // The rules around the SQL below are taskrules.Tasks', which Store embeds.
 // Every compare-and-set below is one conditional UPDATE ... RETURNING: an
 // UPDATE that waits for another's row lock re-checks its WHERE on the row
@@ -26,7 +29,7 @@ type taskRules = taskrules.Tasks
 // Times are judged by the database clock (now()). The updates that are
 // not idempotent run in a transaction (tx), which is retried only when it
 // failed before COMMIT; the idempotent ones and reads run with run. The
-// database's clock judges leases (taskrules.Tasks.DBClock).
+// database's clock judges leases (see taskrules.New).
 
 // visible is the condition of an unexpired task.
 const visible = `(status = 'working' OR expires_at > now())`

@@ -187,7 +187,7 @@ func acquireFile(path string) (empty bool, release func(), err error) {
 
 func open(ctx context.Context, path string, opts *sessions.Options) (*Store, error) {
 	s := &Store{path: path, auditKey: bytes.Clone(opts.AuditKey)}
-	s.taskRules = taskRules{B: taskSQL{s}}
+	s.taskRules = newTaskRules(s)
 	var err error
 	if s.w, err = sql.Open("sqlite", connString(path, false)); err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)

@@ -17,6 +17,9 @@ var _ sessions.TaskStore = (*Store)(nil)
 // taskRules, embedded in Store, gives it the sessions.TaskStore methods.
 type taskRules = taskrules.Tasks
 
+// newTaskRules returns the task rules of s, over its taskSQL.
+func newTaskRules(s *Store) taskRules { return taskrules.New(taskSQL{s}, false) }
+
 // The rules around the SQL below are taskrules.Tasks', which Store embeds.
 // Every compare-and-set below is one conditional UPDATE ... RETURNING on
 // the writer connection: SQLite runs one write at a time across processes,

@@ -58,11 +58,16 @@ type Backend interface {
 // Tasks implements [sessions.TaskStore] but for PurgeExpiredTasks over a
 // Backend; a backend's Store embeds it.
 type Tasks struct {
-	B Backend
-	// DBClock: the backend's conditions judge leases by the database's
+	b Backend
+	// dbClock: the backend's conditions judge leases by the database's
 	// clock, so a refusal is not judged again by this process's clock.
-	DBClock bool
+	dbClock bool
 }
+
+// New returns the Tasks over b; dbClock says b's conditions judge leases
+// by the database's clock, so a refusal is not judged again by this
+// process's clock.
+func New(b Backend, dbClock bool) Tasks { return Tasks{b: b, dbClock: dbClock} }
 
 // casAttempts bounds the retries of a compare-and-set whose refusal the
 // row read after it does not explain (the row changed in between).
@@ -73,7 +78,7 @@ func (t Tasks) CreateTask(ctx context.Context, in sessions.NewTask) (sessions.Ta
 	if err := CheckNew(in); err != nil {
 		return sessions.Task{}, err
 	}
-	return t.B.Insert(ctx, fmt.Sprintf("create task %q", in.ID), in)
+	return t.b.Insert(ctx, fmt.Sprintf("create task %q", in.ID), in)
 }
 
 // TooMany is the refusal of a create when the client already has n of at
@@ -99,7 +104,7 @@ func (t Tasks) read(ctx context.Context, id string) (sessions.Task, bool, error)
 	if Unstorable(id) {
 		return sessions.Task{}, false, nil
 	}
-	return t.B.Read(ctx, id)
+	return t.b.Read(ctx, id)
 }
 
 // ListTasks implements [sessions.TaskStore].
@@ -119,7 +124,7 @@ func (t Tasks) ListTasks(ctx context.Context, clientID, cursor string, limit int
 	if Unstorable(clientID) {
 		return page, nil
 	}
-	tasks, err := t.B.List(ctx, clientID, after, afterID, limit+1)
+	tasks, err := t.b.List(ctx, clientID, after, afterID, limit+1)
 	if err != nil {
 		return sessions.TaskPage{}, fmt.Errorf("list tasks: %w", err)
 	}
@@ -138,7 +143,7 @@ func (t Tasks) CancelTask(ctx context.Context, clientID, id string) (sessions.Ta
 	if Unstorable(clientID, id) {
 		return sessions.Task{}, fmt.Errorf("%s: %w", op, sessions.ErrNotFound)
 	}
-	return t.retry(ctx, op, clientID, id, func() (sessions.Task, bool, error) { return t.B.Cancel(ctx, clientID, id) },
+	return t.retry(ctx, op, clientID, id, func() (sessions.Task, bool, error) { return t.b.Cancel(ctx, clientID, id) },
 		func(cur sessions.Task) error {
 			if cur.Committing {
 				return fmt.Errorf("%s: the task is committing its result: %w", op, sessions.ErrTaskDone)
@@ -153,13 +158,13 @@ func (t Tasks) ClaimTask(ctx context.Context, id, runner string, ttl time.Durati
 	if err := CheckLease(op, id, runner, ttl); err != nil {
 		return sessions.Task{}, err
 	}
-	return t.retry(ctx, op, "", id, func() (sessions.Task, bool, error) { return t.B.Claim(ctx, id, runner, ttl) },
+	return t.retry(ctx, op, "", id, func() (sessions.Task, bool, error) { return t.b.Claim(ctx, id, runner, ttl) },
 		func(cur sessions.Task) error {
 			switch {
 			case cur.Committing:
 				return fmt.Errorf("%s: the task is committing: %w", op, sessions.ErrTaskDone)
-			case cur.Runner != "" && cur.Runner != runner && (t.DBClock || cur.RunnerExpiresAt.After(time.Now())):
-				// With DBClock the lease was live when the update ran.
+			case cur.Runner != "" && cur.Runner != runner && (t.dbClock || cur.RunnerExpiresAt.After(time.Now())):
+				// With dbClock the lease was live when the update ran.
 				return fmt.Errorf("%s: runner %q holds it: %w", op, cur.Runner, sessions.ErrBusy)
 			}
 			return nil
@@ -207,7 +212,7 @@ func (t Tasks) RenewTask(ctx context.Context, id, runner string, ttl time.Durati
 	if err := CheckJSON("task progress", progress); err != nil {
 		return sessions.Task{}, fmt.Errorf("%s: %w", op, err)
 	}
-	task, ok, err := t.B.Renew(ctx, id, runner, ttl, progress)
+	task, ok, err := t.b.Renew(ctx, id, runner, ttl, progress)
 	return t.settle(ctx, op, id, runner, task, ok, err, false, false)
 }
 
@@ -217,7 +222,7 @@ func (t Tasks) CommitTask(ctx context.Context, id, runner string) (sessions.Task
 	if err := CheckRunner(op, id, runner); err != nil {
 		return sessions.Task{}, err
 	}
-	task, ok, err := t.B.Commit(ctx, id, runner)
+	task, ok, err := t.b.Commit(ctx, id, runner)
 	return t.settle(ctx, op, id, runner, task, ok, err, false, true)
 }
 
@@ -230,7 +235,7 @@ func (t Tasks) FinishTask(ctx context.Context, id, runner, status, message strin
 	if err := CheckFinish(op, status, message, result); err != nil {
 		return sessions.Task{}, err
 	}
-	task, ok, err := t.B.Finish(ctx, id, runner, status, message, result)
+	task, ok, err := t.b.Finish(ctx, id, runner, status, message, result)
 	return t.settle(ctx, op, id, runner, task, ok, err, status == sessions.TaskCancelled, false)
 }
 
@@ -253,7 +258,7 @@ func (t Tasks) settle(ctx context.Context, op, id, runner string, task sessions.
 		}
 		return sessions.Task{}, err
 	}
-	if needLive && t.DBClock {
+	if needLive && t.dbClock {
 		// The update judged the lease lapsed by the database clock.
 		return sessions.Task{}, fmt.Errorf("%s for runner %q: the lease lapsed: %w", op, runner, sessions.ErrLeaseLost)
 	}
@@ -269,7 +274,7 @@ func (t Tasks) FailAbandonedTasks(ctx context.Context, message string, result js
 	if unclaimed <= 0 {
 		return 0, fmt.Errorf("%s: unclaimed %v, want a positive duration", op, unclaimed)
 	}
-	n, err := t.B.FailAbandoned(ctx, message, result, unclaimed)
+	n, err := t.b.FailAbandoned(ctx, message, result, unclaimed)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
