@@ -65,6 +65,7 @@ type Store struct {
 	auditKey []byte // nil: audit appends and verification fail closed
 
 	taskRules // the sessions.TaskStore methods but PurgeExpiredTasks, over taskSQL
+	auditLog  // AppendAudit, VerifyAudit, CheckAuditAnchor, over auditTx
 }
 
 var _ sessions.Store = (*Store)(nil)
@@ -188,6 +189,7 @@ func acquireFile(path string) (empty bool, release func(), err error) {
 func open(ctx context.Context, path string, opts *sessions.Options) (*Store, error) {
 	s := &Store{path: path, auditKey: bytes.Clone(opts.AuditKey)}
 	s.taskRules = newTaskRules(s)
+	s.auditLog = newAuditLog(s)
 	var err error
 	if s.w, err = sql.Open("sqlite", connString(path, false)); err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
