@@ -247,10 +247,7 @@ func (m *mem) update(ctx context.Context, _ string, a updateArgs, _ func(string)
 		return tool.Result{}, tooldef.Fail(ReasonNoAuthority, "memory_update: caller authority is invalid: %v", err)
 	}
 	au := info.Authority
-	base := int64(-1)
-	if a.BaseRevision != nil {
-		base = *a.BaseRevision
-	}
+	base := baseRevision(a.BaseRevision)
 	src, err := m.store.AppendSource(ctx, sessions.NewSource{
 		Path:    a.Path,
 		Content: a.Content,
@@ -289,10 +286,7 @@ func (m *mem) promote(ctx context.Context, _ string, a promoteArgs, _ func(strin
 		return tool.DeniedResult(authz.Decision{ReasonCode: authz.ReasonCapability, Capability: authz.CapMemoryTrustedPromote,
 			Message: "memory_promote is for the owner only"}), nil
 	}
-	base := int64(-1)
-	if a.BaseRevision != nil {
-		base = *a.BaseRevision
-	}
+	base := baseRevision(a.BaseRevision)
 	tp, err := m.store.Promote(ctx, a.SourceID, base)
 	if err != nil {
 		return tool.Result{}, m.conflictErr(ctx, "memory_promote", "", base, err)
@@ -326,4 +320,13 @@ func storeErr(op string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// baseRevision is the base revision a store write checks: the one given,
+// or -1 (no check) when base_revision was omitted.
+func baseRevision(given *int64) int64 {
+	if given == nil {
+		return -1
+	}
+	return *given
 }
