@@ -36,6 +36,26 @@ var readSchema = tooldef.Object([]string{"path"},
 	`"limit": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "Number of lines to return. Default 2000."}`,
 )
 
+// open opens path, a target for reading, with flag and stats it; the
+// caller closes f. The open goes through the target's root, which keeps it
+// inside the working directory even if a symlink was swapped in after the
+// check.
+func (c *config) open(ctx context.Context, path string, flag int) (f *os.File, fi fs.FileInfo, shown string, err error) {
+	root, t, shown, err := c.target(ctx, path, "")
+	if err != nil {
+		return nil, nil, "", err
+	}
+	defer root.Close()
+	if f, err = root.OpenFile(t.Rel, flag, 0); err != nil {
+		return nil, nil, "", statFailure(shown, err)
+	}
+	if fi, err = f.Stat(); err != nil {
+		f.Close()
+		return nil, nil, "", statFailure(shown, err)
+	}
+	return f, fi, shown, nil
+}
+
 func (c *config) readTool() tool.Tool {
 	return tooldef.New("read",
 		"Read a file inside the working directories. Text comes back with line numbers (like cat -n), from offset for limit lines; PNG, JPEG, GIF and WebP images come back as images; other binary files are refused.",
@@ -43,23 +63,13 @@ func (c *config) readTool() tool.Tool {
 }
 
 func (c *config) read(ctx context.Context, _ string, a readArgs, _ func(string)) (tool.Result, error) {
-	root, t, shown, err := c.target(ctx, a.Path, "")
+	// O_NONBLOCK: opening a FIFO must not hang the call (a context cannot
+	// interrupt open(2)).
+	f, fi, shown, err := c.open(ctx, a.Path, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	defer root.Close()
-	// O_NONBLOCK: opening a FIFO must not hang the call (a context cannot
-	// interrupt open(2)). The root keeps the open inside the working
-	// directory even if a symlink was swapped in after the check.
-	f, err := root.OpenFile(t.Rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return tool.Result{}, statFailure(shown, err)
-	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return tool.Result{}, statFailure(shown, err)
-	}
 	if fi.IsDir() {
 		return tool.Result{}, tooldef.Fail(ReasonIsDir, "%s is a directory; use list", shown)
 	}
@@ -261,20 +271,11 @@ func (c *config) listTool() tool.Tool {
 }
 
 func (c *config) list(ctx context.Context, _ string, a listArgs, _ func(string)) (tool.Result, error) {
-	root, t, shown, err := c.target(ctx, a.Path, "")
+	f, fi, shown, err := c.open(ctx, a.Path, os.O_RDONLY)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	defer root.Close()
-	f, err := root.Open(t.Rel)
-	if err != nil {
-		return tool.Result{}, statFailure(shown, err)
-	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return tool.Result{}, statFailure(shown, err)
-	}
 	if !fi.IsDir() {
 		return tool.Result{}, tooldef.Fail(ReasonNotDir, "%s is not a directory; use read", shown)
 	}
