@@ -326,13 +326,6 @@ func (s *Store) SetHead(ctx context.Context, sessionID, messageID string) error 
 	res, err := s.w.ExecContext(ctx, `UPDATE sessions SET head_id = ?1, updated_at = max(updated_at, ?2)
 		WHERE id = ?3 AND EXISTS (SELECT 1 FROM messages WHERE id = ?1 AND session_id = ?3)`,
 		messageID, nowMicros(), sessionID)
-	if err != nil {
-		return fmt.Errorf("set head of session %q to %q: %w", sessionID, messageID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("set head of session %q to %q: %w", sessionID, messageID, err)
-	} else if n == 0 {
-		return fmt.Errorf("set head of session %q to %q: session or message of that session: %w", sessionID, messageID, sessions.ErrNotFound)
-	}
-	return nil
+	return oneRow(fmt.Sprintf("set head of session %q to %q", sessionID, messageID),
+		fmt.Errorf("session or message of that session: %w", sessions.ErrNotFound), res, err)
 }

@@ -61,13 +61,8 @@ func (s *Store) CreateSession(ctx context.Context, in sessions.Session) (session
 	res, err := s.w.ExecContext(ctx, `INSERT INTO sessions (id, agent_id, title, source, created_at, updated_at, head_id, archived)
 		VALUES (?, ?, ?, ?, ?, ?, NULL, ?) ON CONFLICT (id) DO NOTHING`,
 		in.ID, in.AgentID, in.Title, in.Source, created, updated, boolInt(in.Archived))
-	if err != nil {
-		return sessions.Session{}, fmt.Errorf("create session %q: %w", in.ID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return sessions.Session{}, fmt.Errorf("create session %q: %w", in.ID, err)
-	} else if n == 0 {
-		return sessions.Session{}, fmt.Errorf("create session %q: %w", in.ID, sessions.ErrExists)
+	if err := oneRow(fmt.Sprintf("create session %q", in.ID), sessions.ErrExists, res, err); err != nil {
+		return sessions.Session{}, err
 	}
 	out := in
 	out.HeadID = ""
@@ -160,19 +155,31 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	}
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
-		if err != nil {
-			return fmt.Errorf("delete session %q: %w", id, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("delete session %q: %w", id, err)
-		} else if n == 0 {
-			return fmt.Errorf("delete session %q: %w", id, sessions.ErrNotFound)
+		if err := oneRow(fmt.Sprintf("delete session %q", id), sessions.ErrNotFound, res, err); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM turn_leases WHERE session_id = ?`, id); err != nil {
 			return fmt.Errorf("delete session %q: drop lease: %w", id, err)
 		}
 		return nil
 	})
+}
+
+// oneRow is the outcome of op, a statement (res, err) that changes one
+// row: an error wrapped with op, none wrapped with op when it changed
+// nothing, or nil.
+func oneRow(op string, none error, res sql.Result, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", op, none)
+	}
+	return nil
 }
 
 // writeTx runs fn in a BEGIN IMMEDIATE transaction on the writer connection.

@@ -92,15 +92,7 @@ func (b taskSQL) Insert(ctx context.Context, op string, in sessions.NewTask) (se
 		res, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, client_id, status, request, created_at, updated_at, ttl, expires_at)
 			VALUES (?, ?, 'working', ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			in.ID, in.ClientID, string(in.Request), now, now, ttl, now+ttl)
-		if err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		} else if n == 0 {
-			return fmt.Errorf("%s: %w", op, sessions.ErrExists)
-		}
-		return nil
+		return oneRow(op, sessions.ErrExists, res, err)
 	})
 	if err != nil {
 		return sessions.Task{}, err
