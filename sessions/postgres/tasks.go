@@ -127,20 +127,12 @@ func (b taskSQL) List(ctx context.Context, clientID string, after time.Time, aft
 	query += ` ORDER BY created_at, id LIMIT $2`
 	var tasks []sessions.Task
 	err := b.s.run(ctx, func(q querier) error {
-		tasks = tasks[:0]
 		rows, err := q.Query(ctx, query, args...)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			t, err := scanTask(rows)
-			if err != nil {
-				return err
-			}
-			tasks = append(tasks, t)
-		}
-		return rows.Err()
+		tasks, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessions.Task, error) { return scanTask(r) })
+		return err
 	})
 	return tasks, err
 }
