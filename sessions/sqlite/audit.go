@@ -151,21 +151,9 @@ func scanAudit(r scanner) (sessions.AuditRecord, error) {
 // scanChain feeds the records after id after to fn in id order until fn
 // returns false.
 func scanChain(ctx context.Context, tx *sql.Tx, after int64, fn func(sessions.AuditRecord) bool) error {
-	rows, err := tx.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit_log WHERE id > ? ORDER BY id`, after)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		rec, err := scanAudit(rows)
-		if err != nil {
-			return err
-		}
-		if !fn(rec) {
-			break
-		}
-	}
-	return rows.Err()
+	return eachRow(func() (*sql.Rows, error) {
+		return tx.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit_log WHERE id > ? ORDER BY id`, after)
+	}, scanAudit, fn)
 }
 
 // TailAudit implements [sessions.Store].
@@ -174,19 +162,10 @@ func (s *Store) TailAudit(ctx context.Context, n int) ([]sessions.AuditRecord, e
 	if n <= 0 {
 		return out, nil
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit_log ORDER BY id DESC LIMIT ?`, n)
+	err := eachRow(func() (*sql.Rows, error) {
+		return s.r.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit_log ORDER BY id DESC LIMIT ?`, n)
+	}, scanAudit, func(rec sessions.AuditRecord) bool { out = append(out, rec); return true })
 	if err != nil {
-		return nil, fmt.Errorf("tail audit: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		rec, err := scanAudit(rows)
-		if err != nil {
-			return nil, fmt.Errorf("tail audit: %w", err)
-		}
-		out = append(out, rec)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("tail audit: %w", err)
 	}
 	slices.Reverse(out)

@@ -513,20 +513,13 @@ func (s *Store) GetMemory(ctx context.Context, path string) (sessions.MemoryPage
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+sourceColumns+` FROM memory_sources WHERE path = ? ORDER BY id`, path)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			src, err := scanSource(rows)
-			if err != nil {
-				return err
-			}
+		return eachRow(func() (*sql.Rows, error) {
+			return tx.QueryContext(ctx, `SELECT `+sourceColumns+` FROM memory_sources WHERE path = ? ORDER BY id`, path)
+		}, scanSource, func(src sessions.Source) bool {
 			page.Sources = append(page.Sources, src)
 			page.Revision = max(page.Revision, src.Revision)
-		}
-		return rows.Err()
+			return true
+		})
 	})
 	if err != nil {
 		return sessions.MemoryPage{}, fmt.Errorf("get memory %q: %w", path, err)

@@ -165,6 +165,26 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	})
 }
 
+// eachRow runs query and feeds its rows, read by scan, to fn until fn
+// returns false.
+func eachRow[T any](query func() (*sql.Rows, error), scan func(scanner) (T, error), fn func(T) bool) error {
+	rows, err := query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return err
+		}
+		if !fn(v) {
+			break
+		}
+	}
+	return rows.Err()
+}
+
 // oneRow is the outcome of op, a statement (res, err) that changes one
 // row: an error wrapped with op, none wrapped with op when it changed
 // nothing, or nil.

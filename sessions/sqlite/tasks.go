@@ -125,24 +125,15 @@ func (b taskSQL) List(ctx context.Context, clientID string, after time.Time, aft
 	if afterID != "" {
 		from = micros(after)
 	}
-	rows, err := b.s.r.QueryContext(ctx, `SELECT `+taskrules.ListColumns+` FROM tasks INDEXED BY tasks_client
-		WHERE client_id = :client AND (created_at, id) > (:after, :after_id) AND `+visible+`
-		ORDER BY created_at, id LIMIT :limit`,
-		sql.Named("client", clientID), sql.Named("after", from), sql.Named("after_id", afterID),
-		sql.Named("now", nowMicros()), sql.Named("limit", n))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var tasks []sessions.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, err
-		}
-		tasks = append(tasks, t)
-	}
-	return tasks, rows.Err()
+	err := eachRow(func() (*sql.Rows, error) {
+		return b.s.r.QueryContext(ctx, `SELECT `+taskrules.ListColumns+` FROM tasks INDEXED BY tasks_client
+			WHERE client_id = :client AND (created_at, id) > (:after, :after_id) AND `+visible+`
+			ORDER BY created_at, id LIMIT :limit`,
+			sql.Named("client", clientID), sql.Named("after", from), sql.Named("after_id", afterID),
+			sql.Named("now", nowMicros()), sql.Named("limit", n))
+	}, scanTask, func(t sessions.Task) bool { tasks = append(tasks, t); return true })
+	return tasks, err
 }
 
 // update runs one conditional UPDATE ... RETURNING taskrules.Columns on the
