@@ -30,14 +30,11 @@ func (c *auditTailCmd) Run(ctx context.Context, app *App) error {
 	if c.N < 1 || c.N > 10000 {
 		return usagef("-n must be between 1 and 10000")
 	}
-	_, st, err := openAppStore(ctx, app)
+	recs, err := readAppStore(ctx, app, "read the audit log", func(st sessions.Store) ([]sessions.AuditRecord, error) {
+		return st.TailAudit(ctx, c.N)
+	})
 	if err != nil {
 		return err
-	}
-	defer st.Close()
-	recs, err := st.TailAudit(ctx, c.N)
-	if err != nil {
-		return fmt.Errorf("read the audit log: %w", err)
 	}
 	for _, r := range recs {
 		if c.JSON {

@@ -139,11 +139,7 @@ func (c *mcpInstallCmd) Run(ctx context.Context, app *App) error {
 			}
 		})
 	}
-	path, err := clientConfigPath(app.Env, c.Client, c.Scope)
-	if err != nil {
-		return err
-	}
-	old, mode, err := readClientFile(path)
+	path, old, mode, err := c.readFile(app)
 	if err != nil {
 		return err
 	}
@@ -175,6 +171,16 @@ func (c *mcpInstallCmd) Run(ctx context.Context, app *App) error {
 	return nil
 }
 
+// readFile reads the configuration file of the target client: its path,
+// its bytes and its mode.
+func (c *clientTarget) readFile(app *App) (path string, old []byte, mode fs.FileMode, err error) {
+	if path, err = clientConfigPath(app.Env, c.Client, c.Scope); err != nil {
+		return "", nil, 0, err
+	}
+	old, mode, err = readClientFile(path)
+	return path, old, mode, err
+}
+
 type mcpUninstallCmd struct {
 	clientTarget `embed:""`
 }
@@ -184,11 +190,7 @@ func (c *mcpUninstallCmd) Run(ctx context.Context, app *App) error {
 	if c.Client == "claude-code" {
 		return runClaude(ctx, app, c.DryRun, [][]string{claudeRemoveArgs(c.Scope)}, nil)
 	}
-	path, err := clientConfigPath(app.Env, c.Client, c.Scope)
-	if err != nil {
-		return err
-	}
-	old, mode, err := readClientFile(path)
+	path, old, mode, err := c.readFile(app)
 	if err != nil {
 		return err
 	}

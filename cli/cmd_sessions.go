@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -35,6 +36,34 @@ func openAppStore(ctx context.Context, app *App) (*Config, sessions.Store, error
 		return nil, nil, err
 	}
 	return cfg, st, nil
+}
+
+// readAppStore reads with read from the store of a read-only command
+// (openAppStore), closed after; read's error is wrapped with what.
+func readAppStore[T any](ctx context.Context, app *App, what string, read func(sessions.Store) (T, error)) (T, error) {
+	var zero T
+	_, st, err := openAppStore(ctx, app)
+	if err != nil {
+		return zero, err
+	}
+	defer st.Close()
+	v, err := read(st)
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", what, err)
+	}
+	return v, nil
+}
+
+// jsonLines prints one JSON line for each item, without HTML escaping.
+func jsonLines[T any](w io.Writer, items []T, line func(T) any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, it := range items {
+		if err := enc.Encode(line(it)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // openStore opens the configured store for a command that writes (mcp
@@ -76,25 +105,17 @@ func (c *sessionsListCmd) Run(ctx context.Context, app *App) error {
 	if c.Limit < 1 || c.Limit > 1000 {
 		return usagef("--limit must be between 1 and 1000")
 	}
-	_, st, err := openAppStore(ctx, app)
+	list, err := readAppStore(ctx, app, "list sessions", func(st sessions.Store) ([]sessions.Session, error) {
+		return st.ListSessions(ctx, c.Limit)
+	})
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	list, err := st.ListSessions(ctx, c.Limit)
-	if err != nil {
-		return fmt.Errorf("list sessions: %w", err)
-	}
 	if c.JSON {
-		enc := json.NewEncoder(app.Stdout)
-		enc.SetEscapeHTML(false)
-		for _, s := range list {
-			if err := enc.Encode(map[string]any{"id": s.ID, "title": s.Title, "agent_id": s.AgentID,
-				"source": s.Source, "updated_at": s.UpdatedAt.Unix(), "created_at": s.CreatedAt.Unix()}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return jsonLines(app.Stdout, list, func(s sessions.Session) any {
+			return map[string]any{"id": s.ID, "title": s.Title, "agent_id": s.AgentID,
+				"source": s.Source, "updated_at": s.UpdatedAt.Unix(), "created_at": s.CreatedAt.Unix()}
+		})
 	}
 	tw := tabwriter.NewWriter(app.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tUPDATED\tSOURCE\tTITLE")
@@ -127,18 +148,13 @@ func (c *sessionsShowCmd) Run(ctx context.Context, app *App) error {
 		return fmt.Errorf("load session %q: %w", c.ID, err)
 	}
 	if c.JSON {
-		enc := json.NewEncoder(app.Stdout)
-		enc.SetEscapeHTML(false)
-		for _, m := range branch {
+		return jsonLines(app.Stdout, branch, func(m sessions.Message) any {
 			line := map[string]any{"id": m.ID, "role": m.Role, "content": m.Content, "timestamp": m.CreatedAt.Unix()}
 			if u := runtime.UsageOf(m.Metadata); u != nil {
 				line["usage"] = u
 			}
-			if err := enc.Encode(line); err != nil {
-				return err
-			}
-		}
-		return nil
+			return line
+		})
 	}
 	fmt.Fprintf(app.Stdout, "session %s  agent=%s  source=%s  title=%q\n", s.ID, s.AgentID, s.Source, s.Title)
 	fmt.Fprintln(app.Stdout, usageLine(branch))

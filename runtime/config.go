@@ -175,63 +175,74 @@ func settings(cfg provider.Config, getenv func(string) string) (provider.Setting
 	return s, nil
 }
 
-func newOpenAI(cfg provider.Config, getenv func(string) string) (provider.Provider, error) {
+// remote is what a provider behind an API is built from: the model, the
+// key (keyless: model.api_key_env none, env "") and the settings.
+type remote struct {
+	env, key string
+	keyless  bool
+	set      provider.Settings
+}
+
+// remoteOf reads the remote of provider kind, whose key is in defEnv
+// unless model.api_key_env names another variable.
+func remoteOf(cfg provider.Config, kind, defEnv string, getenv func(string) string) (remote, error) {
 	if strings.TrimSpace(cfg.Model) == "" {
-		return nil, missingModel(ProviderOpenAI)
+		return remote{}, missingModel(kind)
 	}
-	env, key, err := keyEnv(cfg, defaultKeyEnvs[ProviderOpenAI], getenv)
+	env, key, err := keyEnv(cfg, defEnv, getenv)
 	if err != nil {
-		return nil, err
+		return remote{}, err
 	}
 	set, err := settings(cfg, getenv)
 	if err != nil {
-		return nil, err
+		return remote{}, err
 	}
-	keyless := env == ""
-	if key == "" && !keyless && openai.KeyRequired(cfg.BaseURL) {
-		where := "the OpenAI API"
-		if cfg.BaseURL != "" {
-			where = sessions.RedactURL(cfg.BaseURL)
-		}
-		return nil, &ConfigError{Keys: []string{"model.api_key_env", env}, Msg: fmt.Sprintf(
-			"the openai provider needs an API key for %s: export %s=<key> before starting openprogram "+
-				"(or name another variable with `openprogram config set model.api_key_env NAME`); "+
-				"a local server on a loopback model.base_url needs no key, and for a keyless server elsewhere "+
-				"run `openprogram config set model.api_key_env none`", where, env)}
-	}
-	p, err := openai.New(openai.Options{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: key, Keyless: keyless, Settings: set})
+	return remote{env: env, key: key, keyless: env == "", set: set}, nil
+}
+
+// retried is the provider a constructor returned, with the default retry
+// policy; its error names model.base_url, the one setting it checks
+// beyond what remoteOf did.
+func retried(p provider.Provider, err error) (provider.Provider, error) {
 	if err != nil {
 		return nil, &ConfigError{Keys: []string{"model.base_url"}, Msg: err.Error()}
 	}
 	return provider.WithRetry(p, provider.DefaultRetryPolicy()), nil
 }
 
+func newOpenAI(cfg provider.Config, getenv func(string) string) (provider.Provider, error) {
+	r, err := remoteOf(cfg, ProviderOpenAI, defaultKeyEnvs[ProviderOpenAI], getenv)
+	if err != nil {
+		return nil, err
+	}
+	if r.key == "" && !r.keyless && openai.KeyRequired(cfg.BaseURL) {
+		where := "the OpenAI API"
+		if cfg.BaseURL != "" {
+			where = sessions.RedactURL(cfg.BaseURL)
+		}
+		return nil, &ConfigError{Keys: []string{"model.api_key_env", r.env}, Msg: fmt.Sprintf(
+			"the openai provider needs an API key for %s: export %s=<key> before starting openprogram "+
+				"(or name another variable with `openprogram config set model.api_key_env NAME`); "+
+				"a local server on a loopback model.base_url needs no key, and for a keyless server elsewhere "+
+				"run `openprogram config set model.api_key_env none`", where, r.env)}
+	}
+	return retried(openai.New(openai.Options{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: r.key, Keyless: r.keyless, Settings: r.set}))
+}
+
 func newAnthropic(cfg provider.Config, getenv func(string) string) (provider.Provider, error) {
-	if strings.TrimSpace(cfg.Model) == "" {
-		return nil, missingModel(ProviderAnthropic)
-	}
-	env, key, err := keyEnv(cfg, defaultKeyEnvs[ProviderAnthropic], getenv)
+	r, err := remoteOf(cfg, ProviderAnthropic, defaultKeyEnvs[ProviderAnthropic], getenv)
 	if err != nil {
 		return nil, err
 	}
-	set, err := settings(cfg, getenv)
-	if err != nil {
-		return nil, err
-	}
-	if err := anthropic.Unsupported(set); err != nil {
+	if err := anthropic.Unsupported(r.set); err != nil {
 		return nil, &ConfigError{Keys: []string{"model.temperature", "model.top_p"}, Msg: err.Error()}
 	}
-	keyless := env == ""
-	if key == "" && !keyless {
-		return nil, &ConfigError{Keys: []string{"model.api_key_env", env}, Msg: fmt.Sprintf(
+	if r.key == "" && !r.keyless {
+		return nil, &ConfigError{Keys: []string{"model.api_key_env", r.env}, Msg: fmt.Sprintf(
 			"the anthropic provider needs an API key: export %s=<key> before starting openprogram "+
-				"(or name another variable with `openprogram config set model.api_key_env NAME`)", env)}
+				"(or name another variable with `openprogram config set model.api_key_env NAME`)", r.env)}
 	}
-	p, err := anthropic.New(anthropic.Options{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: key, Keyless: keyless, Settings: set})
-	if err != nil {
-		return nil, &ConfigError{Keys: []string{"model.base_url"}, Msg: err.Error()}
-	}
-	return provider.WithRetry(p, provider.DefaultRetryPolicy()), nil
+	return retried(anthropic.New(anthropic.Options{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: r.key, Keyless: r.keyless, Settings: r.set}))
 }
 
 func newScripted(cfg provider.Config) (provider.Provider, error) {

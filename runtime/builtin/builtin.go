@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 
@@ -50,30 +51,14 @@ func Register(reg *tool.Registry, deps Deps) error {
 	if deps.Store != nil {
 		ts = append(ts, memory.Tools(deps.Store)...)
 	}
-	fo := files.Options{}
-	if deps.Files != nil {
-		fo = *deps.Files
-	}
-	if len(fo.WorkDirs) == 0 {
-		fo.WorkDirs = deps.WorkDirs
-	}
-	if fo.StateDir == "" {
-		fo.StateDir = deps.StateDir
-	}
-	if fo.Logger == nil {
-		fo.Logger = deps.Logger
-	}
+	fo := valueOf(deps.Files)
+	fo.WorkDirs = dirsOr(fo.WorkDirs, deps.WorkDirs)
+	fo.StateDir = cmp.Or(fo.StateDir, deps.StateDir)
+	fo.Logger = cmp.Or(fo.Logger, deps.Logger)
 	ts = append(ts, files.Tools(&fo)...)
-	bo := bash.Options{}
-	if deps.Bash != nil {
-		bo = *deps.Bash
-	}
-	if len(bo.WorkDirs) == 0 {
-		bo.WorkDirs = deps.WorkDirs
-	}
-	if bo.StateDir == "" {
-		bo.StateDir = deps.StateDir
-	}
+	bo := valueOf(deps.Bash)
+	bo.WorkDirs = dirsOr(bo.WorkDirs, deps.WorkDirs)
+	bo.StateDir = cmp.Or(bo.StateDir, deps.StateDir)
 	bo.Secrets = deps.Secrets
 	ts = append(ts, bash.New(&bo))
 	todos := deps.Todos
@@ -87,4 +72,21 @@ func Register(reg *tool.Registry, deps Deps) error {
 		}
 	}
 	return nil
+}
+
+// valueOf is *p, or the zero T for nil.
+func valueOf[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+// dirsOr is dirs, or def when dirs is empty.
+func dirsOr(dirs, def []string) []string {
+	if len(dirs) == 0 {
+		return def
+	}
+	return dirs
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/runtime/internal/opt"
 )
 
 // Executor defaults.
@@ -62,18 +63,10 @@ func NewExecutor(opts *ExecutorOptions) *Executor {
 		o = *opts
 	}
 	e := &Executor{timeout: o.Timeout, maxBytes: o.MaxResultBytes, maxImage: o.MaxImageBytes, stopGrace: o.StopGrace, log: o.Logger}
-	if e.timeout <= 0 {
-		e.timeout = DefaultTimeout
-	}
-	if e.maxBytes <= 0 {
-		e.maxBytes = DefaultMaxResultBytes
-	}
-	if e.maxImage <= 0 {
-		e.maxImage = DefaultMaxImageBytes
-	}
-	if e.stopGrace <= 0 {
-		e.stopGrace = DefaultStopGrace
-	}
+	opt.Positive(&e.timeout, DefaultTimeout)
+	opt.Positive(&e.maxBytes, DefaultMaxResultBytes)
+	opt.Positive(&e.maxImage, DefaultMaxImageBytes)
+	opt.Positive(&e.stopGrace, DefaultStopGrace)
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

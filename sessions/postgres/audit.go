@@ -25,117 +25,102 @@ func scanAudit(row pgx.Row) (sessions.AuditRecord, error) {
 	return r, nil
 }
 
-// readHead reads the chain head; lock takes its row lock, which orders
-// appends from every process into one linear chain.
-func readHead(ctx context.Context, tx pgx.Tx, lock bool) (auditchain.Head, error) {
+// auditLog, embedded in Store, gives it AppendAudit, VerifyAudit and
+// CheckAuditAnchor: the chain's rules over auditTx.
+type auditLog = auditchain.Log
+
+// newAuditLog returns the audit log of s. An append's transaction locks
+// the audit_head row, so appends from every process form one linear chain
+// with gapless ids; the record and the new sealed head commit together.
+// Verification reads one snapshot that also holds the chain head.
+func newAuditLog(s *Store) auditLog {
+	in := func(opts pgx.TxOptions) func(context.Context, func(auditchain.Tx) error) error {
+		return func(ctx context.Context, fn func(auditchain.Tx) error) error {
+			return s.tx(ctx, opts, func(tx pgx.Tx) error { return fn(auditTx{tx}) })
+		}
+	}
+	return auditchain.NewLog(s.auditKey, in(readWrite), in(readOnly))
+}
+
+// auditTx is the PostgreSQL [auditchain.Tx].
+type auditTx struct{ tx pgx.Tx }
+
+// Head implements [auditchain.Tx]; lock takes the head's row lock, which
+// orders appends from every process into one linear chain.
+func (a auditTx) Head(ctx context.Context, lock bool) (auditchain.Head, error) {
 	q := "SELECT last_id, last_hash, key_id, head_mac FROM audit_head"
 	if lock {
 		q += " FOR UPDATE"
 	}
 	var h auditchain.Head
-	err := tx.QueryRow(ctx, q).Scan(&h.ID, &h.Hash, &h.KeyID, &h.MAC)
+	err := a.tx.QueryRow(ctx, q).Scan(&h.ID, &h.Hash, &h.KeyID, &h.MAC)
 	return h, err
 }
 
-// AppendAudit appends r to the keyed chain. The transaction locks the
-// audit_head row, so appends from every process form one linear chain with
-// gapless ids; the record and the new sealed head commit together.
-func (s *Store) AppendAudit(ctx context.Context, in sessions.NewAuditRecord) (sessions.AuditRecord, error) {
-	if err := in.CheckText(); err != nil {
-		return sessions.AuditRecord{}, err
+// Now implements [auditchain.Tx]: the database's clock.
+func (a auditTx) Now(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := a.tx.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
+		return time.Time{}, err
 	}
-	if in.Type == "" {
-		return sessions.AuditRecord{}, errors.New("append audit record: type is empty")
-	}
-	payload, err := auditchain.CanonicalPayload(in.Payload)
-	if err != nil {
-		return sessions.AuditRecord{}, fmt.Errorf("append audit record %q: %w", in.Type, err)
-	}
-	var out sessions.AuditRecord
-	err = s.tx(ctx, readWrite, func(tx pgx.Tx) error {
-		head, err := readHead(ctx, tx, true)
-		if err != nil {
-			return err
-		}
-		if err := auditchain.CheckAppend(s.auditKey, head); err != nil {
-			return err
-		}
-		out, err = s.appendAfter(ctx, tx, head, in, payload)
-		return err
-	})
-	if err != nil {
-		return sessions.AuditRecord{}, fmt.Errorf("append audit record %q: %w", in.Type, err)
-	}
-	return out, nil
+	return now.Truncate(time.Microsecond), nil
 }
 
-// appendAfter writes the record after head (whose row the caller locked)
-// and moves the sealed head.
-func (s *Store) appendAfter(ctx context.Context, tx pgx.Tx, head auditchain.Head, in sessions.NewAuditRecord, payload json.RawMessage) (sessions.AuditRecord, error) {
-	var now time.Time
-	if err := tx.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
-		return sessions.AuditRecord{}, err
-	}
-	out := auditchain.Next(s.auditKey, head, now.Truncate(time.Microsecond), in, payload)
-	h := auditchain.Seal(s.auditKey, out)
+// Write implements [auditchain.Tx].
+func (a auditTx) Write(ctx context.Context, rec sessions.AuditRecord, h auditchain.Head) error {
 	b := &pgx.Batch{}
 	b.Queue("INSERT INTO audit_records ("+auditColumns+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-		out.ID, out.TS, out.Type, out.Origin, out.SessionID, string(out.Payload), out.PrevHash, out.Hash)
+		rec.ID, rec.TS, rec.Type, rec.Origin, rec.SessionID, string(rec.Payload), rec.PrevHash, rec.Hash)
 	b.Queue("UPDATE audit_head SET last_id = $1, last_hash = $2, key_id = $3, head_mac = $4", h.ID, h.Hash, h.KeyID, h.MAC)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return sessions.AuditRecord{}, err
+	return a.tx.SendBatch(ctx, b).Close()
+}
+
+// Scan implements [auditchain.Tx].
+func (a auditTx) Scan(ctx context.Context, after int64, fn func(sessions.AuditRecord) bool) error {
+	return scanChain(ctx, a.tx, after, fn)
+}
+
+// Record implements [auditchain.Tx].
+func (a auditTx) Record(ctx context.Context, id int64) (sessions.AuditRecord, bool, error) {
+	r, err := scanAudit(a.tx.QueryRow(ctx, "SELECT "+auditColumns+" FROM audit_records WHERE id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sessions.AuditRecord{}, false, nil
 	}
-	return out, nil
+	return r, err == nil, err
+}
+
+// Unguarded implements [auditchain.Tx]: the append-only trigger is
+// disabled and enabled again inside the transaction (ALTER TABLE locks the
+// table, so nobody else sees it off).
+func (a auditTx) Unguarded(ctx context.Context, fn func() error) error {
+	if _, err := a.tx.Exec(ctx, "ALTER TABLE audit_records DISABLE TRIGGER audit_records_no_update_delete"); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	_, err := a.tx.Exec(ctx, "ALTER TABLE audit_records ENABLE TRIGGER audit_records_no_update_delete")
+	return err
+}
+
+// SetHashes implements [auditchain.Tx].
+func (a auditTx) SetHashes(ctx context.Context, batch []sessions.AuditRecord) error {
+	b := &pgx.Batch{}
+	for _, r := range batch {
+		b.Queue("UPDATE audit_records SET prev_hash = $1, hash = $2 WHERE id = $3", r.PrevHash, r.Hash, r.ID)
+	}
+	return a.tx.SendBatch(ctx, b).Close()
 }
 
 // keyAudit keys an unkeyed audit log (see [sessions.Options] and
-// [auditchain.Adopt]) in one transaction holding the head's row lock. The
-// append-only trigger is disabled for the rewrite and enabled again inside
-// the same transaction (ALTER TABLE locks the table, so nobody else sees it
-// off).
+// [auditchain.Adopt]) in one transaction holding the head's row lock.
 func (s *Store) keyAudit(ctx context.Context) error {
 	return s.tx(ctx, readWrite, func(tx pgx.Tx) error { return s.keyAuditTx(ctx, tx) })
 }
 
-// keyAuditTx is keyAudit within tx: the migration that creates a schema
-// keys its log in the same transaction, so no process ever sees it unkeyed.
+// keyAuditTx is keyAudit within tx (auditchain.Log.KeyTx).
 func (s *Store) keyAuditTx(ctx context.Context, tx pgx.Tx) error {
-	head, err := readHead(ctx, tx, true)
-	if err != nil {
-		return fmt.Errorf("key the audit log: %w", err)
-	}
-	scan := func(after int64, fn func(sessions.AuditRecord) bool) error { return scanChain(ctx, tx, after, fn) }
-	err = auditchain.Adopt(head, scan,
-		func() (auditchain.Head, error) { return s.rekeyRows(ctx, tx, scan) },
-		func(h auditchain.Head, in sessions.NewAuditRecord, payload json.RawMessage) error {
-			_, err := s.appendAfter(ctx, tx, h, in, payload)
-			return err
-		})
-	if err != nil {
-		return fmt.Errorf("key the audit log: %w", err)
-	}
-	return nil
-}
-
-// rekeyRows re-keys every row with the append-only trigger disabled.
-func (s *Store) rekeyRows(ctx context.Context, tx pgx.Tx, scan auditchain.Scan) (auditchain.Head, error) {
-	if _, err := tx.Exec(ctx, "ALTER TABLE audit_records DISABLE TRIGGER audit_records_no_update_delete"); err != nil {
-		return auditchain.Head{}, err
-	}
-	head, err := auditchain.Rekey(s.auditKey, scan, func(batch []sessions.AuditRecord) error {
-		b := &pgx.Batch{}
-		for _, r := range batch {
-			b.Queue("UPDATE audit_records SET prev_hash = $1, hash = $2 WHERE id = $3", r.PrevHash, r.Hash, r.ID)
-		}
-		return tx.SendBatch(ctx, b).Close()
-	})
-	if err != nil {
-		return auditchain.Head{}, err
-	}
-	if _, err := tx.Exec(ctx, "ALTER TABLE audit_records ENABLE TRIGGER audit_records_no_update_delete"); err != nil {
-		return auditchain.Head{}, err
-	}
-	return head, nil
+	return s.auditLog.KeyTx(ctx, auditTx{tx})
 }
 
 // scanChain streams the records after id after to fn in id order until fn
@@ -178,56 +163,4 @@ func (s *Store) TailAudit(ctx context.Context, n int) ([]sessions.AuditRecord, e
 		return nil, fmt.Errorf("tail audit: %w", err)
 	}
 	return out, nil
-}
-
-// VerifyAudit walks the whole chain in id order, streaming, from one
-// snapshot that also holds the chain head, and reports the first record
-// that was edited, deleted, inserted or moved, or a head moved back.
-func (s *Store) VerifyAudit(ctx context.Context, anchor *sessions.AuditHead) (sessions.AuditReport, error) {
-	if s.auditKey == nil {
-		return sessions.AuditReport{}, fmt.Errorf("verify audit: %w", auditchain.CheckAppend(nil, auditchain.Head{}))
-	}
-	var rep sessions.AuditReport
-	err := s.tx(ctx, readOnly, func(tx pgx.Tx) error {
-		head, err := readHead(ctx, tx, false)
-		if err != nil {
-			return err
-		}
-		v := auditchain.NewVerifier(s.auditKey, head, anchor)
-		if err := scanChain(ctx, tx, 0, v.Add); err != nil {
-			return err
-		}
-		rep = v.Finish()
-		return nil
-	})
-	if err != nil {
-		return sessions.AuditReport{}, fmt.Errorf("verify audit: %w", err)
-	}
-	return rep, nil
-}
-
-// CheckAuditAnchor implements [sessions.Store].
-func (s *Store) CheckAuditAnchor(ctx context.Context, anchor *sessions.AuditHead) (sessions.AuditHead, error) {
-	var head auditchain.Head
-	err := s.tx(ctx, readOnly, func(tx pgx.Tx) error {
-		var err error
-		if head, err = readHead(ctx, tx, false); err != nil {
-			return err
-		}
-		var rec *sessions.AuditRecord
-		if anchor != nil {
-			r, err := scanAudit(tx.QueryRow(ctx, "SELECT "+auditColumns+" FROM audit_records WHERE id = $1", anchor.ID))
-			switch {
-			case err == nil:
-				rec = &r
-			case !errors.Is(err, pgx.ErrNoRows):
-				return err
-			}
-		}
-		return auditchain.CheckAnchor(s.auditKey, head, anchor, rec)
-	})
-	if err != nil {
-		return sessions.AuditHead{}, fmt.Errorf("check the audit anchor: %w", err)
-	}
-	return sessions.AuditHead{ID: head.ID, MAC: head.Hash}, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -351,16 +350,6 @@ func indexMemory(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// isASCII reports whether s is all ASCII.
-func isASCII(s string) bool {
-	for i := range len(s) {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
 // GrepMemory returns the lines containing substring under pathPrefix, in
 // path order with the trusted layer before the sources of a path (sources
 // oldest first), at most limit hits (0 or less: no limit). The database
@@ -382,7 +371,7 @@ func (s *Store) GrepMemory(ctx context.Context, substring, pathPrefix string, ca
 	filter, needle := "strpos(content, $2) > 0", substring
 	if !caseSensitive {
 		filter, needle = "strpos(lower(content), $2) > 0", strings.ToLower(substring)
-		if !isASCII(substring) {
+		if !grep.ASCII(substring) {
 			filter = "$2::text IS NOT NULL"
 		}
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/internal/ids"
+	"github.com/openprogram/openprogram/sessions/internal/input"
+	"github.com/openprogram/openprogram/sessions/internal/rowerr"
 )
 
 const sessionColumns = "id, agent_id, title, source, created_at, updated_at, COALESCE(head_id, ''), archived"
@@ -62,22 +64,13 @@ func (s *Store) CreateSession(ctx context.Context, in sessions.Session) (session
 
 // GetSession returns the session with id, or ErrNotFound.
 func (s *Store) GetSession(ctx context.Context, id string) (sessions.Session, error) {
-	if sessions.HasNUL(id) {
-		return sessions.Session{}, fmt.Errorf("session: %w", sessions.ErrNotFound)
-	}
-	var out sessions.Session
-	err := s.run(ctx, func(q querier) error {
-		var err error
-		out, err = scanSession(q.QueryRow(ctx, "SELECT "+sessionColumns+" FROM sessions WHERE id = $1", id))
-		return err
+	return rowerr.Get("session", id, pgx.ErrNoRows, func() (out sessions.Session, err error) {
+		err = s.run(ctx, func(q querier) error {
+			out, err = scanSession(q.QueryRow(ctx, "SELECT "+sessionColumns+" FROM sessions WHERE id = $1", id))
+			return err
+		})
+		return out, err
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, sessions.ErrNotFound)
-	}
-	if err != nil {
-		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, err)
-	}
-	return out, nil
 }
 
 // ListSessions returns up to limit non-archived sessions, most recently
@@ -108,13 +101,8 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]sessions.Session
 // UpdateSession applies u (nil fields are kept) and returns the session,
 // or ErrNotFound. A change bumps updated_at, never backwards.
 func (s *Store) UpdateSession(ctx context.Context, id string, u sessions.SessionUpdate) (sessions.Session, error) {
-	if sessions.HasNUL(id) {
-		return sessions.Session{}, fmt.Errorf("session: %w", sessions.ErrNotFound)
-	}
-	if u.Title != nil {
-		if err := sessions.CheckText("title", *u.Title); err != nil {
-			return sessions.Session{}, err
-		}
+	if err := input.Update(id, u); err != nil {
+		return sessions.Session{}, err
 	}
 	var out sessions.Session
 	err := s.tx(ctx, readWrite, func(tx pgx.Tx) error {
@@ -127,13 +115,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, u sessions.Session
 			WHERE id = $1 RETURNING `+sessionColumns, id, u.Title, u.Archived))
 		return err
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return sessions.Session{}, fmt.Errorf("update session %q: %w", id, sessions.ErrNotFound)
-	}
-	if err != nil {
-		return sessions.Session{}, fmt.Errorf("update session %q: %w", id, err)
-	}
-	return out, nil
+	return rowerr.One(fmt.Sprintf("update session %q", id), pgx.ErrNoRows, out, err)
 }
 
 // DeleteSession deletes the session, its messages, its standing approvals
@@ -173,28 +155,14 @@ func scanMessage(row pgx.Row) (sessions.Message, error) {
 	return m, nil
 }
 
-func validRole(r string) bool {
-	switch r {
-	case sessions.RoleUser, sessions.RoleAssistant, sessions.RoleTool, sessions.RoleSystem:
-		return true
-	}
-	return false
-}
-
 // AppendMessages appends msgs as a chain under parentID ("" for a root) and,
 // when moveHead is true, moves the head to the last one and bumps
 // updated_at, in one transaction: a crash leaves either nothing of the
 // turn or all of it. The database checks that the session exists and that
 // the parent belongs to it (ErrNotFound otherwise).
 func (s *Store) AppendMessages(ctx context.Context, sessionID, parentID string, msgs []sessions.NewMessage, moveHead bool) ([]sessions.Message, error) {
-	if sessions.HasNUL(sessionID, parentID) {
-		return nil, fmt.Errorf("session or parent: %w", sessions.ErrNotFound)
-	}
-	if err := sessions.CheckMessages(msgs); err != nil {
+	if err := input.Append(sessionID, parentID, msgs); err != nil {
 		return nil, err
-	}
-	if len(msgs) == 0 {
-		return nil, fmt.Errorf("append messages to session %q: no messages", sessionID)
 	}
 	n := len(msgs)
 	var (
@@ -206,16 +174,10 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID, parentID string, 
 	)
 	prev := parentID
 	for i, m := range msgs {
-		if !validRole(m.Role) {
-			return nil, fmt.Errorf("append messages to session %q: message %d has role %q, want user, assistant, tool or system", sessionID, i, m.Role)
-		}
 		if err := checkText(fmt.Sprintf("message %d content", i), m.Content); err != nil {
 			return nil, fmt.Errorf("append messages to session %q: %w", sessionID, err)
 		}
 		if len(m.Metadata) > 0 {
-			if !json.Valid(m.Metadata) {
-				return nil, fmt.Errorf("append messages to session %q: message %d metadata is not valid JSON", sessionID, i)
-			}
 			meta := string(m.Metadata)
 			metaCol[i] = &meta
 		}
@@ -282,22 +244,13 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID, parentID string, 
 
 // GetMessage returns the message with id, or ErrNotFound.
 func (s *Store) GetMessage(ctx context.Context, id string) (sessions.Message, error) {
-	if sessions.HasNUL(id) {
-		return sessions.Message{}, fmt.Errorf("message: %w", sessions.ErrNotFound)
-	}
-	var out sessions.Message
-	err := s.run(ctx, func(q querier) error {
-		var err error
-		out, err = scanMessage(q.QueryRow(ctx, "SELECT "+messageColumns+" FROM messages WHERE id = $1", id))
-		return err
+	return rowerr.Get("message", id, pgx.ErrNoRows, func() (out sessions.Message, err error) {
+		err = s.run(ctx, func(q querier) error {
+			out, err = scanMessage(q.QueryRow(ctx, "SELECT "+messageColumns+" FROM messages WHERE id = $1", id))
+			return err
+		})
+		return out, err
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return sessions.Message{}, fmt.Errorf("get message %q: %w", id, sessions.ErrNotFound)
-	}
-	if err != nil {
-		return sessions.Message{}, fmt.Errorf("get message %q: %w", id, err)
-	}
-	return out, nil
 }
 
 // Branch returns the chain from the session's head to the root, root

@@ -59,6 +59,9 @@ type Store struct {
 	reached atomic.Bool
 	// waiting: a call is waiting for the server (logged once per outage).
 	waiting atomic.Bool
+
+	taskRules // the sessions.TaskStore methods but PurgeExpiredTasks, over taskSQL
+	auditLog  // AppendAudit, VerifyAudit, CheckAuditAnchor, over auditTx
 }
 
 // Pool defaults, for many processes sharing one server: every `mcp serve`
@@ -164,6 +167,8 @@ func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, 
 	}
 	st := &Store{pool: pool, auditKey: bytes.Clone(opts.AuditKey), acquireWait: DefaultAcquireWait,
 		addr: serverAddr(cfg.ConnConfig.Config), log: opts.Logger}
+	st.taskRules = newTaskRules(st)
+	st.auditLog = newAuditLog(st)
 	if err := st.migrate(ctx, !opts.NoMigrate); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store %s: %w", sessions.RedactURL(dsn), err)

@@ -3,68 +3,86 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/internal/auditchain"
 )
 
-// AppendAudit implements [sessions.Store]. The write transaction reads the
-// chain head, so concurrent appends (any process) chain one after another.
-func (s *Store) AppendAudit(ctx context.Context, r sessions.NewAuditRecord) (sessions.AuditRecord, error) {
-	if err := r.CheckText(); err != nil {
-		return sessions.AuditRecord{}, err
-	}
-	if r.Type == "" {
-		return sessions.AuditRecord{}, errors.New("append audit record: empty type")
-	}
-	payload, err := auditchain.CanonicalPayload(r.Payload)
-	if err != nil {
-		return sessions.AuditRecord{}, fmt.Errorf("append audit record %q: %w", r.Type, err)
-	}
-	var rec sessions.AuditRecord
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		head, err := readHead(ctx, tx)
-		if err != nil {
-			return err
+// auditLog, embedded in Store, gives it AppendAudit, VerifyAudit and
+// CheckAuditAnchor: the chain's rules over auditTx.
+type auditLog = auditchain.Log
+
+// newAuditLog returns the audit log of s. Appends run in a write
+// transaction (BEGIN IMMEDIATE), so concurrent appends (any process) chain
+// one after another; verification reads one snapshot.
+func newAuditLog(s *Store) auditLog {
+	in := func(begin func(context.Context, func(*sql.Tx) error) error) func(context.Context, func(auditchain.Tx) error) error {
+		return func(ctx context.Context, fn func(auditchain.Tx) error) error {
+			return begin(ctx, func(tx *sql.Tx) error { return fn(auditTx{tx}) })
 		}
-		if err := auditchain.CheckAppend(s.auditKey, head); err != nil {
-			return err
-		}
-		rec, err = s.appendAfter(ctx, tx, head, r, payload)
-		return err
-	})
-	if err != nil {
-		return sessions.AuditRecord{}, fmt.Errorf("append audit record %q: %w", r.Type, err)
 	}
-	return rec, nil
+	return auditchain.NewLog(s.auditKey, in(s.writeTx), in(s.readTx))
 }
 
-// appendAfter writes the record after head and moves the sealed head.
-func (s *Store) appendAfter(ctx context.Context, tx *sql.Tx, head auditchain.Head, r sessions.NewAuditRecord, payload json.RawMessage) (sessions.AuditRecord, error) {
-	rec := auditchain.Next(s.auditKey, head, fromMicros(nowMicros()), r, payload)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_log (id, ts, type, origin, session_id, payload, prev_hash, hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		rec.ID, micros(rec.TS), rec.Type, rec.Origin, rec.SessionID, string(rec.Payload), rec.PrevHash, rec.Hash); err != nil {
-		return sessions.AuditRecord{}, err
-	}
-	h := auditchain.Seal(s.auditKey, rec)
-	if _, err := tx.ExecContext(ctx, `UPDATE audit_head SET last_id = ?, last_hash = ?, key_id = ?, head_mac = ? WHERE id = 1`,
-		h.ID, h.Hash, h.KeyID, h.MAC); err != nil {
-		return sessions.AuditRecord{}, err
-	}
-	return rec, nil
-}
+// auditTx is the SQLite [auditchain.Tx].
+type auditTx struct{ tx *sql.Tx }
 
-func readHead(ctx context.Context, tx *sql.Tx) (auditchain.Head, error) {
+// Head implements [auditchain.Tx]; a write transaction already holds
+// SQLite's one writer lock.
+func (a auditTx) Head(ctx context.Context, _ bool) (auditchain.Head, error) {
 	var h auditchain.Head
-	err := tx.QueryRowContext(ctx, `SELECT last_id, last_hash, key_id, head_mac FROM audit_head WHERE id = 1`).
+	err := a.tx.QueryRowContext(ctx, `SELECT last_id, last_hash, key_id, head_mac FROM audit_head WHERE id = 1`).
 		Scan(&h.ID, &h.Hash, &h.KeyID, &h.MAC)
 	return h, err
+}
+
+// Now implements [auditchain.Tx]: this process's clock.
+func (auditTx) Now(context.Context) (time.Time, error) { return fromMicros(nowMicros()), nil }
+
+// Write implements [auditchain.Tx].
+func (a auditTx) Write(ctx context.Context, rec sessions.AuditRecord, h auditchain.Head) error {
+	if _, err := a.tx.ExecContext(ctx, `INSERT INTO audit_log (id, ts, type, origin, session_id, payload, prev_hash, hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		rec.ID, micros(rec.TS), rec.Type, rec.Origin, rec.SessionID, string(rec.Payload), rec.PrevHash, rec.Hash); err != nil {
+		return err
+	}
+	_, err := a.tx.ExecContext(ctx, `UPDATE audit_head SET last_id = ?, last_hash = ?, key_id = ?, head_mac = ? WHERE id = 1`,
+		h.ID, h.Hash, h.KeyID, h.MAC)
+	return err
+}
+
+// Scan implements [auditchain.Tx].
+func (a auditTx) Scan(ctx context.Context, after int64, fn func(sessions.AuditRecord) bool) error {
+	return scanChain(ctx, a.tx, after, fn)
+}
+
+// Record implements [auditchain.Tx].
+func (a auditTx) Record(ctx context.Context, id int64) (sessions.AuditRecord, bool, error) {
+	r, err := scanAudit(a.tx.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_log WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sessions.AuditRecord{}, false, nil
+	}
+	return r, err == nil, err
+}
+
+// Unguarded implements [auditchain.Tx] (withoutAuditTriggers).
+func (a auditTx) Unguarded(ctx context.Context, fn func() error) error {
+	return withoutAuditTriggers(ctx, a.tx, fn)
+}
+
+// SetHashes implements [auditchain.Tx].
+func (a auditTx) SetHashes(ctx context.Context, batch []sessions.AuditRecord) error {
+	for _, r := range batch {
+		if _, err := a.tx.ExecContext(ctx, `UPDATE audit_log SET prev_hash = ?, hash = ? WHERE id = ?`, r.PrevHash, r.Hash, r.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // keyAudit keys an unkeyed audit log (see [sessions.Options] and
@@ -75,42 +93,9 @@ func (s *Store) keyAudit(ctx context.Context) error {
 	return s.writeTx(ctx, func(tx *sql.Tx) error { return s.keyAuditTx(ctx, tx) })
 }
 
-// keyAuditTx is keyAudit within tx: the migration that creates a store
-// keys its log in the same transaction, so no process ever sees it unkeyed.
+// keyAuditTx is keyAudit within tx (auditchain.Log.KeyTx).
 func (s *Store) keyAuditTx(ctx context.Context, tx *sql.Tx) error {
-	head, err := readHead(ctx, tx)
-	if err != nil {
-		return fmt.Errorf("key the audit log: %w", err)
-	}
-	scan := func(after int64, fn func(sessions.AuditRecord) bool) error { return scanChain(ctx, tx, after, fn) }
-	err = auditchain.Adopt(head, scan,
-		func() (auditchain.Head, error) { return s.rekeyRows(ctx, tx, scan) },
-		func(h auditchain.Head, in sessions.NewAuditRecord, payload json.RawMessage) error {
-			_, err := s.appendAfter(ctx, tx, h, in, payload)
-			return err
-		})
-	if err != nil {
-		return fmt.Errorf("key the audit log: %w", err)
-	}
-	return nil
-}
-
-// rekeyRows re-keys every row with the triggers dropped and recreated.
-func (s *Store) rekeyRows(ctx context.Context, tx *sql.Tx, scan auditchain.Scan) (auditchain.Head, error) {
-	var head auditchain.Head
-	err := withoutAuditTriggers(ctx, tx, func() error {
-		var err error
-		head, err = auditchain.Rekey(s.auditKey, scan, func(batch []sessions.AuditRecord) error {
-			for _, r := range batch {
-				if _, err := tx.ExecContext(ctx, `UPDATE audit_log SET prev_hash = ?, hash = ? WHERE id = ?`, r.PrevHash, r.Hash, r.ID); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		return err
-	})
-	return head, err
+	return s.auditLog.KeyTx(ctx, auditTx{tx})
 }
 
 // withoutAuditTriggers runs fn in tx with audit_log's append-only
@@ -166,21 +151,9 @@ func scanAudit(r scanner) (sessions.AuditRecord, error) {
 // scanChain feeds the records after id after to fn in id order until fn
 // returns false.
 func scanChain(ctx context.Context, tx *sql.Tx, after int64, fn func(sessions.AuditRecord) bool) error {
-	rows, err := tx.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit_log WHERE id > ? ORDER BY id`, after)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		rec, err := scanAudit(rows)
-		if err != nil {
-			return err
-		}
-		if !fn(rec) {
-			break
-		}
-	}
-	return rows.Err()
+	return eachRow(func() (*sql.Rows, error) {
+		return tx.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit_log WHERE id > ? ORDER BY id`, after)
+	}, scanAudit, fn)
 }
 
 // TailAudit implements [sessions.Store].
@@ -189,72 +162,12 @@ func (s *Store) TailAudit(ctx context.Context, n int) ([]sessions.AuditRecord, e
 	if n <= 0 {
 		return out, nil
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit_log ORDER BY id DESC LIMIT ?`, n)
+	err := eachRow(func() (*sql.Rows, error) {
+		return s.r.QueryContext(ctx, `SELECT `+auditColumns+` FROM audit_log ORDER BY id DESC LIMIT ?`, n)
+	}, scanAudit, func(rec sessions.AuditRecord) bool { out = append(out, rec); return true })
 	if err != nil {
-		return nil, fmt.Errorf("tail audit: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		rec, err := scanAudit(rows)
-		if err != nil {
-			return nil, fmt.Errorf("tail audit: %w", err)
-		}
-		out = append(out, rec)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("tail audit: %w", err)
 	}
 	slices.Reverse(out)
 	return out, nil
-}
-
-// VerifyAudit implements [sessions.Store]: it walks the chain in id order
-// in one snapshot and compares its end with the sealed chain head.
-func (s *Store) VerifyAudit(ctx context.Context, anchor *sessions.AuditHead) (sessions.AuditReport, error) {
-	if s.auditKey == nil {
-		return sessions.AuditReport{}, fmt.Errorf("verify audit: %w", auditchain.CheckAppend(nil, auditchain.Head{}))
-	}
-	var rep sessions.AuditReport
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		head, err := readHead(ctx, tx)
-		if err != nil {
-			return err
-		}
-		v := auditchain.NewVerifier(s.auditKey, head, anchor)
-		if err := scanChain(ctx, tx, 0, v.Add); err != nil {
-			return err
-		}
-		rep = v.Finish()
-		return nil
-	})
-	if err != nil {
-		return sessions.AuditReport{}, fmt.Errorf("verify audit: %w", err)
-	}
-	return rep, nil
-}
-
-// CheckAuditAnchor implements [sessions.Store].
-func (s *Store) CheckAuditAnchor(ctx context.Context, anchor *sessions.AuditHead) (sessions.AuditHead, error) {
-	var head auditchain.Head
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		if head, err = readHead(ctx, tx); err != nil {
-			return err
-		}
-		var rec *sessions.AuditRecord
-		if anchor != nil {
-			r, err := scanAudit(tx.QueryRowContext(ctx, `SELECT `+auditColumns+` FROM audit_log WHERE id = ?`, anchor.ID))
-			switch {
-			case err == nil:
-				rec = &r
-			case !errors.Is(err, sql.ErrNoRows):
-				return err
-			}
-		}
-		return auditchain.CheckAnchor(s.auditKey, head, anchor, rec)
-	})
-	if err != nil {
-		return sessions.AuditHead{}, fmt.Errorf("check the audit anchor: %w", err)
-	}
-	return sessions.AuditHead{ID: head.ID, MAC: head.Hash}, nil
 }

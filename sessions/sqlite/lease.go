@@ -39,15 +39,7 @@ func (s *Store) AcquireTurn(ctx context.Context, sessionID, owner string, ttl ti
 		ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
 		WHERE turn_leases.owner = excluded.owner OR turn_leases.expires_at <= ?4`,
 			sessionID, owner, micros(now.Add(ttl)), micros(now))
-		if err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		} else if n == 0 {
-			return fmt.Errorf("%s: %w", op, sessions.ErrBusy)
-		}
-		return nil
+		return oneRow(op, sessions.ErrBusy, res, err)
 	}, func(ctx context.Context) error {
 		return s.ReleaseTurn(ctx, sessionID, owner)
 	})
@@ -62,15 +54,7 @@ func (s *Store) RenewTurn(ctx context.Context, sessionID, owner string, ttl time
 	}
 	res, err := s.w.ExecContext(ctx, `UPDATE turn_leases SET expires_at = ? WHERE session_id = ? AND owner = ?`,
 		micros(time.Now().Add(ttl)), sessionID, owner)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	} else if n == 0 {
-		return fmt.Errorf("%s: %w", op, sessions.ErrLeaseLost)
-	}
-	return nil
+	return oneRow(op, sessions.ErrLeaseLost, res, err)
 }
 
 // ReleaseTurn implements [sessions.Store].

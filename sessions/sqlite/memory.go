@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/internal/fulltext"
@@ -417,15 +416,6 @@ func readDocs(ctx context.Context, tx *sql.Tx, query string, after int64) ([]doc
 	return out, rows.Err()
 }
 
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
 // GrepMemory implements [sessions.Store]. SQL narrows to documents that
 // contain the substring; lines are matched in Go. limit <= 0: no limit.
 func (s *Store) GrepMemory(ctx context.Context, substring, pathPrefix string, caseSensitive bool, limit int) ([]sessions.MemoryHit, error) {
@@ -442,7 +432,7 @@ func (s *Store) GrepMemory(ctx context.Context, substring, pathPrefix string, ca
 	switch {
 	case caseSensitive:
 		filter, filterArgs = "instr(d.content, ?) > 0", []any{substring}
-	case isASCII(substring): // SQLite's lower() folds ASCII only
+	case grep.ASCII(substring): // SQLite's lower() folds ASCII only
 		filter, filterArgs = "instr(lower(d.content), ?) > 0", []any{strings.ToLower(substring)}
 	}
 	cond, condArgs := pathRange("d.path", pathPrefix)
@@ -523,20 +513,13 @@ func (s *Store) GetMemory(ctx context.Context, path string) (sessions.MemoryPage
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+sourceColumns+` FROM memory_sources WHERE path = ? ORDER BY id`, path)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			src, err := scanSource(rows)
-			if err != nil {
-				return err
-			}
+		return eachRow(func() (*sql.Rows, error) {
+			return tx.QueryContext(ctx, `SELECT `+sourceColumns+` FROM memory_sources WHERE path = ? ORDER BY id`, path)
+		}, scanSource, func(src sessions.Source) bool {
 			page.Sources = append(page.Sources, src)
 			page.Revision = max(page.Revision, src.Revision)
-		}
-		return rows.Err()
+			return true
+		})
 	})
 	if err != nil {
 		return sessions.MemoryPage{}, fmt.Errorf("get memory %q: %w", path, err)

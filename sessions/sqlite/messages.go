@@ -10,6 +10,8 @@ import (
 
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/internal/ids"
+	"github.com/openprogram/openprogram/sessions/internal/input"
+	"github.com/openprogram/openprogram/sessions/internal/rowerr"
 )
 
 // testHookInTurn, when set (tests only), runs inside AppendMessages' write
@@ -33,33 +35,11 @@ func internRole(r string) string {
 	return r
 }
 
-func validRole(r string) bool {
-	switch r {
-	case sessions.RoleUser, sessions.RoleAssistant, sessions.RoleTool, sessions.RoleSystem:
-		return true
-	}
-	return false
-}
-
 // AppendMessages implements [sessions.Store]: the messages, the head move
 // and updated_at are one BEGIN IMMEDIATE transaction.
 func (s *Store) AppendMessages(ctx context.Context, sessionID, parentID string, msgs []sessions.NewMessage, moveHead bool) ([]sessions.Message, error) {
-	if sessions.HasNUL(sessionID, parentID) {
-		return nil, fmt.Errorf("session or parent: %w", sessions.ErrNotFound)
-	}
-	if err := sessions.CheckMessages(msgs); err != nil {
+	if err := input.Append(sessionID, parentID, msgs); err != nil {
 		return nil, err
-	}
-	if len(msgs) == 0 {
-		return nil, fmt.Errorf("append messages to session %q: no messages", sessionID)
-	}
-	for i, m := range msgs {
-		if !validRole(m.Role) {
-			return nil, fmt.Errorf("append messages to session %q: message %d has role %q, want user, assistant, tool or system", sessionID, i, m.Role)
-		}
-		if !validJSON(m.Metadata) {
-			return nil, fmt.Errorf("append messages to session %q: message %d metadata is not valid JSON", sessionID, i)
-		}
 	}
 	now := nowMicros()
 	out := make([]sessions.Message, len(msgs))
@@ -213,17 +193,9 @@ func scanMessage(r scanner) (sessions.Message, error) {
 
 // GetMessage implements [sessions.Store].
 func (s *Store) GetMessage(ctx context.Context, id string) (sessions.Message, error) {
-	if sessions.HasNUL(id) {
-		return sessions.Message{}, fmt.Errorf("message: %w", sessions.ErrNotFound)
-	}
-	m, err := scanMessage(s.r.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return sessions.Message{}, fmt.Errorf("get message %q: %w", id, sessions.ErrNotFound)
-	}
-	if err != nil {
-		return sessions.Message{}, fmt.Errorf("get message %q: %w", id, err)
-	}
-	return m, nil
+	return rowerr.Get("message", id, sql.ErrNoRows, func() (sessions.Message, error) {
+		return scanMessage(s.r.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, id))
+	})
 }
 
 // Branch implements [sessions.Store]. A recursive query walks from the
@@ -354,13 +326,6 @@ func (s *Store) SetHead(ctx context.Context, sessionID, messageID string) error 
 	res, err := s.w.ExecContext(ctx, `UPDATE sessions SET head_id = ?1, updated_at = max(updated_at, ?2)
 		WHERE id = ?3 AND EXISTS (SELECT 1 FROM messages WHERE id = ?1 AND session_id = ?3)`,
 		messageID, nowMicros(), sessionID)
-	if err != nil {
-		return fmt.Errorf("set head of session %q to %q: %w", sessionID, messageID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("set head of session %q to %q: %w", sessionID, messageID, err)
-	} else if n == 0 {
-		return fmt.Errorf("set head of session %q to %q: session or message of that session: %w", sessionID, messageID, sessions.ErrNotFound)
-	}
-	return nil
+	return oneRow(fmt.Sprintf("set head of session %q to %q", sessionID, messageID),
+		fmt.Errorf("session or message of that session: %w", sessions.ErrNotFound), res, err)
 }

@@ -3,12 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/internal/input"
+	"github.com/openprogram/openprogram/sessions/internal/rowerr"
 )
 
 func micros(t time.Time) int64     { return t.UnixMicro() }
@@ -60,13 +61,8 @@ func (s *Store) CreateSession(ctx context.Context, in sessions.Session) (session
 	res, err := s.w.ExecContext(ctx, `INSERT INTO sessions (id, agent_id, title, source, created_at, updated_at, head_id, archived)
 		VALUES (?, ?, ?, ?, ?, ?, NULL, ?) ON CONFLICT (id) DO NOTHING`,
 		in.ID, in.AgentID, in.Title, in.Source, created, updated, boolInt(in.Archived))
-	if err != nil {
-		return sessions.Session{}, fmt.Errorf("create session %q: %w", in.ID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return sessions.Session{}, fmt.Errorf("create session %q: %w", in.ID, err)
-	} else if n == 0 {
-		return sessions.Session{}, fmt.Errorf("create session %q: %w", in.ID, sessions.ErrExists)
+	if err := oneRow(fmt.Sprintf("create session %q", in.ID), sessions.ErrExists, res, err); err != nil {
+		return sessions.Session{}, err
 	}
 	out := in
 	out.HeadID = ""
@@ -84,21 +80,13 @@ const (
 
 // GetSession implements [sessions.Store].
 func (s *Store) GetSession(ctx context.Context, id string) (sessions.Session, error) {
-	if sessions.HasNUL(id) {
-		return sessions.Session{}, fmt.Errorf("session: %w", sessions.ErrNotFound)
-	}
-	st, err := s.readStmt(ctx, getSessionQuery)
-	if err != nil {
-		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, err)
-	}
-	got, err := scanSession(st.QueryRowContext(ctx, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, sessions.ErrNotFound)
-	}
-	if err != nil {
-		return sessions.Session{}, fmt.Errorf("get session %q: %w", id, err)
-	}
-	return got, nil
+	return rowerr.Get("session", id, sql.ErrNoRows, func() (sessions.Session, error) {
+		st, err := s.readStmt(ctx, getSessionQuery)
+		if err != nil {
+			return sessions.Session{}, err
+		}
+		return scanSession(st.QueryRowContext(ctx, id))
+	})
 }
 
 // ListSessions implements [sessions.Store]. It walks the partial index
@@ -141,13 +129,8 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]sessions.Session
 
 // UpdateSession implements [sessions.Store].
 func (s *Store) UpdateSession(ctx context.Context, id string, u sessions.SessionUpdate) (sessions.Session, error) {
-	if sessions.HasNUL(id) {
-		return sessions.Session{}, fmt.Errorf("session: %w", sessions.ErrNotFound)
-	}
-	if u.Title != nil {
-		if err := sessions.CheckText("title", *u.Title); err != nil {
-			return sessions.Session{}, err
-		}
+	if err := input.Update(id, u); err != nil {
+		return sessions.Session{}, err
 	}
 	var title, archived any
 	if u.Title != nil {
@@ -161,13 +144,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, u sessions.Session
 			archived = coalesce(?2, archived),
 			updated_at = CASE WHEN ?1 IS NULL AND ?2 IS NULL THEN updated_at ELSE max(updated_at, ?3) END
 		WHERE id = ?4 RETURNING `+sessionColumns, title, archived, nowMicros(), id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return sessions.Session{}, fmt.Errorf("update session %q: %w", id, sessions.ErrNotFound)
-	}
-	if err != nil {
-		return sessions.Session{}, fmt.Errorf("update session %q: %w", id, err)
-	}
-	return got, nil
+	return rowerr.One(fmt.Sprintf("update session %q", id), sql.ErrNoRows, got, err)
 }
 
 // DeleteSession implements [sessions.Store]. Messages and standing
@@ -179,19 +156,51 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	}
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
-		if err != nil {
-			return fmt.Errorf("delete session %q: %w", id, err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("delete session %q: %w", id, err)
-		} else if n == 0 {
-			return fmt.Errorf("delete session %q: %w", id, sessions.ErrNotFound)
+		if err := oneRow(fmt.Sprintf("delete session %q", id), sessions.ErrNotFound, res, err); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM turn_leases WHERE session_id = ?`, id); err != nil {
 			return fmt.Errorf("delete session %q: drop lease: %w", id, err)
 		}
 		return nil
 	})
+}
+
+// eachRow runs query and feeds its rows, read by scan, to fn until fn
+// returns false.
+func eachRow[T any](query func() (*sql.Rows, error), scan func(scanner) (T, error), fn func(T) bool) error {
+	rows, err := query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return err
+		}
+		if !fn(v) {
+			break
+		}
+	}
+	return rows.Err()
+}
+
+// oneRow is the outcome of op, a statement (res, err) that changes one
+// row: an error wrapped with op, none wrapped with op when it changed
+// nothing, or nil.
+func oneRow(op string, none error, res sql.Result, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", op, none)
+	}
+	return nil
 }
 
 // writeTx runs fn in a BEGIN IMMEDIATE transaction on the writer connection.
@@ -218,8 +227,4 @@ func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	defer tx.Rollback()
 	return fn(tx)
-}
-
-func validJSON(raw json.RawMessage) bool {
-	return len(raw) == 0 || json.Valid(raw)
 }

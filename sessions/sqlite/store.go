@@ -63,6 +63,9 @@ type Store struct {
 	stmts  map[string]*sql.Stmt // hot read queries on r, prepared on first use; see readStmt
 
 	auditKey []byte // nil: audit appends and verification fail closed
+
+	taskRules // the sessions.TaskStore methods but PurgeExpiredTasks, over taskSQL
+	auditLog  // AppendAudit, VerifyAudit, CheckAuditAnchor, over auditTx
 }
 
 var _ sessions.Store = (*Store)(nil)
@@ -185,6 +188,8 @@ func acquireFile(path string) (empty bool, release func(), err error) {
 
 func open(ctx context.Context, path string, opts *sessions.Options) (*Store, error) {
 	s := &Store{path: path, auditKey: bytes.Clone(opts.AuditKey)}
+	s.taskRules = newTaskRules(s)
+	s.auditLog = newAuditLog(s)
 	var err error
 	if s.w, err = sql.Open("sqlite", connString(path, false)); err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/runtime/builtin/internal/tooldef"
+	"github.com/openprogram/openprogram/runtime/internal/opt"
 	"github.com/openprogram/openprogram/runtime/secretenv"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
@@ -94,35 +96,19 @@ func New(opts *Options) tool.Tool {
 	if o.Shell == "" {
 		o.Shell = "bash"
 	}
-	if o.DefaultTimeout <= 0 {
-		o.DefaultTimeout = DefaultTimeout
-	}
-	if o.KillGrace <= 0 {
-		o.KillGrace = DefaultKillGrace
-	}
-	if o.DrainTimeout <= 0 {
-		o.DrainTimeout = DefaultDrainTimeout
-	}
-	if o.MaxOutputBytes <= 0 {
-		o.MaxOutputBytes = DefaultMaxOutputBytes
-	}
-	if o.MaxUpdateLines <= 0 {
-		o.MaxUpdateLines = DefaultMaxUpdateLines
-	}
+	opt.Positive(&o.DefaultTimeout, DefaultTimeout)
+	opt.Positive(&o.KillGrace, DefaultKillGrace)
+	opt.Positive(&o.DrainTimeout, DefaultDrainTimeout)
+	opt.Positive(&o.MaxOutputBytes, DefaultMaxOutputBytes)
+	opt.Positive(&o.MaxUpdateLines, DefaultMaxUpdateLines)
 	return b
 }
 
-const schema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "command": {"type": "string", "minLength": 1, "description": "The command, run as bash -c in the working directory."},
-    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds. Default 30000, at most 600000."},
-    "description": {"type": "string", "description": "A few words saying what the command does."}
-  },
-  "required": ["command"],
-  "additionalProperties": false
-}`
+var schema = tooldef.Object([]string{"command"},
+	`"command": {"type": "string", "minLength": 1, "description": "The command, run as bash -c in the working directory."}`,
+	`"timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds. Default 30000, at most 600000."}`,
+	`"description": {"type": "string", "description": "A few words saying what the command does."}`,
+)
 
 type args struct {
 	Command     string `json:"command"`

@@ -128,15 +128,9 @@ type applyPatchArgs struct {
 	Patch string `json:"patch"`
 }
 
-const applyPatchSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "patch": {"type": "string", "minLength": 1, "description": "The patch, from *** Begin Patch to *** End Patch, with *** Add File / *** Update File (optionally *** Move to) / *** Delete File sections; update hunks start with @@ and hold context ( ), removed (-) and added (+) lines."}
-  },
-  "required": ["patch"],
-  "additionalProperties": false
-}`
+var applyPatchSchema = tooldef.Object([]string{"patch"},
+	`"patch": {"type": "string", "minLength": 1, "description": "The patch, from *** Begin Patch to *** End Patch, with *** Add File / *** Update File (optionally *** Move to) / *** Delete File sections; update hunks start with @@ and hold context ( ), removed (-) and added (+) lines."}`,
+)
 
 func (c *config) applyPatchTool() tool.Tool {
 	return tooldef.New("apply_patch",

@@ -30,17 +30,31 @@ type readArgs struct {
 	Limit  int    `json:"limit"`
 }
 
-const readSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "File to read, absolute or relative to the working directory."},
-    "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "Number of lines to return. Default 2000."}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`
+var readSchema = tooldef.Object([]string{"path"},
+	`"path": {"type": "string", "minLength": 1, "description": "File to read, absolute or relative to the working directory."}`,
+	`"offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Default 1."}`,
+	`"limit": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "Number of lines to return. Default 2000."}`,
+)
+
+// open opens path, a target for reading, with flag and stats it; the
+// caller closes f. The open goes through the target's root, which keeps it
+// inside the working directory even if a symlink was swapped in after the
+// check.
+func (c *config) open(ctx context.Context, path string, flag int) (f *os.File, fi fs.FileInfo, shown string, err error) {
+	root, t, shown, err := c.target(ctx, path, "")
+	if err != nil {
+		return nil, nil, "", err
+	}
+	defer root.Close()
+	if f, err = root.OpenFile(t.Rel, flag, 0); err != nil {
+		return nil, nil, "", statFailure(shown, err)
+	}
+	if fi, err = f.Stat(); err != nil {
+		f.Close()
+		return nil, nil, "", statFailure(shown, err)
+	}
+	return f, fi, shown, nil
+}
 
 func (c *config) readTool() tool.Tool {
 	return tooldef.New("read",
@@ -49,23 +63,13 @@ func (c *config) readTool() tool.Tool {
 }
 
 func (c *config) read(ctx context.Context, _ string, a readArgs, _ func(string)) (tool.Result, error) {
-	root, t, shown, err := c.target(ctx, a.Path, "")
+	// O_NONBLOCK: opening a FIFO must not hang the call (a context cannot
+	// interrupt open(2)).
+	f, fi, shown, err := c.open(ctx, a.Path, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	defer root.Close()
-	// O_NONBLOCK: opening a FIFO must not hang the call (a context cannot
-	// interrupt open(2)). The root keeps the open inside the working
-	// directory even if a symlink was swapped in after the check.
-	f, err := root.OpenFile(t.Rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return tool.Result{}, statFailure(shown, err)
-	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return tool.Result{}, statFailure(shown, err)
-	}
 	if fi.IsDir() {
 		return tool.Result{}, tooldef.Fail(ReasonIsDir, "%s is a directory; use list", shown)
 	}
@@ -152,16 +156,10 @@ type writeArgs struct {
 	Content string `json:"content"`
 }
 
-const writeSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "File to write, absolute or relative to the working directory. Missing parent directories are created."},
-    "content": {"type": "string", "description": "The complete new content of the file."}
-  },
-  "required": ["path", "content"],
-  "additionalProperties": false
-}`
+var writeSchema = tooldef.Object([]string{"path", "content"},
+	`"path": {"type": "string", "minLength": 1, "description": "File to write, absolute or relative to the working directory. Missing parent directories are created."}`,
+	`"content": {"type": "string", "description": "The complete new content of the file."}`,
+)
 
 func (c *config) writeTool() tool.Tool {
 	return tooldef.New("write",
@@ -210,18 +208,12 @@ type editArgs struct {
 	ReplaceAll bool   `json:"replace_all"`
 }
 
-const editSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "description": "File to edit, absolute or relative to the working directory."},
-    "old_string": {"type": "string", "minLength": 1, "description": "Exact text to replace. It must occur exactly once unless replace_all is true."},
-    "new_string": {"type": "string", "description": "Replacement text."},
-    "replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."}
-  },
-  "required": ["path", "old_string", "new_string"],
-  "additionalProperties": false
-}`
+var editSchema = tooldef.Object([]string{"path", "old_string", "new_string"},
+	`"path": {"type": "string", "minLength": 1, "description": "File to edit, absolute or relative to the working directory."}`,
+	`"old_string": {"type": "string", "minLength": 1, "description": "Exact text to replace. It must occur exactly once unless replace_all is true."}`,
+	`"new_string": {"type": "string", "description": "Replacement text."}`,
+	`"replace_all": {"type": "boolean", "description": "Replace every occurrence. Default false."}`,
+)
 
 func (c *config) editTool() tool.Tool {
 	return tooldef.New("edit",
@@ -268,14 +260,9 @@ type listArgs struct {
 	Path string `json:"path"`
 }
 
-const listSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "Directory to list, absolute or relative to the working directory. Default: the working directory."}
-  },
-  "additionalProperties": false
-}`
+var listSchema = tooldef.Object(nil,
+	`"path": {"type": "string", "description": "Directory to list, absolute or relative to the working directory. Default: the working directory."}`,
+)
 
 func (c *config) listTool() tool.Tool {
 	return tooldef.New("list",
@@ -284,20 +271,11 @@ func (c *config) listTool() tool.Tool {
 }
 
 func (c *config) list(ctx context.Context, _ string, a listArgs, _ func(string)) (tool.Result, error) {
-	root, t, shown, err := c.target(ctx, a.Path, "")
+	f, fi, shown, err := c.open(ctx, a.Path, os.O_RDONLY)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	defer root.Close()
-	f, err := root.Open(t.Rel)
-	if err != nil {
-		return tool.Result{}, statFailure(shown, err)
-	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return tool.Result{}, statFailure(shown, err)
-	}
 	if !fi.IsDir() {
 		return tool.Result{}, tooldef.Fail(ReasonNotDir, "%s is not a directory; use read", shown)
 	}

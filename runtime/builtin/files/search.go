@@ -164,16 +164,10 @@ type globArgs struct {
 	Path    string `json:"path"`
 }
 
-const globSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "pattern": {"type": "string", "minLength": 1, "description": "Slash-separated glob relative to path, e.g. **/*.go; ** matches any number of directories, * ? [...] match within one name."},
-    "path": {"type": "string", "description": "Directory to search, absolute or relative to the working directory. Default: the working directory."}
-  },
-  "required": ["pattern"],
-  "additionalProperties": false
-}`
+var globSchema = tooldef.Object([]string{"pattern"},
+	`"pattern": {"type": "string", "minLength": 1, "description": "Slash-separated glob relative to path, e.g. **/*.go; ** matches any number of directories, * ? [...] match within one name."}`,
+	`"path": {"type": "string", "description": "Directory to search, absolute or relative to the working directory. Default: the working directory."}`,
+)
 
 func (c *config) globTool() tool.Tool {
 	return tooldef.New("glob",
@@ -255,20 +249,14 @@ type grepArgs struct {
 	MaxResults      int    `json:"max_results"`
 }
 
-const grepSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "pattern": {"type": "string", "minLength": 1, "description": "Regular expression (RE2 syntax) searched line by line."},
-    "path": {"type": "string", "description": "File or directory to search, absolute or relative to the working directory. Default: the working directory."},
-    "glob": {"type": "string", "description": "Only search files matching this glob: a name pattern like *.go, or a path pattern like src/**/*.ts."},
-    "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "content: path:line:text lines; files_with_matches (default): matching file paths; count: path:count lines."},
-    "case_insensitive": {"type": "boolean", "description": "Match without regard to case. Default false."},
-    "max_results": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "Maximum lines (content) or files (other modes). Default 200."}
-  },
-  "required": ["pattern"],
-  "additionalProperties": false
-}`
+var grepSchema = tooldef.Object([]string{"pattern"},
+	`"pattern": {"type": "string", "minLength": 1, "description": "Regular expression (RE2 syntax) searched line by line."}`,
+	`"path": {"type": "string", "description": "File or directory to search, absolute or relative to the working directory. Default: the working directory."}`,
+	`"glob": {"type": "string", "description": "Only search files matching this glob: a name pattern like *.go, or a path pattern like src/**/*.ts."}`,
+	`"output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "content: path:line:text lines; files_with_matches (default): matching file paths; count: path:count lines."}`,
+	`"case_insensitive": {"type": "boolean", "description": "Match without regard to case. Default false."}`,
+	`"max_results": {"type": "integer", "minimum": 1, "maximum": 10000, "description": "Maximum lines (content) or files (other modes). Default 200."}`,
+)
 
 func (c *config) grepTool() tool.Tool {
 	return tooldef.New("grep",

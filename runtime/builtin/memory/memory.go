@@ -54,12 +54,7 @@ type mem struct {
 	store sessions.Store
 }
 
-const statusSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {},
-  "additionalProperties": false
-}`
+var statusSchema = tooldef.Object(nil)
 
 type statusOut struct {
 	Sources      int64 `json:"sources"`
@@ -75,17 +70,11 @@ func (m *mem) status(ctx context.Context, _ string, _ struct{}, _ func(string)) 
 	return tooldef.JSON(statusOut{Sources: st.Sources, TrustedPages: st.TrustedPages, Revision: st.Revision})
 }
 
-const searchSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "query": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "Plain words to search for."},
-    "top_k": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Maximum hits. Default 10."},
-    "path_prefix": {"type": "string", "maxLength": 512, "description": "Only paths starting with this prefix."}
-  },
-  "required": ["query"],
-  "additionalProperties": false
-}`
+var searchSchema = tooldef.Object([]string{"query"},
+	`"query": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "Plain words to search for."}`,
+	`"top_k": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Maximum hits. Default 10."}`,
+	`"path_prefix": {"type": "string", "maxLength": 512, "description": "Only paths starting with this prefix."}`,
+)
 
 type searchArgs struct {
 	Query      string `json:"query"`
@@ -126,18 +115,12 @@ func (m *mem) search(ctx context.Context, _ string, a searchArgs, _ func(string)
 	return tooldef.JSON(toHits(hs))
 }
 
-const grepSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "substring": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "Literal text to find (not a regular expression)."},
-    "path_prefix": {"type": "string", "maxLength": 512, "description": "Only paths starting with this prefix."},
-    "case_sensitive": {"type": "boolean", "description": "Match case exactly. Default false."},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Maximum matching lines. Default 100."}
-  },
-  "required": ["substring"],
-  "additionalProperties": false
-}`
+var grepSchema = tooldef.Object([]string{"substring"},
+	`"substring": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "Literal text to find (not a regular expression)."}`,
+	`"path_prefix": {"type": "string", "maxLength": 512, "description": "Only paths starting with this prefix."}`,
+	`"case_sensitive": {"type": "boolean", "description": "Match case exactly. Default false."}`,
+	`"limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Maximum matching lines. Default 100."}`,
+)
 
 type grepArgs struct {
 	Substring     string `json:"substring"`
@@ -158,15 +141,9 @@ func (m *mem) grep(ctx context.Context, _ string, a grepArgs, _ func(string)) (t
 	return tooldef.JSON(toHits(hs))
 }
 
-const getSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "maxLength": 512, "description": "The memory path."}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`
+var getSchema = tooldef.Object([]string{"path"},
+	`"path": {"type": "string", "minLength": 1, "maxLength": 512, "description": "The memory path."}`,
+)
 
 type pathArgs struct {
 	Path string `json:"path"`
@@ -211,14 +188,9 @@ func (m *mem) get(ctx context.Context, _ string, a pathArgs, _ func(string)) (to
 	return tooldef.JSON(out)
 }
 
-const browseSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "prefix": {"type": "string", "maxLength": 512, "description": "Only paths starting with this prefix. Default: all."}
-  },
-  "additionalProperties": false
-}`
+var browseSchema = tooldef.Object(nil,
+	`"prefix": {"type": "string", "maxLength": 512, "description": "Only paths starting with this prefix. Default: all."}`,
+)
 
 type browseArgs struct {
 	Prefix string `json:"prefix"`
@@ -248,17 +220,11 @@ func (m *mem) browse(ctx context.Context, _ string, a browseArgs, _ func(string)
 	return tooldef.JSON(out)
 }
 
-const updateSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "maxLength": 512, "description": "The memory path, e.g. projects/openprogram/notes."},
-    "content": {"type": "string", "minLength": 1, "description": "The source text to append."},
-    "base_revision": {"type": "integer", "minimum": 0, "description": "The path's revision you based this on (memory_get; 0 for a new path). Omit to append without a check."}
-  },
-  "required": ["path", "content"],
-  "additionalProperties": false
-}`
+var updateSchema = tooldef.Object([]string{"path", "content"},
+	`"path": {"type": "string", "minLength": 1, "maxLength": 512, "description": "The memory path, e.g. projects/openprogram/notes."}`,
+	`"content": {"type": "string", "minLength": 1, "description": "The source text to append."}`,
+	`"base_revision": {"type": "integer", "minimum": 0, "description": "The path's revision you based this on (memory_get; 0 for a new path). Omit to append without a check."}`,
+)
 
 type updateArgs struct {
 	Path         string `json:"path"`
@@ -281,10 +247,7 @@ func (m *mem) update(ctx context.Context, _ string, a updateArgs, _ func(string)
 		return tool.Result{}, tooldef.Fail(ReasonNoAuthority, "memory_update: caller authority is invalid: %v", err)
 	}
 	au := info.Authority
-	base := int64(-1)
-	if a.BaseRevision != nil {
-		base = *a.BaseRevision
-	}
+	base := baseRevision(a.BaseRevision)
 	src, err := m.store.AppendSource(ctx, sessions.NewSource{
 		Path:    a.Path,
 		Content: a.Content,
@@ -299,16 +262,10 @@ func (m *mem) update(ctx context.Context, _ string, a updateArgs, _ func(string)
 	return tooldef.JSON(updateOut{SourceID: src.ID, Path: src.Path, Revision: src.Revision})
 }
 
-const promoteSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "source_id": {"type": "integer", "minimum": 1, "description": "The source to promote (from memory_get or memory_search)."},
-    "base_revision": {"type": "integer", "minimum": 0, "description": "The path's revision you based this on. Omit to promote without a check."}
-  },
-  "required": ["source_id"],
-  "additionalProperties": false
-}`
+var promoteSchema = tooldef.Object([]string{"source_id"},
+	`"source_id": {"type": "integer", "minimum": 1, "description": "The source to promote (from memory_get or memory_search)."}`,
+	`"base_revision": {"type": "integer", "minimum": 0, "description": "The path's revision you based this on. Omit to promote without a check."}`,
+)
 
 type promoteArgs struct {
 	SourceID     int64  `json:"source_id"`
@@ -329,10 +286,7 @@ func (m *mem) promote(ctx context.Context, _ string, a promoteArgs, _ func(strin
 		return tool.DeniedResult(authz.Decision{ReasonCode: authz.ReasonCapability, Capability: authz.CapMemoryTrustedPromote,
 			Message: "memory_promote is for the owner only"}), nil
 	}
-	base := int64(-1)
-	if a.BaseRevision != nil {
-		base = *a.BaseRevision
-	}
+	base := baseRevision(a.BaseRevision)
 	tp, err := m.store.Promote(ctx, a.SourceID, base)
 	if err != nil {
 		return tool.Result{}, m.conflictErr(ctx, "memory_promote", "", base, err)
@@ -366,4 +320,13 @@ func storeErr(op string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// baseRevision is the base revision a store write checks: the one given,
+// or -1 (no check) when base_revision was omitted.
+func baseRevision(given *int64) int64 {
+	if given == nil {
+		return -1
+	}
+	return *given
 }

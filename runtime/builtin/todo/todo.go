@@ -81,16 +81,10 @@ func Tools(store *Store) []tool.Tool {
 	}
 }
 
-const createSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "content": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "What to do."},
-    "status": {"type": "string", "enum": ["pending", "in_progress", "completed", "cancelled"], "description": "Initial status. Default pending."}
-  },
-  "required": ["content"],
-  "additionalProperties": false
-}`
+var createSchema = tooldef.Object([]string{"content"},
+	`"content": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "What to do."}`,
+	`"status": {"type": "string", "enum": ["pending", "in_progress", "completed", "cancelled"], "description": "Initial status. Default pending."}`,
+)
 
 const updateSchema = `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -105,12 +99,7 @@ const updateSchema = `{
   "additionalProperties": false
 }`
 
-const listSchema = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {},
-  "additionalProperties": false
-}`
+var listSchema = tooldef.Object(nil)
 
 type createArgs struct {
 	Content string `json:"content"`

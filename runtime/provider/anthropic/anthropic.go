@@ -130,42 +130,14 @@ func (p *Provider) Name() string { return "anthropic" }
 
 // Stream sends req as one streamed Messages request.
 func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
-	if ctx.Err() != nil {
-		return provider.Response{}, provider.Cancelled(ctx)
-	}
-	params, err := p.params(req)
-	if err != nil {
-		return provider.Response{}, &provider.Error{Class: provider.ClassInvalidRequest, Err: err}
-	}
-	ctx, idle := wire.StartIdle(ctx, p.settings.Timeout)
-	defer idle.Stop()
-	stream := p.messages.NewStreaming(ctx, params)
-	defer stream.Close()
-
-	type partialCall struct {
-		id, name string
-		args     strings.Builder
-	}
 	var (
-		text    strings.Builder
-		calls   []*partialCall
-		byIndex = map[int64]*partialCall{}
+		reply   = wire.NewReply(onDelta)
+		byIndex = map[int64]*wire.Call{}
 		stop    string
 		stopped bool
 		usage   *provider.Usage
 	)
-	emit := func(s string) {
-		if s == "" {
-			return
-		}
-		text.WriteString(s)
-		if onDelta != nil {
-			onDelta(provider.Delta{Text: s})
-		}
-	}
-	for stream.Next() {
-		idle.Touch()
-		ev := stream.Current()
+	each := func(ev ant.MessageStreamEventUnion) {
 		switch ev.Type {
 		case "message_start":
 			if u := ev.Message.Usage; u.JSON.InputTokens.Valid() {
@@ -177,19 +149,17 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 		case "content_block_start":
 			switch ev.ContentBlock.Type {
 			case "text":
-				emit(ev.ContentBlock.Text)
+				reply.Text(ev.ContentBlock.Text)
 			case "tool_use":
-				pc := &partialCall{id: ev.ContentBlock.ID, name: ev.ContentBlock.Name}
-				byIndex[ev.Index] = pc
-				calls = append(calls, pc)
+				byIndex[ev.Index] = reply.NewCall(ev.ContentBlock.ID, ev.ContentBlock.Name)
 			}
 		case "content_block_delta":
 			switch ev.Delta.Type {
 			case "text_delta":
-				emit(ev.Delta.Text)
+				reply.Text(ev.Delta.Text)
 			case "input_json_delta":
-				if pc := byIndex[ev.Index]; pc != nil {
-					pc.args.WriteString(ev.Delta.PartialJSON)
+				if c := byIndex[ev.Index]; c != nil {
+					c.Args.WriteString(ev.Delta.PartialJSON)
 				}
 			}
 		case "message_delta":
@@ -207,25 +177,14 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 			stopped = true
 		}
 	}
-	if err := stream.Err(); err != nil {
-		return provider.Response{}, classify(ctx, err)
+	err := wire.Stream(ctx, p.settings.Timeout, func() (ant.MessageNewParams, error) { return p.params(req) },
+		func(ctx context.Context, params ant.MessageNewParams) wire.Events[ant.MessageStreamEventUnion] {
+			return p.messages.NewStreaming(ctx, params)
+		}, each, classify, func() bool { return stopped }, "the stream ended before message_stop")
+	if err != nil {
+		return provider.Response{}, err
 	}
-	if ctx.Err() != nil {
-		return provider.Response{}, provider.Cancelled(ctx)
-	}
-	if !stopped {
-		return provider.Response{}, &provider.Error{Class: provider.ClassNetwork,
-			Err: errors.New("the stream ended before message_stop")}
-	}
-	resp := provider.Response{Text: text.String(), StopReason: stopReason(stop), Usage: usage}
-	for _, pc := range calls {
-		args := strings.TrimSpace(pc.args.String())
-		if args == "" {
-			args = "{}"
-		}
-		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: pc.id, Name: pc.name, Arguments: json.RawMessage(args)})
-	}
-	return resp, nil
+	return reply.Response(stopReason(stop), usage), nil
 }
 
 func stopReason(s string) string {

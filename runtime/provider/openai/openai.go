@@ -135,29 +135,14 @@ func (p *Provider) Name() string { return "openai" }
 
 // Stream sends req as one streamed Chat Completions request.
 func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
-	if ctx.Err() != nil {
-		return provider.Response{}, provider.Cancelled(ctx)
-	}
-	params, err := p.params(req)
-	if err != nil {
-		return provider.Response{}, &provider.Error{Class: provider.ClassInvalidRequest, Err: err}
-	}
-	ctx, idle := wire.StartIdle(ctx, p.settings.Timeout)
-	defer idle.Stop()
-	stream := p.chat.NewStreaming(ctx, params)
-	defer stream.Close()
-
 	var (
-		text     strings.Builder
-		calls    []*partialCall
-		byIndex  = map[int64]*partialCall{}
+		reply    = wire.NewReply(onDelta)
+		byIndex  = map[int64]*wire.Call{}
 		finish   string
 		finished bool
 		usage    *provider.Usage
 	)
-	for stream.Next() {
-		idle.Touch()
-		chunk := stream.Current()
+	each := func(chunk oai.ChatCompletionChunk) {
 		if u := chunk.Usage; u.JSON.PromptTokens.Valid() || u.JSON.CompletionTokens.Valid() {
 			// With stream_options.include_usage the last chunk holds it.
 			usage = &provider.Usage{InputTokens: int(u.PromptTokens), OutputTokens: int(u.CompletionTokens)}
@@ -166,66 +151,45 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 			if ch.Index != 0 {
 				continue // one choice is requested; ignore any other
 			}
-			if d := ch.Delta.Content; d != "" {
-				text.WriteString(d)
-				if onDelta != nil {
-					onDelta(provider.Delta{Text: d})
-				}
-			}
+			reply.Text(ch.Delta.Content)
 			for _, tc := range ch.Delta.ToolCalls {
-				pc := byIndex[tc.Index]
+				c := byIndex[tc.Index]
 				// Some servers send every call whole at index 0; a new id
 				// at a known index starts a new call.
-				if pc == nil || (tc.ID != "" && pc.id != "" && tc.ID != pc.id) {
-					pc = &partialCall{}
-					byIndex[tc.Index] = pc
-					calls = append(calls, pc)
+				if c == nil || (tc.ID != "" && c.ID != "" && tc.ID != c.ID) {
+					c = reply.NewCall("", "")
+					byIndex[tc.Index] = c
 				}
 				if tc.ID != "" {
-					pc.id = tc.ID
+					c.ID = tc.ID
 				}
-				if tc.Function.Name != "" {
-					pc.name += tc.Function.Name
-				}
-				pc.args.WriteString(tc.Function.Arguments)
+				c.Name += tc.Function.Name
+				c.Args.WriteString(tc.Function.Arguments)
 			}
 			if ch.FinishReason != "" {
 				finish, finished = ch.FinishReason, true
 			}
 		}
 	}
-	if err := stream.Err(); err != nil {
-		return provider.Response{}, classify(ctx, err)
+	err := wire.Stream(ctx, p.settings.Timeout, func() (oai.ChatCompletionNewParams, error) { return p.params(req) },
+		func(ctx context.Context, params oai.ChatCompletionNewParams) wire.Events[oai.ChatCompletionChunk] {
+			return p.chat.NewStreaming(ctx, params)
+		}, each, classify, func() bool { return finished },
+		"the stream ended before the reply finished (no finish_reason; does the server stream?)")
+	if err != nil {
+		return provider.Response{}, err
 	}
-	if ctx.Err() != nil {
-		return provider.Response{}, provider.Cancelled(ctx)
-	}
-	if !finished {
-		return provider.Response{}, &provider.Error{Class: provider.ClassNetwork,
-			Err: errors.New("the stream ended before the reply finished (no finish_reason; does the server stream?)")}
-	}
-	resp := provider.Response{Text: text.String(), StopReason: stopReason(finish), Usage: usage}
-	for i, pc := range calls {
-		args := strings.TrimSpace(pc.args.String())
-		if args == "" {
-			args = "{}"
+	resp := reply.Response(stopReason(finish), usage)
+	for i := range resp.ToolCalls {
+		if resp.ToolCalls[i].ID == "" {
+			resp.ToolCalls[i].ID = fmt.Sprintf("call_%d", i)
 		}
-		id := pc.id
-		if id == "" {
-			id = fmt.Sprintf("call_%d", i)
-		}
-		resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: id, Name: pc.name, Arguments: json.RawMessage(args)})
 	}
 	if len(resp.ToolCalls) > 0 && resp.StopReason == provider.StopEnd {
 		// Some servers say "stop" while returning calls; the calls win.
 		resp.StopReason = provider.StopToolUse
 	}
 	return resp, nil
-}
-
-type partialCall struct {
-	id, name string
-	args     strings.Builder
 }
 
 func stopReason(finish string) string {

@@ -2,7 +2,8 @@
 // canonical payload form, the record MAC (HMAC-SHA-256 under a key that
 // lives outside the store), the MAC over the chain head, and the chain
 // verifier, so a chain written by one backend verifies the same way in
-// another. The unkeyed SHA-256 chain of the first version is kept only to
+// another; and Log, the append, keying, verification and anchor check
+// every backend runs over its own SQL (Tx). The unkeyed SHA-256 chain of the first version is kept only to
 // check a log before it is re-keyed.
 package auditchain
 

@@ -4,12 +4,25 @@ package grep
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/openprogram/openprogram/contracts/clip"
 )
 
 // MaxSnippet is the longest snippet returned, in bytes (cut on a rune boundary).
 const MaxSnippet = 400
+
+// ASCII reports whether s is all ASCII: a case-insensitive needle that a
+// database's lower() folds as Go does whatever its locale, so the database
+// may narrow by it.
+func ASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
 
 // Matcher matches lines against one substring.
 type Matcher struct {

@@ -53,3 +53,11 @@ func TestSnippet(t *testing.T) {
 		t.Errorf("Snippet(short) changed it")
 	}
 }
+
+func TestASCII(t *testing.T) {
+	for s, want := range map[string]bool{"": true, "Hello, World!": true, "héllo": false, "\x7f": true, "\x80": false} {
+		if got := ASCII(s); got != want {
+			t.Errorf("ASCII(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -1,5 +1,6 @@
-// Package tooldef holds the helpers the built-in tools share: typed
-// argument decoding and tool-reported failures.
+// Package tooldef holds the helpers the built-in tools share: the shape of
+// their argument schemas, typed argument decoding and tool-reported
+// failures.
 package tooldef
 
 import (
@@ -8,10 +9,34 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
+
+// Object is the JSON Schema (draft 2020-12) of a built-in tool's
+// arguments: a closed object ("additionalProperties": false) with
+// properties, each one member `"name": {...}`, of which required must be
+// given. Every built-in tool states its arguments with it.
+func Object(required []string, properties ...string) string {
+	var b strings.Builder
+	b.WriteString("{\n  \"$schema\": \"https://json-schema.org/draft/2020-12/schema\",\n  \"type\": \"object\",\n  \"properties\": {")
+	if len(properties) > 0 {
+		b.WriteString("\n    " + strings.Join(properties, ",\n    ") + "\n  ")
+	}
+	b.WriteString("},\n")
+	if len(required) > 0 {
+		q := make([]string, len(required))
+		for i, r := range required {
+			q[i] = strconv.Quote(r)
+		}
+		b.WriteString("  \"required\": [" + strings.Join(q, ", ") + "],\n")
+	}
+	b.WriteString("  \"additionalProperties\": false\n}")
+	return b.String()
+}
 
 // Failure is a failure the tool reports to its caller (an IsError result
 // with a reason code), as opposed to an unexpected error.

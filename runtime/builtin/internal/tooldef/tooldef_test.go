@@ -61,3 +61,35 @@ func TestNew(t *testing.T) {
 		t.Errorf("Fail message = %q", msg)
 	}
 }
+
+func TestObject(t *testing.T) {
+	got := tooldef.Object([]string{"path"}, `"path": {"type": "string"}`, `"limit": {"type": "integer"}`)
+	want := `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "properties": {
+    "path": {"type": "string"},
+    "limit": {"type": "integer"}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Object (-want +got):\n%s", diff)
+	}
+	empty := tooldef.Object(nil)
+	wantEmpty := `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "properties": {},
+  "additionalProperties": false
+}`
+	if diff := cmp.Diff(wantEmpty, empty); diff != "" {
+		t.Errorf("Object(nil) (-want +got):\n%s", diff)
+	}
+	for _, s := range []string{got, empty} {
+		if !json.Valid([]byte(s)) {
+			t.Errorf("Object gave invalid JSON:\n%s", s)
+		}
+	}
+}

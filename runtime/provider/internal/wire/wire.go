@@ -1,5 +1,6 @@
-// Package wire holds what the HTTP providers share: error classification,
-// Retry-After parsing and the HTTP client they default to.
+// Package wire holds what the HTTP providers share: the plumbing of a
+// streamed request and the gathering of its reply (Stream, Reply), error
+// classification, Retry-After parsing and the HTTP client they default to.
 package wire
 
 import (
