@@ -2,26 +2,20 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/internal/input"
 )
 
 // AllowForSession implements [sessions.Store]: one row per session and
 // tool, dropped with the session (foreign-key cascade).
 func (s *Store) AllowForSession(ctx context.Context, sessionID, tool string, by sessions.SourceAuthority) error {
-	if err := sessions.CheckAllowance(tool); err != nil {
-		return fmt.Errorf("allow a tool for session %q: %w", sessionID, err)
-	}
-	if sessions.HasNUL(sessionID) {
-		return fmt.Errorf("allow %q for a session: %w", tool, sessions.ErrNotFound)
-	}
-	granted, err := json.Marshal(by)
+	granted, err := input.Allow(sessionID, tool, by)
 	if err != nil {
-		return fmt.Errorf("allow %q for session %q: encode the authority: %w", tool, sessionID, err)
+		return err
 	}
 	var found bool
 	err = s.run(ctx, func(q querier) error {

@@ -48,3 +48,19 @@ func Update(id string, u sessions.SessionUpdate) error {
 	}
 	return nil
 }
+
+// Allow checks the input of [sessions.Store.AllowForSession] and returns
+// the authority as the JSON both backends store in granted_by.
+func Allow(sessionID, tool string, by sessions.SourceAuthority) ([]byte, error) {
+	if err := sessions.CheckAllowance(tool); err != nil {
+		return nil, fmt.Errorf("allow a tool for session %q: %w", sessionID, err)
+	}
+	if sessions.HasNUL(sessionID) {
+		return nil, fmt.Errorf("allow %q for a session: %w", tool, sessions.ErrNotFound)
+	}
+	granted, err := json.Marshal(by)
+	if err != nil {
+		return nil, fmt.Errorf("allow %q for session %q: encode the authority: %w", tool, sessionID, err)
+	}
+	return granted, nil
+}
