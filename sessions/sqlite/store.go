@@ -105,7 +105,7 @@ func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, 
 	} else if err := createIfMissing(ctx, path, opts); err != nil {
 		return nil, err
 	}
-	empty, release, err := acquireFile(path)
+	empty, mayRace, release, err := acquireFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, 
 			s.release = release
 			return s, nil
 		}
-		if attempt == 10 || !(empty && transient(err)) {
+		if attempt == 10 || !(mayRace && transient(err)) {
 			release()
 			return nil, err
 		}
@@ -149,16 +149,23 @@ var (
 type openFile struct {
 	fi   os.FileInfo
 	refs int
+	// empty: the file was empty when this process first checked it, so
+	// every handle of it may race another process initialising it.
+	empty bool
 }
 
 // acquireFile checks path unless this process already has it open, and
 // counts one more user of it. release undoes it.
-func acquireFile(path string) (empty bool, release func(), err error) {
+// empty is this check's finding (false when the file was already open
+// here); mayRace is whether the file was empty when this process first
+// checked it, so that opening it may still race another process
+// initialising it.
+func acquireFile(path string) (empty, mayRace bool, release func(), err error) {
 	filesMu.Lock()
 	defer filesMu.Unlock()
 	fi, err := os.Stat(path)
 	if err != nil {
-		return false, nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+		return false, false, nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
 	var of *openFile
 	for _, f := range files {
@@ -168,14 +175,14 @@ func acquireFile(path string) (empty bool, release func(), err error) {
 	}
 	if of == nil {
 		if empty, err = checkFile(path); err != nil {
-			return false, nil, err
+			return false, false, nil, err
 		}
-		of = &openFile{fi: fi}
+		of = &openFile{fi: fi, empty: empty}
 		files = append(files, of)
 	}
 	of.refs++
 	var once sync.Once
-	return empty, func() {
+	return empty, of.empty, func() {
 		once.Do(func() {
 			filesMu.Lock()
 			defer filesMu.Unlock()
@@ -376,6 +383,22 @@ func connString(path string, readOnly bool) string {
 // whether the file is empty (ours to initialise). The caller holds filesMu
 // and no Store of this process has the file open (see files).
 func checkFile(path string) (empty bool, err error) {
+	// Another process may be initialising or writing the file: what it
+	// shows can be torn between two reads (the header read here still says
+	// plain SQLite while the schema read next already holds its tables), so
+	// a file that looks unreadable or foreign is looked at again, header
+	// first, before it is refused.
+	for attempt := 1; ; attempt++ {
+		empty, err = checkFileOnce(path)
+		if err == nil || attempt == 4 || !errors.Is(err, errUnsettled) {
+			return empty, err
+		}
+		time.Sleep(time.Duration(attempt) * 50 * time.Millisecond)
+	}
+}
+
+// checkFileOnce is one look of checkFile.
+func checkFileOnce(path string) (empty bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return false, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -399,14 +422,7 @@ func checkFile(path string) (empty bool, err error) {
 		return false, nil
 	case 0:
 		// Plain SQLite: ours only if it holds no tables yet.
-		for attempt := 1; ; attempt++ {
-			err := checkNoTables(path)
-			// Another process may be writing it: look twice before calling it unreadable.
-			if err == nil || attempt == 2 || !errors.Is(err, errUnreadable) {
-				return false, err
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		return false, checkNoTables(path)
 	default:
 		return false, fmt.Errorf("open sqlite store %s: the SQLite file belongs to another application (application_id %#x): %w; move it away or choose another store.url",
 			path, id, sessions.ErrNotDatabase)
@@ -424,7 +440,15 @@ func validHeader(h [100]byte) bool {
 		h[21] == 64 && h[22] == 32 && h[23] == 32 // payload fractions
 }
 
-var errUnreadable = errors.New("unreadable")
+// errUnsettled marks what checkFile looks at again: a file that reads
+// as corrupt or as holding another application's tables may be one another
+// process is writing.
+var errUnsettled = errors.New("unsettled")
+
+// unsettled marks err with errUnsettled without changing its text.
+type unsettled struct{ error }
+
+func (u unsettled) Unwrap() []error { return []error{u.error, errUnsettled} }
 
 func notSQLite(path string) error {
 	return fmt.Errorf("open sqlite store %s: the file is not an SQLite database (corrupt, or something else): %w; move it away or choose another store.url",
@@ -449,8 +473,8 @@ func checkNoTables(path string) error {
 		return inspectError(path, err)
 	}
 	if n > 0 {
-		return fmt.Errorf("open sqlite store %s: the SQLite file holds another application's tables: %w; move it away or choose another store.url",
-			path, sessions.ErrNotDatabase)
+		return unsettled{fmt.Errorf("open sqlite store %s: the SQLite file holds another application's tables: %w; move it away or choose another store.url",
+			path, sessions.ErrNotDatabase)}
 	}
 	return nil
 }
@@ -462,8 +486,8 @@ func inspectError(path string, err error) error {
 		case sqlite3.SQLITE_NOTADB:
 			return notSQLite(path)
 		case sqlite3.SQLITE_CORRUPT:
-			return fmt.Errorf("open sqlite store %s: the database file is corrupt (%v): %w; restore it from a backup or move it away: %w",
-				path, err, sessions.ErrNotDatabase, errUnreadable)
+			return unsettled{fmt.Errorf("open sqlite store %s: the database file is corrupt (%v): %w; restore it from a backup or move it away",
+				path, err, sessions.ErrNotDatabase)}
 		}
 	}
 	return fmt.Errorf("open sqlite store %s: %w", path, err)
