@@ -91,11 +91,13 @@ func (h *Host) RunTask(ctx context.Context, clientID, taskID string, logger *slo
 // SweepTasks fails the tasks whose runner is gone (a lapsed lease, or no
 // runner within [TaskUnclaimedAfter]) with mcpserver.TaskAbandonedMessage,
 // and deletes the expired ones (mcpserver.SweepTasks). `mcp serve` runs it
-// when it starts and every minute while it serves.
+// when it starts and every minute while it serves. With tasks off it does
+// nothing and answers [ErrNoTasks]: no client can reach a task then, and
+// the first serve with tasks on sweeps what is left.
 func (h *Host) SweepTasks(ctx context.Context) (failed, purged int, err error) {
-	ts, ok := taskStore(h.store)
-	if !ok {
-		return 0, 0, ErrNoTasks
+	ts, err := h.Tasks()
+	if err != nil {
+		return 0, 0, err
 	}
 	return mcpserver.SweepTasks(ctx, ts, TaskUnclaimedAfter)
 }

@@ -105,4 +105,8 @@ func TestTasksOff(t *testing.T) {
 	if _, err := h.Tasks(); !errors.Is(err, host.ErrNoTasks) {
 		t.Errorf("Tasks with tasks off = %v, want ErrNoTasks", err)
 	}
+	// Nor does it sweep: a serve with tasks off writes nothing for them.
+	if _, _, err := h.SweepTasks(t.Context()); !errors.Is(err, host.ErrNoTasks) {
+		t.Errorf("SweepTasks with tasks off = %v, want ErrNoTasks", err)
+	}
 }
