@@ -50,6 +50,33 @@ func TestReindexMemory(t *testing.T) {
 	}, st.ReindexMemory)
 }
 
+// olderSchema makes a store in db with one session "kept" titled title,
+// then runs undo, taking away what later versions added, so that db holds
+// what an older version wrote. It returns the latest schema version, read
+// before the undo.
+func olderSchema(t *testing.T, db *testDB, title string, undo ...string) (latest int) {
+	t.Helper()
+	ctx := t.Context()
+	st, err := postgres.OpenWith(ctx, db.URL, &sessions.Options{AuditKey: storetest.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateSession(ctx, sessions.Session{ID: "kept", Title: title}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if err := db.conn(t).QueryRow(ctx, `SELECT max(version) FROM openprogram_schema_migrations`).Scan(&latest); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range undo {
+		db.exec(t, q)
+	}
+	if _, err := postgres.OpenWith(ctx, db.URL, &sessions.Options{AuditKey: storetest.Key, NoMigrate: true}); !errors.Is(err, sessions.ErrMigrationsPending) {
+		t.Fatalf("NoMigrate open of the older schema error = %v, want ErrMigrationsPending", err)
+	}
+	return latest
+}
+
 // TestMigration4AddsTasks opens a schema at version 3 (a store made now,
 // its tasks table and version 4 taken away again, which is what version 3
 // wrote) and checks that the upgrade keeps what was stored and that tasks
@@ -57,25 +84,7 @@ func TestReindexMemory(t *testing.T) {
 func TestMigration4AddsTasks(t *testing.T) {
 	ctx := context.Background()
 	db := newTestDB(t)
-	st, err := postgres.OpenWith(ctx, db.URL, &sessions.Options{AuditKey: storetest.Key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.CreateSession(ctx, sessions.Session{ID: "kept", Title: "from version 3"}); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	var latest int
-	if err := db.conn(t).QueryRow(ctx, `SELECT max(version) FROM openprogram_schema_migrations`).Scan(&latest); err != nil {
-		t.Fatal(err)
-	}
-	db.exec(t, `DROP TABLE tasks`)
-	db.exec(t, `DROP TABLE session_allowances`)
-	db.exec(t, `DELETE FROM openprogram_schema_migrations WHERE version >= 4`)
-	if _, err := postgres.OpenWith(ctx, db.URL, &sessions.Options{AuditKey: storetest.Key, NoMigrate: true}); !errors.Is(err, sessions.ErrMigrationsPending) {
-		t.Fatalf("NoMigrate open of the version 3 schema error = %v, want ErrMigrationsPending", err)
-	}
-
+	latest := olderSchema(t, db, "from version 3", `DROP TABLE tasks`, `DROP TABLE session_allowances`, `DELETE FROM openprogram_schema_migrations WHERE version >= 4`)
 	up := openStore(t, db)
 	var version int
 	if err := db.conn(t).QueryRow(ctx, `SELECT max(version) FROM openprogram_schema_migrations`).Scan(&version); err != nil || version != latest {
@@ -92,33 +101,14 @@ func TestMigration4AddsTasks(t *testing.T) {
 // checks that the upgrade keeps the sessions and that standing approvals
 // work and go with their session.
 func TestMigration5AddsSessionAllowances(t *testing.T) {
-	ctx := context.Background()
 	db := newTestDB(t)
-	st, err := postgres.OpenWith(ctx, db.URL, &sessions.Options{AuditKey: storetest.Key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.CreateSession(ctx, sessions.Session{ID: "kept", Title: "from version 4"}); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	db.exec(t, `DROP TABLE session_allowances`)
-	db.exec(t, `DELETE FROM openprogram_schema_migrations WHERE version >= 5`)
-	if _, err := postgres.OpenWith(ctx, db.URL, &sessions.Options{AuditKey: storetest.Key, NoMigrate: true}); !errors.Is(err, sessions.ErrMigrationsPending) {
-		t.Fatalf("NoMigrate open of the version 4 schema error = %v, want ErrMigrationsPending", err)
-	}
+	olderSchema(t, db, "from version 4", `DROP TABLE session_allowances`, `DELETE FROM openprogram_schema_migrations WHERE version >= 5`)
 	up := openStore(t, db)
-	if err := up.AllowForSession(ctx, "kept", "bash", sessions.SourceAuthority{Source: "cli"}); err != nil {
-		t.Fatalf("AllowForSession after the upgrade: %v", err)
-	}
-	if got, err := up.SessionAllowances(ctx, "kept"); err != nil || len(got) != 1 || got[0] != "bash" {
-		t.Errorf("SessionAllowances after the upgrade = %v, %v; want [bash]", got, err)
-	}
-	if err := up.DeleteSession(ctx, "kept"); err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if err := db.conn(t).QueryRow(ctx, `SELECT count(*) FROM session_allowances`).Scan(&n); err != nil || n != 0 {
-		t.Errorf("allowance rows after deleting their session = %d, %v; want 0", n, err)
-	}
+	storetest.CheckUpgradedAllowances(t, up, "kept", func() int {
+		var n int
+		if err := db.conn(t).QueryRow(t.Context(), `SELECT count(*) FROM session_allowances`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	})
 }

@@ -65,18 +65,17 @@ func TestReindexMemory(t *testing.T) {
 	}, st.ReindexMemory)
 }
 
-// TestMigration4AddsTasks opens a store at schema version 3 (a store made
-// now, the tables of version 4 on (tasks, session_allowances) and their
-// versions taken away again, which is what version 3 wrote) and checks that the upgrade keeps what was stored and
-// that tasks work (storetest.CheckUpgradedTasks).
-func TestMigration4AddsTasks(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), DefaultFileName)
+// olderStore makes a store at path with one session "kept" titled title,
+// then runs undo on the database, taking away what later versions added,
+// so that path holds what an older version wrote.
+func olderStore(t *testing.T, path, title string, undo ...string) {
+	t.Helper()
+	ctx := t.Context()
 	st, err := OpenWith(ctx, path, &sessions.Options{AuditKey: storetest.Key})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateSession(ctx, sessions.Session{ID: "kept", Title: "from version 3"}); err != nil {
+	if _, err := st.CreateSession(ctx, sessions.Session{ID: "kept", Title: title}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
@@ -86,18 +85,25 @@ func TestMigration4AddsTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP TABLE tasks`, `DROP TABLE session_allowances`, `DELETE FROM schema_migrations WHERE version >= 4`} {
+	defer db.Close()
+	for _, q := range undo {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := OpenWith(ctx, path, &sessions.Options{AuditKey: storetest.Key, NoMigrate: true}); !errors.Is(err, sessions.ErrMigrationsPending) {
-		t.Fatalf("NoMigrate open of the version 3 store error = %v, want ErrMigrationsPending", err)
+		t.Fatalf("NoMigrate open of the older store error = %v, want ErrMigrationsPending", err)
 	}
+}
 
+// TestMigration4AddsTasks opens a store at schema version 3 (a store made
+// now, the tables of version 4 on (tasks, session_allowances) and their
+// versions taken away again, which is what version 3 wrote) and checks that the upgrade keeps what was stored and
+// that tasks work (storetest.CheckUpgradedTasks).
+func TestMigration4AddsTasks(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), DefaultFileName)
+	olderStore(t, path, "from version 3", `DROP TABLE tasks`, `DROP TABLE session_allowances`, `DELETE FROM schema_migrations WHERE version >= 4`)
 	up := openAt(t, path)
 	var version int
 	if err := up.r.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&version); err != nil || version != LatestSchemaVersion() {
@@ -114,45 +120,14 @@ func TestMigration4AddsTasks(t *testing.T) {
 // 5 on taken away) and checks that the upgrade keeps the sessions and
 // that standing approvals work and go with their session.
 func TestMigration5AddsSessionAllowances(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), DefaultFileName)
-	st, err := OpenWith(ctx, path, &sessions.Options{AuditKey: storetest.Key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.CreateSession(ctx, sessions.Session{ID: "kept", Title: "from version 4"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{`DROP TABLE session_allowances`, `DELETE FROM schema_migrations WHERE version >= 5`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := OpenWith(ctx, path, &sessions.Options{AuditKey: storetest.Key, NoMigrate: true}); !errors.Is(err, sessions.ErrMigrationsPending) {
-		t.Fatalf("NoMigrate open of the version 4 store error = %v, want ErrMigrationsPending", err)
-	}
+	olderStore(t, path, "from version 4", `DROP TABLE session_allowances`, `DELETE FROM schema_migrations WHERE version >= 5`)
 	up := openAt(t, path)
-	if err := up.AllowForSession(ctx, "kept", "bash", sessions.SourceAuthority{Source: "cli"}); err != nil {
-		t.Fatalf("AllowForSession after the upgrade: %v", err)
-	}
-	if got, err := up.SessionAllowances(ctx, "kept"); err != nil || len(got) != 1 || got[0] != "bash" {
-		t.Errorf("SessionAllowances after the upgrade = %v, %v; want [bash]", got, err)
-	}
-	if err := up.DeleteSession(ctx, "kept"); err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	if err := up.r.QueryRowContext(ctx, `SELECT count(*) FROM session_allowances`).Scan(&n); err != nil || n != 0 {
-		t.Errorf("allowance rows after deleting their session = %d, %v; want 0", n, err)
-	}
+	storetest.CheckUpgradedAllowances(t, up, "kept", func() int {
+		var n int
+		if err := up.r.QueryRowContext(t.Context(), `SELECT count(*) FROM session_allowances`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	})
 }

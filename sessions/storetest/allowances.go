@@ -118,3 +118,24 @@ func testAllowSeenByAnotherHandle(t *testing.T, h *harness) {
 		t.Errorf("the other handle's allowances (-want +got):\n%s", diff)
 	}
 }
+
+// CheckUpgradedAllowances checks, on a store just migrated to the version
+// that added standing approvals, that sessionID (written before the
+// upgrade) takes one and that it goes with the session; rows counts the
+// backend's allowance rows, which must be none once the session is gone.
+func CheckUpgradedAllowances(t *testing.T, st sessions.Store, sessionID string, rows func() int) {
+	t.Helper()
+	ctx := t.Context()
+	if err := st.AllowForSession(ctx, sessionID, "bash", sessions.SourceAuthority{Source: "cli"}); err != nil {
+		t.Fatalf("AllowForSession after the upgrade: %v", err)
+	}
+	if got, err := st.SessionAllowances(ctx, sessionID); err != nil || len(got) != 1 || got[0] != "bash" {
+		t.Errorf("SessionAllowances after the upgrade = %v, %v; want [bash]", got, err)
+	}
+	if err := st.DeleteSession(ctx, sessionID); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows(); n != 0 {
+		t.Errorf("allowance rows after deleting their session = %d; want 0", n)
+	}
+}
