@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/contracts/clip"
 	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/sessions"
@@ -309,7 +310,7 @@ func (c *connection) failUnstarted(task sessions.Task) sessions.Task {
 		c.s.log.Warn("fail an unstarted task: claim it", "task_id", task.ID, "error", err)
 		return task
 	}
-	out, _ := json.Marshal(taskOutcome{Result: mustResult(executionFailed())})
+	out, _ := json.Marshal(failedOutcome())
 	done, err := tc.store.FinishTask(ctx, task.ID, runner, sessions.TaskFailed, TaskAbandonedMessage, out)
 	if err != nil {
 		c.s.log.Warn("fail an unstarted task", "task_id", task.ID, "error", err)
@@ -318,6 +319,10 @@ func (c *connection) failUnstarted(task sessions.Task) sessions.Task {
 	c.s.audit(AuditTaskFinished, "", TaskFinishedPayload{TaskID: task.ID, ClientID: c.s.clientID, Status: done.Status})
 	return done
 }
+
+// failedOutcome is the outcome of a task that failed the way a prompt_send
+// that could not run answers (contracts.TextToolExecutionFailed).
+func failedOutcome() taskOutcome { return taskOutcome{Result: mustResult(executionFailed())} }
 
 // mustResult encodes a CallToolResult (which cannot fail).
 func mustResult(res *mcp.CallToolResult) json.RawMessage {
@@ -425,12 +430,8 @@ func errTaskNotFound(id string) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("task not found: %q (unknown, expired, or not yours)", clipID(id))}
 }
 
-func clipID(id string) string {
-	if len(id) > 64 {
-		return strings.ToValidUTF8(id[:64], "") + "..."
-	}
-	return id
-}
+// clipID bounds a client-supplied task id in a message or log line.
+func clipID(id string) string { return clip.String(id, 64) }
 
 // getTask reads the caller's task id.
 func (c *connection) getTask(ctx context.Context, id string) (sessions.Task, *jsonrpc.Error) {
@@ -591,14 +592,7 @@ func withRelatedTask(result json.RawMessage, taskID string) (json.RawMessage, *j
 // newRunnerID names a runner for its lease: host, process and a random part.
 func newRunnerID() string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d/%s", authzClip(host, 64), os.Getpid(), rand.Text()[:10])
-}
-
-func authzClip(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
+	return fmt.Sprintf("%s/%d/%s", clip.String(host, 64), os.Getpid(), rand.Text()[:10])
 }
 
 // SweepTasks fails the tasks whose runner lease lapsed, or that no runner
@@ -607,7 +601,7 @@ func authzClip(s string, n int) string {
 // the expired tasks. The host calls it when it starts serving and
 // periodically.
 func SweepTasks(ctx context.Context, store sessions.TaskStore, unclaimed time.Duration) (failed, purged int, err error) {
-	out, err := json.Marshal(taskOutcome{Result: mustResult(executionFailed())})
+	out, err := json.Marshal(failedOutcome())
 	if err != nil {
 		return 0, 0, fmt.Errorf("encode abandoned task result: %w", err)
 	}
@@ -659,7 +653,7 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 			// A reply over the store's bound: the task fails, as a
 			// prompt_send whose answer could not be sent.
 			s.log.Warn("task result too large to store", "task_id", taskID, "bytes", len(body))
-			body, _ = json.Marshal(taskOutcome{Result: mustResult(executionFailed())})
+			body, _ = json.Marshal(failedOutcome())
 			done, err = tc.store.FinishTask(fctx, taskID, runner, sessions.TaskFailed, "the reply is too large to keep", body)
 		}
 		if errors.Is(err, sessions.ErrTaskDone) {
@@ -672,13 +666,13 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 		return nil
 	}
 	if task.ClientID != s.clientID {
-		_ = finish(sessions.TaskFailed, "the task's runner was built for another client", taskOutcome{Result: mustResult(executionFailed())})
-		return fmt.Errorf("mcpserver: task %q belongs to another client than Options.ClientID; build the runner's options for the task's client", taskID)
+		ferr := finish(sessions.TaskFailed, "the task's runner was built for another client", failedOutcome())
+		return errors.Join(fmt.Errorf("mcpserver: task %q belongs to another client than Options.ClientID; build the runner's options for the task's client", taskID), ferr)
 	}
 	var req taskRequest
 	if err := json.Unmarshal(task.Request, &req); err != nil || strings.TrimSpace(req.Prompt) == "" || req.SessionID == "" {
-		_ = finish(sessions.TaskFailed, "the task's request cannot be read", taskOutcome{Result: mustResult(executionFailed())})
-		return fmt.Errorf("mcpserver: task %q has an unreadable request", taskID)
+		ferr := finish(sessions.TaskFailed, "the task's request cannot be read", failedOutcome())
+		return errors.Join(fmt.Errorf("mcpserver: task %q has an unreadable request", taskID), ferr)
 	}
 	reqID, err := jsonrpc.MakeID(req.RequestID)
 	if err != nil {
@@ -757,8 +751,7 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 			return fmt.Errorf("mcpserver: task %q: the runner lost its lease", taskID)
 		}
 		if ctx.Err() != nil {
-			_ = finish(sessions.TaskFailed, TaskAbandonedMessage, taskOutcome{Result: mustResult(executionFailed())})
-			return ctx.Err()
+			return errors.Join(ctx.Err(), finish(sessions.TaskFailed, TaskAbandonedMessage, failedOutcome()))
 		}
 		// A tasks/cancel won: the task is cancelled in the store already.
 		return finish(sessions.TaskCancelled, "", taskOutcome{Error: errRequestCancelled})
@@ -766,7 +759,7 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 		return finish(sessions.TaskFailed, werr.Message, taskOutcome{Error: werr})
 	case rerr != nil:
 		s.log.Error("task turn failed", "task_id", taskID, "error", rerr)
-		return finish(sessions.TaskFailed, contracts.TextToolExecutionFailed, taskOutcome{Result: mustResult(executionFailed())})
+		return finish(sessions.TaskFailed, contracts.TextToolExecutionFailed, failedOutcome())
 	}
 	body := mustResult(res)
 	if res.IsError {
@@ -786,7 +779,7 @@ var (
 func statusText(res *mcp.CallToolResult) string {
 	for _, ct := range res.Content {
 		if t, ok := ct.(*mcp.TextContent); ok {
-			return authzClip(t.Text, 256)
+			return clip.String(t.Text, 256)
 		}
 	}
 	return ""
