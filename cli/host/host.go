@@ -235,9 +235,9 @@ func (h *Host) MCPServer(clientID string, logger *slog.Logger) (*mcpserver.Serve
 	if err != nil {
 		return nil, err
 	}
-	if h.startTask != nil {
+	if ts, err := h.Tasks(); err == nil && h.startTask != nil {
 		start := h.startTask
-		opts.Tasks = h.taskOptions(func(ctx context.Context, taskID string) error { return start(ctx, clientID, taskID) })
+		opts.Tasks = h.taskOptions(ts, func(ctx context.Context, taskID string) error { return start(ctx, clientID, taskID) })
 	}
 	return mcpserver.New(opts)
 }

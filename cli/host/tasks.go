@@ -25,10 +25,6 @@ var ErrNotPaired = errors.New("host: the task's client is no longer paired")
 // off in mcp_server.tasks.enabled).
 var ErrNoTasks = errors.New("host: durable MCP tasks are not available")
 
-// errRunnerStartsNoTask: a task's runner serves no client, so it creates no
-// task.
-var errRunnerStartsNoTask = errors.New("host: a task runner starts no task")
-
 // taskStore returns the task store of st, through the audit anchor's hold.
 func taskStore(st sessions.Store) (sessions.TaskStore, bool) {
 	if a, ok := st.(*anchoredStore); ok {
@@ -47,13 +43,9 @@ func (h *Host) Tasks() (sessions.TaskStore, error) {
 	return ts, nil
 }
 
-// taskOptions are the MCP service's task options with start: nil when
-// tasks are off or the store keeps none.
-func (h *Host) taskOptions(start func(ctx context.Context, taskID string) error) *mcpserver.TaskOptions {
-	ts, err := h.Tasks()
-	if err != nil {
-		return nil
-	}
+// taskOptions are the MCP service's task options over ts with start (nil
+// for a runner, which starts no task).
+func (h *Host) taskOptions(ts sessions.TaskStore, start func(ctx context.Context, taskID string) error) *mcpserver.TaskOptions {
 	tc := h.cfg.MCPServer.Tasks
 	return &mcpserver.TaskOptions{
 		Store:      ts,
@@ -70,7 +62,8 @@ func (h *Host) taskOptions(start func(ctx context.Context, taskID string) error)
 // fingerprint of the state directory's token: a rotated token ends what
 // its client may start. logger receives the diagnostics (nil: the host's).
 func (h *Host) RunTask(ctx context.Context, clientID, taskID string, logger *slog.Logger) error {
-	if _, err := h.Tasks(); err != nil {
+	ts, err := h.Tasks()
+	if err != nil {
 		return err
 	}
 	token, err := tokenauth.Read(tokenauth.Path(h.cfg.StateDir))
@@ -84,7 +77,7 @@ func (h *Host) RunTask(ctx context.Context, clientID, taskID string, logger *slo
 	if err != nil {
 		return err
 	}
-	opts.Tasks = h.taskOptions(func(context.Context, string) error { return errRunnerStartsNoTask })
+	opts.Tasks = h.taskOptions(ts, nil)
 	return mcpserver.RunTask(ctx, opts, taskID)
 }
 
