@@ -78,7 +78,7 @@ const migrationTable = "openprogram_schema_migrations"
 // ourTables are the tables migrations create; finding one of them in a
 // schema without migrationTable means the schema belongs to someone else.
 var ourTables = []string{"sessions", "messages", "turn_leases", "memory_state", "memory_paths",
-	"memory_sources", "memory_trusted", "memory_terms", "audit_records", "audit_head", "tasks"}
+	"memory_sources", "memory_trusted", "memory_terms", "audit_records", "audit_head", "tasks", "session_allowances"}
 
 // migrate brings the schema up to the newest embedded migration in one
 // transaction, under a transaction-scoped advisory lock keyed by the

@@ -45,19 +45,10 @@ func (s *Store) SessionAllowances(ctx context.Context, sessionID string) ([]stri
 	if err != nil {
 		return nil, fmt.Errorf("read the standing approvals of session %q: %w", sessionID, err)
 	}
-	rows, err := st.QueryContext(ctx, sessionID)
+	err = eachRow(func() (*sql.Rows, error) { return st.QueryContext(ctx, sessionID) },
+		func(r scanner) (tool string, err error) { return tool, r.Scan(&tool) },
+		func(tool string) bool { out = append(out, tool); return true })
 	if err != nil {
-		return nil, fmt.Errorf("read the standing approvals of session %q: %w", sessionID, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var tool string
-		if err := rows.Scan(&tool); err != nil {
-			return nil, fmt.Errorf("read the standing approvals of session %q: %w", sessionID, err)
-		}
-		out = append(out, tool)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read the standing approvals of session %q: %w", sessionID, err)
 	}
 	return out, nil

@@ -63,16 +63,10 @@ func CheckJSON(field string, b json.RawMessage) error {
 
 // CheckLease checks a runner lease request on task id.
 func CheckLease(op, id, runner string, ttl time.Duration) error {
-	if err := sessions.CheckText("task id", id, "task runner", runner); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if err := checkUTF8(op, "task id", id, "task runner", runner); err != nil {
+	if err := CheckRunner(op, id, runner); err != nil {
 		return err
 	}
-	switch {
-	case runner == "":
-		return fmt.Errorf("%s: empty runner", op)
-	case ttl <= 0:
+	if ttl <= 0 {
 		return fmt.Errorf("%s: ttl %v, want a positive duration", op, ttl)
 	}
 	return nil
