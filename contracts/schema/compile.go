@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/openprogram/openprogram/contracts/clip"
 )
 
 // Dialects a document may name in "$schema". Both are read with the
@@ -106,7 +108,6 @@ type node struct {
 	enum      map[string]bool // canonical keys (valueKey) of the values
 	constKey  *string
 	ref       *node
-	refText   string
 	allOf     []*node
 	anyOf     []*node
 	oneOf     []*node
@@ -267,12 +268,8 @@ func (c *compiler) resolve(ref string) (*node, error) {
 	return nil, fmt.Errorf("%q does not name a schema in the document", clipRef(ref))
 }
 
-func clipRef(s string) string {
-	if len(s) > MaxPathBytes {
-		return s[:MaxPathBytes] + "..."
-	}
-	return s
-}
+// clipRef bounds a schema's own text (a reference, a keyword) in an error.
+func clipRef(s string) string { return clip.String(s, MaxPathBytes) }
 
 // escapeToken escapes one JSON pointer token.
 func escapeToken(t string) string {
@@ -357,7 +354,6 @@ func (c *compiler) keyword(n *node, at, k string, v any, root bool) error {
 		if !ok {
 			return errors.New("must be a string")
 		}
-		n.refText = s
 		c.refs = append(c.refs, pendingRef{from: n, at: at, ref: s})
 	case "$defs", "definitions", "properties":
 		m, ok := v.(map[string]any)
