@@ -225,12 +225,6 @@ type loadFrom struct {
 	modelEnv bool
 }
 
-// LoadConfig reads <stateDir>/config.json. A missing file is an empty config;
-// a malformed file, an unknown key or an invalid value is an error that names it.
-func LoadConfig(stateDir string) (*Config, error) {
-	return loadConfig(stateDir, loadFrom{})
-}
-
 // loadConfig is the one loader: config.json of stateDir (every key known
 // and valid, or an error naming it), the defaults of the keys it does not
 // set, then the environment as from says; the store URL resolved.

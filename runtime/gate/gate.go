@@ -45,8 +45,8 @@ type StandingFunc func(ctx context.Context, req authz.Request, sessionID string,
 // Guard returns the guard that runs [authz.Decide] for req before every
 // call of t, to set as [tool.Call.Guard] for [tool.Executor.Run]: t never
 // runs on a denial, which is an IsError result whose text is the
-// decision's message and whose Details hold denied, reason_code and
-// capability (read them with [tool.Result.Denial]). Beyond Decide it also denies a tool whose
+// decision's message, with the decision in [tool.Result.Denied] and its
+// reason code in [tool.Result.Reason]. Beyond Decide it also denies a tool whose
 // declared capability the tier lacks, and asks an approval question when
 // the decision needs one and opts.Questions is set.
 //
