@@ -11,6 +11,7 @@ import (
 
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/internal/auditchain"
+	"github.com/openprogram/openprogram/sessions/internal/rowerr"
 )
 
 const auditColumns = "id, ts, type, origin, session_id, payload, prev_hash, hash"
@@ -130,18 +131,7 @@ func scanChain(ctx context.Context, tx pgx.Tx, after int64, fn func(sessions.Aud
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		r, err := scanAudit(rows)
-		if err != nil {
-			return err
-		}
-		if !fn(r) {
-			break
-		}
-	}
-	rows.Close()
-	return rows.Err()
+	return rowerr.Each(rows, rows.Close, func(r rowerr.Scanner) (sessions.AuditRecord, error) { return scanAudit(r) }, fn)
 }
 
 // TailAudit returns the last n records, newest last.
