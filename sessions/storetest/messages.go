@@ -53,18 +53,14 @@ func testAppendChainAndBranch(t *testing.T, h *harness) {
 		t.Errorf("HeadID = %q, want last appended %q", sess.HeadID, turn2[3].ID)
 	}
 	branch, err := s.Branch(ctx, "s")
-	if err != nil {
-		t.Fatalf("Branch error: %v", err)
-	}
+	noErr(t, err, "Branch")
 	want := append(append([]sessions.Message{}, turn1...), turn2...)
 	if diff := cmp.Diff(want, branch, cmpOpts...); diff != "" {
 		t.Errorf("Branch root first (-want +got):\n%s", diff)
 	}
 	for _, m := range want {
 		got, err := s.GetMessage(ctx, m.ID)
-		if err != nil {
-			t.Fatalf("GetMessage(%q) error: %v", m.ID, err)
-		}
+		noErr(t, err, "GetMessage(%q)", m.ID)
 		if diff := cmp.Diff(m, got, cmpOpts...); diff != "" {
 			t.Errorf("GetMessage(%q) (-append +get):\n%s", m.ID, diff)
 		}
@@ -130,10 +126,7 @@ func testAppendWithoutHeadMove(t *testing.T, h *harness) {
 	if _, err := s.GetMessage(ctx, side[0].ID); err != nil {
 		t.Errorf("message appended without head move is not stored: %v", err)
 	}
-	branch, _ := s.Branch(ctx, "s")
-	if diff := cmp.Diff([]string{first[0].ID}, ids(branch)); diff != "" {
-		t.Errorf("Branch (-want +got):\n%s", diff)
-	}
+	wantBranch(t, s, "s", "after moveHead=false", first[0].ID)
 }
 
 func testAppendValidation(t *testing.T, h *harness) {
@@ -173,10 +166,7 @@ func testAppendValidation(t *testing.T, h *harness) {
 	if got := mustGetSession(t, s, "s"); got.HeadID != head[0].ID {
 		t.Errorf("HeadID after failed appends = %q, want %q", got.HeadID, head[0].ID)
 	}
-	branch, _ := s.Branch(ctx, "s")
-	if diff := cmp.Diff([]string{head[0].ID}, ids(branch)); diff != "" {
-		t.Errorf("Branch after failed appends (-want +got):\n%s", diff)
-	}
+	wantBranch(t, s, "s", "after failed appends", head[0].ID)
 }
 
 func testForkAndSetHead(t *testing.T, h *harness) {
@@ -192,13 +182,7 @@ func testForkAndSetHead(t *testing.T, h *harness) {
 
 	check := func(what string, want ...string) {
 		t.Helper()
-		branch, err := s.Branch(ctx, "s")
-		if err != nil {
-			t.Fatalf("Branch (%s) error: %v", what, err)
-		}
-		if diff := cmp.Diff(want, ids(branch)); diff != "" {
-			t.Errorf("Branch %s (-want +got):\n%s", what, diff)
-		}
+		wantBranch(t, s, "s", what, want...)
 		if got := mustGetSession(t, s, "s").HeadID; got != want[len(want)-1] {
 			t.Errorf("HeadID %s = %q, want %q", what, got, want[len(want)-1])
 		}
@@ -276,9 +260,7 @@ func testDeepBranch(t *testing.T, h *harness) {
 	// A fork off the middle does not disturb the branch.
 	mustAppend(t, s, "deep", first[100].ID, false, user("fork"))
 	branch, err := s.Branch(ctx, "deep")
-	if err != nil {
-		t.Fatalf("Branch(10000 deep) error: %v", err)
-	}
+	noErr(t, err, "Branch(10000 deep)")
 	want := append(ids(first), ids(second)...)
 	if diff := cmp.Diff(want, ids(branch)); diff != "" {
 		t.Fatalf("Branch(10000 deep) ids (-want +got):\n%s", diff)
