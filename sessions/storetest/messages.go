@@ -129,13 +129,19 @@ func testAppendWithoutHeadMove(t *testing.T, h *harness) {
 	wantBranch(t, s, "s", "after moveHead=false", first[0].ID)
 }
 
+// twoSessions creates sessions "s" and "other" with one message each, and
+// returns s's head and the message of the other session.
+func twoSessions(t *testing.T, s sessions.Store) (head, foreign sessions.Message) {
+	t.Helper()
+	mustCreate(t, s, sessions.Session{ID: "s"})
+	mustCreate(t, s, sessions.Session{ID: "other"})
+	return mustAppend(t, s, "s", "", true, user("q"))[0], mustAppend(t, s, "other", "", true, user("q"))[0]
+}
+
 func testAppendValidation(t *testing.T, h *harness) {
 	s := h.store(t)
 	ctx := ctxT(t)
-	mustCreate(t, s, sessions.Session{ID: "s"})
-	mustCreate(t, s, sessions.Session{ID: "other"})
-	head := mustAppend(t, s, "s", "", true, user("q"))
-	foreign := mustAppend(t, s, "other", "", true, user("q"))
+	head, foreign := twoSessions(t, s)
 
 	cases := []struct {
 		name      string
@@ -146,11 +152,11 @@ func testAppendValidation(t *testing.T, h *harness) {
 	}{
 		{"unknown session", "nope", "", []sessions.NewMessage{user("x")}, true},
 		{"unknown parent", "s", "msg_00000000000000000000000000000000", []sessions.NewMessage{user("x")}, true},
-		{"parent of another session", "s", foreign[0].ID, []sessions.NewMessage{user("x")}, true},
-		{"no messages", "s", head[0].ID, nil, false},
-		{"bad role", "s", head[0].ID, []sessions.NewMessage{{Role: "wizard", Content: "x"}}, false},
-		{"bad role after good", "s", head[0].ID, []sessions.NewMessage{user("ok"), {Role: "", Content: "x"}}, false},
-		{"invalid metadata", "s", head[0].ID, []sessions.NewMessage{{Role: sessions.RoleUser, Content: "x", Metadata: json.RawMessage(`{"a":`)}}, false},
+		{"parent of another session", "s", foreign.ID, []sessions.NewMessage{user("x")}, true},
+		{"no messages", "s", head.ID, nil, false},
+		{"bad role", "s", head.ID, []sessions.NewMessage{{Role: "wizard", Content: "x"}}, false},
+		{"bad role after good", "s", head.ID, []sessions.NewMessage{user("ok"), {Role: "", Content: "x"}}, false},
+		{"invalid metadata", "s", head.ID, []sessions.NewMessage{{Role: sessions.RoleUser, Content: "x", Metadata: json.RawMessage(`{"a":`)}}, false},
 	}
 	for _, tc := range cases {
 		_, err := s.AppendMessages(ctx, tc.sessionID, tc.parentID, tc.msgs, true)
@@ -163,10 +169,10 @@ func testAppendValidation(t *testing.T, h *harness) {
 		}
 	}
 	// Nothing of the failed appends was written.
-	if got := mustGetSession(t, s, "s"); got.HeadID != head[0].ID {
-		t.Errorf("HeadID after failed appends = %q, want %q", got.HeadID, head[0].ID)
+	if got := mustGetSession(t, s, "s"); got.HeadID != head.ID {
+		t.Errorf("HeadID after failed appends = %q, want %q", got.HeadID, head.ID)
 	}
-	wantBranch(t, s, "s", "after failed appends", head[0].ID)
+	wantBranch(t, s, "s", "after failed appends", head.ID)
 }
 
 func testForkAndSetHead(t *testing.T, h *harness) {
@@ -208,22 +214,19 @@ func testForkAndSetHead(t *testing.T, h *harness) {
 func testSetHeadUnknown(t *testing.T, h *harness) {
 	s := h.store(t)
 	ctx := ctxT(t)
-	mustCreate(t, s, sessions.Session{ID: "s"})
-	mustCreate(t, s, sessions.Session{ID: "other"})
-	head := mustAppend(t, s, "s", "", true, user("q"))
-	foreign := mustAppend(t, s, "other", "", true, user("q"))
+	head, foreign := twoSessions(t, s)
 	for _, tc := range []struct{ session, msg string }{
 		{"s", "msg_00000000000000000000000000000000"},
-		{"s", foreign[0].ID},
+		{"s", foreign.ID},
 		{"s", ""},
-		{"nope", head[0].ID},
+		{"nope", head.ID},
 	} {
 		if err := s.SetHead(ctx, tc.session, tc.msg); !errors.Is(err, sessions.ErrNotFound) {
 			t.Errorf("SetHead(%q, %q) error = %v, want ErrNotFound", tc.session, tc.msg, err)
 		}
 	}
-	if got := mustGetSession(t, s, "s").HeadID; got != head[0].ID {
-		t.Errorf("HeadID after refused SetHead = %q, want %q", got, head[0].ID)
+	if got := mustGetSession(t, s, "s").HeadID; got != head.ID {
+		t.Errorf("HeadID after refused SetHead = %q, want %q", got, head.ID)
 	}
 }
 
