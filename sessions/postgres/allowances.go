@@ -29,15 +29,8 @@ func (s *Store) AllowForSession(ctx context.Context, sessionID, tool string, by 
 
 // SessionAllowances implements [sessions.Store].
 func (s *Store) SessionAllowances(ctx context.Context, sessionID string) ([]string, error) {
-	return input.Allowances(sessionID, func() (tools []string, err error) {
-		err = s.run(ctx, func(q querier) error {
-			rows, err := q.Query(ctx, `SELECT tool FROM session_allowances WHERE session_id = $1 ORDER BY tool`, sessionID)
-			if err != nil {
-				return err
-			}
-			tools, err = pgx.CollectRows(rows, pgx.RowTo[string])
-			return err
-		})
-		return tools, err
+	return input.Allowances(sessionID, func() ([]string, error) {
+		return queryAll(ctx, s, func(r pgx.Row) (tool string, err error) { return tool, r.Scan(&tool) },
+			`SELECT tool FROM session_allowances WHERE session_id = $1 ORDER BY tool`, sessionID)
 	})
 }

@@ -139,16 +139,8 @@ func (s *Store) TailAudit(ctx context.Context, n int) ([]sessions.AuditRecord, e
 	if n <= 0 {
 		return nil, nil
 	}
-	var out []sessions.AuditRecord
-	err := s.run(ctx, func(q querier) error {
-		rows, err := q.Query(ctx, "SELECT "+auditColumns+" FROM (SELECT "+auditColumns+
-			" FROM audit_records ORDER BY id DESC LIMIT $1) tail ORDER BY id", n)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessions.AuditRecord, error) { return scanAudit(r) })
-		return err
-	})
+	out, err := queryAll(ctx, s, scanAudit, "SELECT "+auditColumns+" FROM (SELECT "+auditColumns+
+		" FROM audit_records ORDER BY id DESC LIMIT $1) tail ORDER BY id", n)
 	if err != nil {
 		return nil, fmt.Errorf("tail audit: %w", err)
 	}

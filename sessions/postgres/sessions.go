@@ -67,6 +67,21 @@ func (s *Store) GetSession(ctx context.Context, id string) (sessions.Session, er
 	return getByID(ctx, s, "session", "SELECT "+sessionColumns+" FROM sessions WHERE id = $1", id, scanSession)
 }
 
+// queryAll reads every row of query, each scanned by scan, retrying as
+// run does. No rows is an empty slice, not nil.
+func queryAll[T any](ctx context.Context, s *Store, scan func(pgx.Row) (T, error), query string, args ...any) ([]T, error) {
+	var out []T
+	err := s.run(ctx, func(q querier) error {
+		rows, err := q.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+		return err
+	})
+	return out, err
+}
+
 // getByID reads the what (a "session", a "message") with id by query, one
 // row scanned by scan, as rowerr.Get says.
 func getByID[T any](ctx context.Context, s *Store, what, query, id string, scan func(pgx.Row) (T, error)) (T, error) {
@@ -87,17 +102,8 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]sessions.Session
 	if limit <= 0 {
 		return nil, nil
 	}
-	var out []sessions.Session
-	err := s.run(ctx, func(q querier) error {
-		out = out[:0]
-		rows, err := q.Query(ctx, "SELECT "+sessionColumns+` FROM sessions WHERE NOT archived
-			ORDER BY updated_at DESC, id DESC LIMIT $1`, limit)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessions.Session, error) { return scanSession(r) })
-		return err
-	})
+	out, err := queryAll(ctx, s, scanSession, "SELECT "+sessionColumns+` FROM sessions WHERE NOT archived
+		ORDER BY updated_at DESC, id DESC LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
