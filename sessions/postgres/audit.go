@@ -11,6 +11,7 @@ import (
 
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/internal/auditchain"
+	"github.com/openprogram/openprogram/sessions/internal/rowerr"
 )
 
 const auditColumns = "id, ts, type, origin, session_id, payload, prev_hash, hash"
@@ -130,18 +131,7 @@ func scanChain(ctx context.Context, tx pgx.Tx, after int64, fn func(sessions.Aud
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		r, err := scanAudit(rows)
-		if err != nil {
-			return err
-		}
-		if !fn(r) {
-			break
-		}
-	}
-	rows.Close()
-	return rows.Err()
+	return rowerr.Each(rows, rows.Close, func(r rowerr.Scanner) (sessions.AuditRecord, error) { return scanAudit(r) }, fn)
 }
 
 // TailAudit returns the last n records, newest last.
@@ -149,16 +139,8 @@ func (s *Store) TailAudit(ctx context.Context, n int) ([]sessions.AuditRecord, e
 	if n <= 0 {
 		return nil, nil
 	}
-	var out []sessions.AuditRecord
-	err := s.run(ctx, func(q querier) error {
-		rows, err := q.Query(ctx, "SELECT "+auditColumns+" FROM (SELECT "+auditColumns+
-			" FROM audit_records ORDER BY id DESC LIMIT $1) tail ORDER BY id", n)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessions.AuditRecord, error) { return scanAudit(r) })
-		return err
-	})
+	out, err := queryAll(ctx, s, scanAudit, "SELECT "+auditColumns+" FROM (SELECT "+auditColumns+
+		" FROM audit_records ORDER BY id DESC LIMIT $1) tail ORDER BY id", n)
 	if err != nil {
 		return nil, fmt.Errorf("tail audit: %w", err)
 	}

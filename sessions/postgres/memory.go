@@ -476,21 +476,11 @@ func (s *Store) BrowseMemory(ctx context.Context, prefix string) ([]sessions.Mem
 	if sessions.HasNUL(prefix) {
 		return nil, nil
 	}
-	var out []sessions.MemoryEntry
-	err := s.run(ctx, func(q querier) error {
-		rows, err := q.Query(ctx, `SELECT p.path, p.sources, t.path IS NOT NULL, p.revision, p.updated_at
-			FROM memory_paths p LEFT JOIN memory_trusted t ON t.path = p.path
-			WHERE p.path LIKE $1 ESCAPE '\' ORDER BY p.path`, likePrefix(prefix))
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessions.MemoryEntry, error) {
-			var e sessions.MemoryEntry
-			err := r.Scan(&e.Path, &e.Sources, &e.Trusted, &e.Revision, &e.UpdatedAt)
-			return e, err
-		})
-		return err
-	})
+	out, err := queryAll(ctx, s, func(r pgx.Row) (e sessions.MemoryEntry, err error) {
+		return e, r.Scan(&e.Path, &e.Sources, &e.Trusted, &e.Revision, &e.UpdatedAt)
+	}, `SELECT p.path, p.sources, t.path IS NOT NULL, p.revision, p.updated_at
+		FROM memory_paths p LEFT JOIN memory_trusted t ON t.path = p.path
+		WHERE p.path LIKE $1 ESCAPE '\' ORDER BY p.path`, likePrefix(prefix))
 	if err != nil {
 		return nil, fmt.Errorf("browse memory under %q: %w", prefix, err)
 	}

@@ -64,9 +64,30 @@ func (s *Store) CreateSession(ctx context.Context, in sessions.Session) (session
 
 // GetSession returns the session with id, or ErrNotFound.
 func (s *Store) GetSession(ctx context.Context, id string) (sessions.Session, error) {
-	return rowerr.Get("session", id, pgx.ErrNoRows, func() (out sessions.Session, err error) {
+	return getByID(ctx, s, "session", "SELECT "+sessionColumns+" FROM sessions WHERE id = $1", id, scanSession)
+}
+
+// queryAll reads every row of query, each scanned by scan, retrying as
+// run does. No rows is an empty slice, not nil.
+func queryAll[T any](ctx context.Context, s *Store, scan func(pgx.Row) (T, error), query string, args ...any) ([]T, error) {
+	var out []T
+	err := s.run(ctx, func(q querier) error {
+		rows, err := q.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+		return err
+	})
+	return out, err
+}
+
+// getByID reads the what (a "session", a "message") with id by query, one
+// row scanned by scan, as rowerr.Get says.
+func getByID[T any](ctx context.Context, s *Store, what, query, id string, scan func(pgx.Row) (T, error)) (T, error) {
+	return rowerr.Get(what, id, pgx.ErrNoRows, func() (out T, err error) {
 		err = s.run(ctx, func(q querier) error {
-			out, err = scanSession(q.QueryRow(ctx, "SELECT "+sessionColumns+" FROM sessions WHERE id = $1", id))
+			out, err = scan(q.QueryRow(ctx, query, id))
 			return err
 		})
 		return out, err
@@ -81,17 +102,8 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]sessions.Session
 	if limit <= 0 {
 		return nil, nil
 	}
-	var out []sessions.Session
-	err := s.run(ctx, func(q querier) error {
-		out = out[:0]
-		rows, err := q.Query(ctx, "SELECT "+sessionColumns+` FROM sessions WHERE NOT archived
-			ORDER BY updated_at DESC, id DESC LIMIT $1`, limit)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessions.Session, error) { return scanSession(r) })
-		return err
-	})
+	out, err := queryAll(ctx, s, scanSession, "SELECT "+sessionColumns+` FROM sessions WHERE NOT archived
+		ORDER BY updated_at DESC, id DESC LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
@@ -244,13 +256,7 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID, parentID string, 
 
 // GetMessage returns the message with id, or ErrNotFound.
 func (s *Store) GetMessage(ctx context.Context, id string) (sessions.Message, error) {
-	return rowerr.Get("message", id, pgx.ErrNoRows, func() (out sessions.Message, err error) {
-		err = s.run(ctx, func(q querier) error {
-			out, err = scanMessage(q.QueryRow(ctx, "SELECT "+messageColumns+" FROM messages WHERE id = $1", id))
-			return err
-		})
-		return out, err
-	})
+	return getByID(ctx, s, "message", "SELECT "+messageColumns+" FROM messages WHERE id = $1", id, scanMessage)
 }
 
 // Branch returns the chain from the session's head to the root, root

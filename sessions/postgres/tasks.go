@@ -125,16 +125,7 @@ func (b taskSQL) List(ctx context.Context, clientID string, after time.Time, aft
 		args = append(args, after, afterID)
 	}
 	query += ` ORDER BY created_at, id LIMIT $2`
-	var tasks []sessions.Task
-	err := b.s.run(ctx, func(q querier) error {
-		rows, err := q.Query(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		tasks, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessions.Task, error) { return scanTask(r) })
-		return err
-	})
-	return tasks, err
+	return queryAll(ctx, b.s, scanTask, query, args...)
 }
 
 // row runs query, one conditional UPDATE ... RETURNING (or a SELECT of)

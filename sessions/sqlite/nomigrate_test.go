@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/openprogram/openprogram/sessions"
 )
@@ -80,5 +81,74 @@ func TestOpenNoMigrateChangesNothing(t *testing.T) {
 func closeIf(st *Store) {
 	if st != nil {
 		st.Close()
+	}
+}
+
+// A NoMigrate open only reads the schema version, so another connection
+// holding a write transaction neither blocks it nor fails it; and a store
+// one version behind is still refused with ErrMigrationsPending while that
+// writer holds its lock.
+func TestOpenNoMigrateBesideAWriter(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), DefaultFileName)
+	st, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	writer, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	hold := func(stmt string, args ...any) {
+		t.Helper()
+		if _, err := writer.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+			t.Fatal(err)
+		}
+		if stmt != "" {
+			if _, err := writer.ExecContext(ctx, stmt, args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	look := &sessions.Options{NoMigrate: true}
+	// Well under BusyTimeout: an open that waits for the writer's lock
+	// fails here instead of after it.
+	openBeside := func() (*Store, time.Duration, error) {
+		wait, cancel := context.WithTimeout(ctx, BusyTimeout/5)
+		defer cancel()
+		start := time.Now()
+		st, err := OpenWith(wait, path, look)
+		return st, time.Since(start), err
+	}
+
+	hold("")
+	st, took, err := openBeside()
+	if err != nil {
+		t.Fatalf("NoMigrate open while another connection holds a write transaction: %v (after %v), want it open", err, took)
+	}
+	if got, err := st.ListSessions(ctx, 10); err != nil || len(got) != 0 {
+		t.Errorf("ListSessions through the NoMigrate open = %v, %v; want no sessions", got, err)
+	}
+	st.Close()
+	if _, err := writer.ExecContext(ctx, `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+
+	latest := LatestSchemaVersion()
+	if _, err := db.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = ?`, latest); err != nil {
+		t.Fatal(err)
+	}
+	hold(`INSERT INTO sessions (id, created_at, updated_at) VALUES ('w', 0, 0)`)
+	defer writer.ExecContext(ctx, `ROLLBACK`)
+	if st, took, err := openBeside(); !errors.Is(err, sessions.ErrMigrationsPending) {
+		closeIf(st)
+		t.Errorf("NoMigrate open of a store one version behind, beside a writer = %v (after %v), want ErrMigrationsPending", err, took)
 	}
 }

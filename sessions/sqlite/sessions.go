@@ -25,7 +25,8 @@ func boolInt(b bool) int {
 
 const sessionColumns = `id, agent_id, title, source, created_at, updated_at, coalesce(head_id, ''), archived`
 
-type scanner interface{ Scan(dest ...any) error }
+// scanner reads one row (rowerr.Scanner).
+type scanner = rowerr.Scanner
 
 func scanSession(r scanner) (sessions.Session, error) {
 	var (
@@ -167,23 +168,13 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 }
 
 // eachRow runs query and feeds its rows, read by scan, to fn until fn
-// returns false.
+// returns false (rowerr.Each).
 func eachRow[T any](query func() (*sql.Rows, error), scan func(scanner) (T, error), fn func(T) bool) error {
 	rows, err := query()
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return err
-		}
-		if !fn(v) {
-			break
-		}
-	}
-	return rows.Err()
+	return rowerr.Each(rows, func() { rows.Close() }, scan, fn)
 }
 
 // oneRow is the outcome of op, a statement (res, err) that changes one

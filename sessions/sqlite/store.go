@@ -547,13 +547,16 @@ func LatestSchemaVersion() int {
 // schema it creates is keyed (keyAuditTx) in the same transaction when the
 // store has an audit key. It returns the version it found. Without apply
 // it writes nothing: no tables yet is [sessions.ErrNoStore], an older
-// schema [sessions.ErrMigrationsPending].
+// schema [sessions.ErrMigrationsPending]; and it reads in a deferred
+// transaction that takes no write lock, so it neither waits for nor fails
+// beside another connection's write transaction (WAL readers see the last
+// commit).
 func (s *Store) migrate(ctx context.Context, apply bool) (int, error) {
 	ms, err := migrations()
 	if err != nil {
 		return -1, fmt.Errorf("open sqlite store %s: %w", s.path, err)
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.w.BeginTx(ctx, &sql.TxOptions{ReadOnly: !apply})
 	if err != nil {
 		return -1, s.openError(err)
 	}

@@ -48,9 +48,7 @@ func appendAudit(t *testing.T, s sessions.Store, n int) []sessions.AuditRecord {
 			Type: "mcp.request.cancelled", Origin: "mcp", SessionID: fmt.Sprintf("s%d", i%3),
 			Payload: json.RawMessage(fmt.Sprintf(`{"request_id":%d,"reason":"prompt_cancel","client_id":"abc"}`, i)),
 		})
-		if err != nil {
-			t.Fatalf("AppendAudit %d error: %v", i, err)
-		}
+		noErr(t, err, "AppendAudit %d", i)
 		out = append(out, r)
 	}
 	return out
@@ -61,12 +59,30 @@ func verify(t *testing.T, s sessions.Store) sessions.AuditReport {
 	return verifyAnchored(t, s, nil)
 }
 
+// wantAppendRefused fails the test unless an append to s fails with
+// ErrAuditKey; what says to which log.
+func wantAppendRefused(t *testing.T, s sessions.Store, what string) {
+	t.Helper()
+	_, err := s.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t"})
+	wantErr(t, "AppendAudit "+what, err, sessions.ErrAuditKey)
+}
+
+// wantBroken logs rep as `openprogram audit verify` prints it, and fails
+// the test unless rep reports the log broken at record firstBad (at any
+// record when 0) with a problem saying problem; what says which
+// verification it was.
+func wantBroken(t *testing.T, what string, rep sessions.AuditReport, firstBad int64, problem string) {
+	t.Helper()
+	t.Logf("audit verify %s: %s", what, reportLine(rep))
+	if rep.OK || (firstBad != 0 && rep.FirstBadID != firstBad) || !strings.Contains(rep.Problem, problem) {
+		t.Errorf("VerifyAudit %s = %+v, want broken at record %d with a problem saying %q", what, rep, firstBad, problem)
+	}
+}
+
 func verifyAnchored(t *testing.T, s sessions.Store, anchor *sessions.AuditHead) sessions.AuditReport {
 	t.Helper()
 	rep, err := s.VerifyAudit(ctxT(t), anchor)
-	if err != nil {
-		t.Fatalf("VerifyAudit error: %v", err)
-	}
+	noErr(t, err, "VerifyAudit")
 	return rep
 }
 
@@ -75,9 +91,7 @@ func testAuditAppendTail(t *testing.T, h *harness) {
 	ctx := ctxT(t)
 	before := time.Now()
 	r, err := s.AppendAudit(ctx, sessions.NewAuditRecord{Type: "server.start", Origin: "cli", Payload: json.RawMessage(`{ "pid" : 42, "b":[true,null], "a":"x<y" }`)})
-	if err != nil {
-		t.Fatalf("AppendAudit error: %v", err)
-	}
+	noErr(t, err, "AppendAudit")
 	if r.ID != 2 {
 		t.Errorf("first AppendAudit ID = %d, want 2 (record 1 is the %s record of a new store)", r.ID, auditchain.RekeyType)
 	}
@@ -116,9 +130,7 @@ func testAuditAppendTail(t *testing.T, h *harness) {
 	}
 	for _, n := range []int{1, 3, 10, 50} {
 		got, err := s.TailAudit(ctx, n)
-		if err != nil {
-			t.Fatalf("TailAudit(%d) error: %v", n, err)
-		}
+		noErr(t, err, "TailAudit(%d)", n)
 		want := all[len(all)-min(n, len(all)):]
 		if diff := cmp.Diff(want, got, cmpOpts...); diff != "" {
 			t.Errorf("TailAudit(%d), newest last (-want +got):\n%s", n, diff)
@@ -128,9 +140,7 @@ func testAuditAppendTail(t *testing.T, h *harness) {
 		t.Errorf("TailAudit(0) = %d records, %v; want none", len(got), err)
 	}
 	empty, err := s.AppendAudit(ctx, sessions.NewAuditRecord{Type: "server.stop", Origin: "cli"})
-	if err != nil {
-		t.Fatalf("AppendAudit(no payload) error: %v", err)
-	}
+	noErr(t, err, "AppendAudit(no payload)")
 	if !jsonEqual(empty.Payload, json.RawMessage(`{}`)) {
 		t.Errorf("AppendAudit(no payload).Payload = %s, want {}", empty.Payload)
 	}
@@ -180,11 +190,7 @@ func tampered(t *testing.T, h *harness, firstBad int64, want string, tamper func
 	if err := tamper(tm, s, recs); err != nil {
 		t.Fatalf("tampering failed: %v", err)
 	}
-	rep := verify(t, s)
-	t.Logf("audit verify after tampering: %s", reportLine(rep))
-	if rep.OK || rep.FirstBadID != firstBad || !strings.Contains(rep.Problem, want) {
-		t.Errorf("VerifyAudit after tampering = %+v, want OK false, FirstBadID %d and a Problem saying %q", rep, firstBad, want)
-	}
+	wantBroken(t, "after tampering", verify(t, s), firstBad, want)
 	// Appending to a tampered chain fails or keeps it reported broken.
 	if _, err := s.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t", Origin: "o"}); err == nil {
 		if rep := verify(t, s); rep.OK {
@@ -364,9 +370,7 @@ func testAuditAnchor(t *testing.T, h *harness) {
 		t.Errorf("VerifyAudit(anchor at record %d) = %+v, want OK: the log extends it", older.ID, rep)
 	}
 	bogus := &sessions.AuditHead{ID: recs[3].ID, MAC: recs[4].Hash}
-	if rep := verifyAnchored(t, s, bogus); rep.OK || rep.FirstBadID != bogus.ID {
-		t.Errorf("VerifyAudit(anchor with another MAC) = %+v, want broken at %d", rep, bogus.ID)
-	}
+	wantBroken(t, "with an anchor of another MAC", verifyAnchored(t, s, bogus), bogus.ID, "")
 	for id := int64(9); id >= 7; id-- {
 		if err := tm.DeleteAudit(ctxT(t), id); err != nil {
 			t.Fatal(err)
@@ -379,11 +383,8 @@ func testAuditAnchor(t *testing.T, h *harness) {
 	if rep := verify(t, s); !rep.OK || rep.Records != 6 {
 		t.Fatalf("VerifyAudit after a truncation resealed with the key = %+v, want 6 intact records (only an anchor catches it)", rep)
 	}
-	rep := verifyAnchored(t, s, anchor)
-	t.Logf("audit verify --head %d:%s after truncation to record 6: %s", anchor.ID, anchor.MAC, reportLine(rep))
-	if rep.OK || rep.FirstBadID != 7 || !strings.Contains(rep.Problem, "no longer extends the anchored head") {
-		t.Errorf("VerifyAudit(anchor %d) after truncation to 6 = %+v, want broken at 7, saying the log no longer extends the anchor", anchor.ID, rep)
-	}
+	wantBroken(t, fmt.Sprintf("--head %d:%s after truncation to record 6", anchor.ID, anchor.MAC),
+		verifyAnchored(t, s, anchor), 7, "no longer extends the anchored head")
 }
 
 // testAuditCheckAnchor: CheckAuditAnchor returns the sealed head, and
@@ -454,14 +455,8 @@ func testAuditWrongKey(t *testing.T, h *harness) {
 	s := h.store(t)
 	appendAudit(t, s, 3)
 	other := h.reopen(t, s, &sessions.Options{AuditKey: otherKey, AdoptUnkeyedLog: true})
-	rep := verify(t, other)
-	t.Logf("audit verify with another key: %s", reportLine(rep))
-	if rep.OK || rep.FirstBadID != 1 || !strings.Contains(rep.Problem, "does not match the key") {
-		t.Errorf("VerifyAudit with another key = %+v, want broken at 1 saying the key does not match", rep)
-	}
-	if _, err := other.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t"}); !errors.Is(err, sessions.ErrAuditKey) {
-		t.Errorf("AppendAudit with another key = %v, want ErrAuditKey", err)
-	}
+	wantBroken(t, "with another key", verify(t, other), 1, "does not match the key")
+	wantAppendRefused(t, other, "with another key")
 	if rep := verify(t, s); !rep.OK || rep.Records != 4 {
 		t.Errorf("VerifyAudit with the right key after the refused append = %+v, want 4 intact records", rep)
 	}
@@ -471,9 +466,7 @@ func testAuditNoKey(t *testing.T, h *harness) {
 	s := h.store(t)
 	appendAudit(t, s, 2)
 	bare := h.reopen(t, s, nil)
-	if _, err := bare.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t"}); !errors.Is(err, sessions.ErrAuditKey) {
-		t.Errorf("AppendAudit without a key = %v, want ErrAuditKey", err)
-	}
+	wantAppendRefused(t, bare, "without a key")
 	if _, err := bare.VerifyAudit(ctxT(t), nil); !errors.Is(err, sessions.ErrAuditKey) {
 		t.Errorf("VerifyAudit without a key = %v, want ErrAuditKey", err)
 	}
@@ -481,9 +474,7 @@ func testAuditNoKey(t *testing.T, h *harness) {
 		t.Errorf("TailAudit without a key = %d records, %v; want 3", len(got), err)
 	}
 	fresh := h.storeWith(t, nil)
-	if _, err := fresh.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t"}); !errors.Is(err, sessions.ErrAuditKey) {
-		t.Errorf("AppendAudit on a new store without a key = %v, want ErrAuditKey", err)
-	}
+	wantAppendRefused(t, fresh, "on a new store without a key")
 }
 
 // unkeyedLog returns a store holding a log of the first version: n records
@@ -549,9 +540,7 @@ func testAuditRekey(t *testing.T, h *harness) {
 	if err := tm.EditAuditPayload(ctxT(t), 2, `{"i":99}`); err != nil {
 		t.Fatal(err)
 	}
-	if rep := verify(t, again); rep.OK || rep.FirstBadID != 2 {
-		t.Errorf("VerifyAudit after editing a re-keyed record = %+v, want broken at 2", rep)
-	}
+	wantBroken(t, "after editing a re-keyed record", verify(t, again), 2, "")
 }
 
 func testAuditRekeyBroken(t *testing.T, h *harness) {
@@ -560,14 +549,8 @@ func testAuditRekeyBroken(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	keyed := h.reopen(t, s, &sessions.Options{AuditKey: Key, AdoptUnkeyedLog: true})
-	rep := verify(t, keyed)
-	t.Logf("audit verify of a broken unkeyed log: %s", reportLine(rep))
-	if rep.OK || rep.FirstBadID != 3 || !strings.Contains(rep.Problem, "not re-keyed") {
-		t.Errorf("VerifyAudit of a broken unkeyed log = %+v, want broken at 3, saying it was not re-keyed", rep)
-	}
-	if _, err := keyed.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t"}); !errors.Is(err, sessions.ErrAuditKey) {
-		t.Errorf("AppendAudit to a broken unkeyed log = %v, want ErrAuditKey", err)
-	}
+	wantBroken(t, "of a broken unkeyed log", verify(t, keyed), 3, "not re-keyed")
+	wantAppendRefused(t, keyed, "to a broken unkeyed log")
 	if head := headRow(t, tm); head.KeyID != "" || head.LastID != 5 {
 		t.Errorf("audit head after the refused re-key = %+v, want it untouched", head)
 	}
@@ -576,11 +559,6 @@ func testAuditRekeyBroken(t *testing.T, h *harness) {
 func testAuditUnkeyedNotAdopted(t *testing.T, h *harness) {
 	s, _, _ := unkeyedLog(t, h, 3)
 	keyed := h.reopen(t, s, &sessions.Options{AuditKey: Key})
-	rep := verify(t, keyed)
-	if rep.OK || !strings.Contains(rep.Problem, "not keyed") {
-		t.Errorf("VerifyAudit of an unkeyed log not adopted = %+v, want not OK, saying it is not keyed", rep)
-	}
-	if _, err := keyed.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t"}); !errors.Is(err, sessions.ErrAuditKey) {
-		t.Errorf("AppendAudit to an unkeyed log not adopted = %v, want ErrAuditKey", err)
-	}
+	wantBroken(t, "of an unkeyed log not adopted", verify(t, keyed), 0, "not keyed")
+	wantAppendRefused(t, keyed, "to an unkeyed log not adopted")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -92,27 +91,9 @@ func testLeaseRace(t *testing.T, h *harness) {
 	for round := range 5 {
 		session := fmt.Sprintf("s%d", round)
 		mustCreate(t, a, sessions.Session{ID: session})
-		const contenders = 8
-		var wg sync.WaitGroup
-		results := make([]error, contenders)
-		start := make(chan struct{})
-		for i := range contenders {
-			wg.Go(func() {
-				<-start
-				results[i] = stores[i%2].AcquireTurn(ctx, session, fmt.Sprintf("owner-%d", i), longTTL)
-			})
-		}
-		close(start)
-		wg.Wait()
-		winners := 0
-		for i, err := range results {
-			switch {
-			case err == nil:
-				winners++
-			case !errors.Is(err, sessions.ErrBusy):
-				t.Errorf("round %d contender %d: error = %v, want nil or ErrBusy", round, i, err)
-			}
-		}
+		winners, results := race(t, 8, fmt.Sprintf("round %d contender", round), sessions.ErrBusy, func(i int) error {
+			return stores[i%2].AcquireTurn(ctx, session, fmt.Sprintf("owner-%d", i), longTTL)
+		})
 		if winners != 1 {
 			t.Fatalf("round %d: %d contenders acquired the lease, want exactly 1 (results %v)", round, winners, results)
 		}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,9 +46,7 @@ var client = sessions.SourceAuthority{
 func appendSource(t *testing.T, s sessions.Store, path, content string) sessions.Source {
 	t.Helper()
 	src, err := s.AppendSource(ctxT(t), sessions.NewSource{Path: path, Content: content, Authority: client}, -1)
-	if err != nil {
-		t.Fatalf("AppendSource(%q) error: %v", path, err)
-	}
+	noErr(t, err, "AppendSource(%q)", path)
 	return src
 }
 
@@ -57,18 +54,14 @@ func testMemoryAppendGet(t *testing.T, h *harness) {
 	s := h.store(t)
 	ctx := ctxT(t)
 	st, err := s.MemoryStatus(ctx)
-	if err != nil {
-		t.Fatalf("MemoryStatus error: %v", err)
-	}
+	noErr(t, err, "MemoryStatus")
 	if diff := cmp.Diff(sessions.MemoryStatus{}, st); diff != "" {
 		t.Errorf("MemoryStatus of an empty store (-want +got):\n%s", diff)
 	}
 	before := time.Now()
 	in := sessions.NewSource{Path: "people/alice.md", Content: "Alice likes tea.\nShe lives in Lyon.", Authority: owner}
 	src, err := s.AppendSource(ctx, in, 0)
-	if err != nil {
-		t.Fatalf("AppendSource error: %v", err)
-	}
+	noErr(t, err, "AppendSource")
 	if src.ID <= 0 || src.Revision <= 0 {
 		t.Errorf("AppendSource = ID %d, Revision %d; want both positive", src.ID, src.Revision)
 	}
@@ -81,9 +74,7 @@ func testMemoryAppendGet(t *testing.T, h *harness) {
 	}
 	second := appendSource(t, s, "people/alice.md", "Alice switched to coffee.")
 	page, err := s.GetMemory(ctx, "people/alice.md")
-	if err != nil {
-		t.Fatalf("GetMemory error: %v", err)
-	}
+	noErr(t, err, "GetMemory")
 	wantPage := sessions.MemoryPage{Path: "people/alice.md", Sources: []sessions.Source{want, second}, Revision: second.Revision}
 	if diff := cmp.Diff(wantPage, page, cmpOpts...); diff != "" {
 		t.Errorf("GetMemory (-want +got):\n%s", diff)
@@ -107,9 +98,7 @@ func testMemoryRevisions(t *testing.T, h *harness) {
 	s := h.store(t)
 	ctx := ctxT(t)
 	a1, err := s.AppendSource(ctx, sessions.NewSource{Path: "a", Content: "one"}, 0)
-	if err != nil {
-		t.Fatalf("AppendSource(new path, base 0) error: %v", err)
-	}
+	noErr(t, err, "AppendSource(new path, base 0)")
 	if _, err := s.AppendSource(ctx, sessions.NewSource{Path: "b", Content: "x"}, 7); !errors.Is(err, sessions.ErrConflict) {
 		t.Errorf("AppendSource(new path, base 7) error = %v, want ErrConflict", err)
 	}
@@ -122,9 +111,7 @@ func testMemoryRevisions(t *testing.T, h *harness) {
 	}
 	// Path a's revision is still a1's: b's writes do not conflict with a.
 	a2, err := s.AppendSource(ctx, sessions.NewSource{Path: "a", Content: "two"}, a1.Revision)
-	if err != nil {
-		t.Fatalf("AppendSource(a, base a1) error: %v", err)
-	}
+	noErr(t, err, "AppendSource(a, base a1)")
 	if a2.Revision <= b1.Revision {
 		t.Errorf("revision did not increase: %d then %d", b1.Revision, a2.Revision)
 	}
@@ -157,9 +144,7 @@ func testMemoryPromote(t *testing.T, h *harness) {
 	}
 	before := time.Now()
 	page, err := s.Promote(ctx, second.ID, second.Revision)
-	if err != nil {
-		t.Fatalf("Promote error: %v", err)
-	}
+	noErr(t, err, "Promote")
 	if page.Revision <= other.Revision {
 		t.Errorf("Promote revision %d, want above the latest %d", page.Revision, other.Revision)
 	}
@@ -210,24 +195,10 @@ func testMemoryConcurrentRevisions(t *testing.T, h *harness) {
 	ctx := ctxT(t)
 	base := appendSource(t, s, "shared", "v0")
 	// Many writers race with the same base revision: exactly one wins.
-	const writers = 8
-	var wg sync.WaitGroup
-	errs := make([]error, writers)
-	for i := range writers {
-		wg.Go(func() {
-			_, errs[i] = s.AppendSource(ctx, sessions.NewSource{Path: "shared", Content: fmt.Sprintf("v%d", i+1)}, base.Revision)
-		})
-	}
-	wg.Wait()
-	wins := 0
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			wins++
-		case !errors.Is(err, sessions.ErrConflict):
-			t.Errorf("writer %d error = %v, want nil or ErrConflict", i, err)
-		}
-	}
+	wins, _ := race(t, 8, "writer", sessions.ErrConflict, func(i int) error {
+		_, err := s.AppendSource(ctx, sessions.NewSource{Path: "shared", Content: fmt.Sprintf("v%d", i+1)}, base.Revision)
+		return err
+	})
 	if wins != 1 {
 		t.Errorf("%d writers with the same base revision succeeded, want exactly 1", wins)
 	}
@@ -236,9 +207,7 @@ func testMemoryConcurrentRevisions(t *testing.T, h *harness) {
 func search(t *testing.T, s sessions.Store, query string, topK int, prefix string) []sessions.MemoryHit {
 	t.Helper()
 	hits, err := s.SearchMemory(ctxT(t), query, topK, prefix)
-	if err != nil {
-		t.Fatalf("SearchMemory(%q, %d, %q) error: %v", query, topK, prefix, err)
-	}
+	noErr(t, err, "SearchMemory(%q, %d, %q)", query, topK, prefix)
 	for i := 1; i < len(hits); i++ {
 		if hits[i].Score > hits[i-1].Score {
 			t.Errorf("SearchMemory(%q): hit %d score %v above hit %d score %v; want best first", query, i, hits[i].Score, i-1, hits[i-1].Score)
@@ -248,11 +217,7 @@ func search(t *testing.T, s sessions.Store, query string, topK int, prefix strin
 }
 
 func hitPaths(hits []sessions.MemoryHit) []string {
-	out := make([]string, len(hits))
-	for i, h := range hits {
-		out[i] = h.Path
-	}
-	return out
+	return pluck(hits, func(h sessions.MemoryHit) string { return h.Path })
 }
 
 func testSearchRanking(t *testing.T, h *harness) {
@@ -473,11 +438,7 @@ func testSearchPromoteAgain(t *testing.T, h *harness) {
 		}
 	}
 	layers := func(query string) []string {
-		var out []string
-		for _, h := range search(t, s, query, 10, "") {
-			out = append(out, fmt.Sprintf("%s %d", h.Layer, h.SourceID))
-		}
-		return out
+		return pluck(search(t, s, query, 10, ""), func(h sessions.MemoryHit) string { return fmt.Sprintf("%s %d", h.Layer, h.SourceID) })
 	}
 	if diff := cmp.Diff([]string{fmt.Sprintf("source %d", first.ID)}, layers("vermilion")); diff != "" {
 		t.Errorf("SearchMemory(the replaced page's word) (-want +got):\n%s", diff)
@@ -532,9 +493,7 @@ func testGrep(t *testing.T, h *harness) {
 	grep := func(sub, prefix string, cs bool, limit int) []sessions.MemoryHit {
 		t.Helper()
 		hits, err := s.GrepMemory(ctx, sub, prefix, cs, limit)
-		if err != nil {
-			t.Fatalf("GrepMemory(%q, %q, %v, %d) error: %v", sub, prefix, cs, limit, err)
-		}
+		noErr(t, err, "GrepMemory(%q, %q, %v, %d)", sub, prefix, cs, limit)
 		return hits
 	}
 	got := grep("todo", "", false, 100)
@@ -612,9 +571,7 @@ func testBrowse(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	got, err := s.BrowseMemory(ctx, "proj/")
-	if err != nil {
-		t.Fatalf("BrowseMemory error: %v", err)
-	}
+	noErr(t, err, "BrowseMemory")
 	want := []sessions.MemoryEntry{
 		{Path: "proj/a.md", Sources: 2, Revision: a2.Revision, UpdatedAt: a2.CreatedAt},
 		{Path: "proj/b.md", Sources: 1, Trusted: true, Revision: promoted.Revision, UpdatedAt: promoted.UpdatedAt},
@@ -636,9 +593,5 @@ func testBrowse(t *testing.T, h *harness) {
 }
 
 func entryPaths(es []sessions.MemoryEntry) []string {
-	out := make([]string, len(es))
-	for i, e := range es {
-		out[i] = e.Path
-	}
-	return out
+	return pluck(es, func(e sessions.MemoryEntry) string { return e.Path })
 }

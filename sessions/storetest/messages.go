@@ -53,18 +53,14 @@ func testAppendChainAndBranch(t *testing.T, h *harness) {
 		t.Errorf("HeadID = %q, want last appended %q", sess.HeadID, turn2[3].ID)
 	}
 	branch, err := s.Branch(ctx, "s")
-	if err != nil {
-		t.Fatalf("Branch error: %v", err)
-	}
+	noErr(t, err, "Branch")
 	want := append(append([]sessions.Message{}, turn1...), turn2...)
 	if diff := cmp.Diff(want, branch, cmpOpts...); diff != "" {
 		t.Errorf("Branch root first (-want +got):\n%s", diff)
 	}
 	for _, m := range want {
 		got, err := s.GetMessage(ctx, m.ID)
-		if err != nil {
-			t.Fatalf("GetMessage(%q) error: %v", m.ID, err)
-		}
+		noErr(t, err, "GetMessage(%q)", m.ID)
 		if diff := cmp.Diff(m, got, cmpOpts...); diff != "" {
 			t.Errorf("GetMessage(%q) (-append +get):\n%s", m.ID, diff)
 		}
@@ -130,19 +126,22 @@ func testAppendWithoutHeadMove(t *testing.T, h *harness) {
 	if _, err := s.GetMessage(ctx, side[0].ID); err != nil {
 		t.Errorf("message appended without head move is not stored: %v", err)
 	}
-	branch, _ := s.Branch(ctx, "s")
-	if diff := cmp.Diff([]string{first[0].ID}, ids(branch)); diff != "" {
-		t.Errorf("Branch (-want +got):\n%s", diff)
-	}
+	wantBranch(t, s, "s", "after moveHead=false", first[0].ID)
+}
+
+// twoSessions creates sessions "s" and "other" with one message each, and
+// returns s's head and the message of the other session.
+func twoSessions(t *testing.T, s sessions.Store) (head, foreign sessions.Message) {
+	t.Helper()
+	mustCreate(t, s, sessions.Session{ID: "s"})
+	mustCreate(t, s, sessions.Session{ID: "other"})
+	return mustAppend(t, s, "s", "", true, user("q"))[0], mustAppend(t, s, "other", "", true, user("q"))[0]
 }
 
 func testAppendValidation(t *testing.T, h *harness) {
 	s := h.store(t)
 	ctx := ctxT(t)
-	mustCreate(t, s, sessions.Session{ID: "s"})
-	mustCreate(t, s, sessions.Session{ID: "other"})
-	head := mustAppend(t, s, "s", "", true, user("q"))
-	foreign := mustAppend(t, s, "other", "", true, user("q"))
+	head, foreign := twoSessions(t, s)
 
 	cases := []struct {
 		name      string
@@ -153,11 +152,11 @@ func testAppendValidation(t *testing.T, h *harness) {
 	}{
 		{"unknown session", "nope", "", []sessions.NewMessage{user("x")}, true},
 		{"unknown parent", "s", "msg_00000000000000000000000000000000", []sessions.NewMessage{user("x")}, true},
-		{"parent of another session", "s", foreign[0].ID, []sessions.NewMessage{user("x")}, true},
-		{"no messages", "s", head[0].ID, nil, false},
-		{"bad role", "s", head[0].ID, []sessions.NewMessage{{Role: "wizard", Content: "x"}}, false},
-		{"bad role after good", "s", head[0].ID, []sessions.NewMessage{user("ok"), {Role: "", Content: "x"}}, false},
-		{"invalid metadata", "s", head[0].ID, []sessions.NewMessage{{Role: sessions.RoleUser, Content: "x", Metadata: json.RawMessage(`{"a":`)}}, false},
+		{"parent of another session", "s", foreign.ID, []sessions.NewMessage{user("x")}, true},
+		{"no messages", "s", head.ID, nil, false},
+		{"bad role", "s", head.ID, []sessions.NewMessage{{Role: "wizard", Content: "x"}}, false},
+		{"bad role after good", "s", head.ID, []sessions.NewMessage{user("ok"), {Role: "", Content: "x"}}, false},
+		{"invalid metadata", "s", head.ID, []sessions.NewMessage{{Role: sessions.RoleUser, Content: "x", Metadata: json.RawMessage(`{"a":`)}}, false},
 	}
 	for _, tc := range cases {
 		_, err := s.AppendMessages(ctx, tc.sessionID, tc.parentID, tc.msgs, true)
@@ -170,13 +169,10 @@ func testAppendValidation(t *testing.T, h *harness) {
 		}
 	}
 	// Nothing of the failed appends was written.
-	if got := mustGetSession(t, s, "s"); got.HeadID != head[0].ID {
-		t.Errorf("HeadID after failed appends = %q, want %q", got.HeadID, head[0].ID)
+	if got := mustGetSession(t, s, "s"); got.HeadID != head.ID {
+		t.Errorf("HeadID after failed appends = %q, want %q", got.HeadID, head.ID)
 	}
-	branch, _ := s.Branch(ctx, "s")
-	if diff := cmp.Diff([]string{head[0].ID}, ids(branch)); diff != "" {
-		t.Errorf("Branch after failed appends (-want +got):\n%s", diff)
-	}
+	wantBranch(t, s, "s", "after failed appends", head.ID)
 }
 
 func testForkAndSetHead(t *testing.T, h *harness) {
@@ -192,13 +188,7 @@ func testForkAndSetHead(t *testing.T, h *harness) {
 
 	check := func(what string, want ...string) {
 		t.Helper()
-		branch, err := s.Branch(ctx, "s")
-		if err != nil {
-			t.Fatalf("Branch (%s) error: %v", what, err)
-		}
-		if diff := cmp.Diff(want, ids(branch)); diff != "" {
-			t.Errorf("Branch %s (-want +got):\n%s", what, diff)
-		}
+		wantBranch(t, s, "s", what, want...)
 		if got := mustGetSession(t, s, "s").HeadID; got != want[len(want)-1] {
 			t.Errorf("HeadID %s = %q, want %q", what, got, want[len(want)-1])
 		}
@@ -224,22 +214,19 @@ func testForkAndSetHead(t *testing.T, h *harness) {
 func testSetHeadUnknown(t *testing.T, h *harness) {
 	s := h.store(t)
 	ctx := ctxT(t)
-	mustCreate(t, s, sessions.Session{ID: "s"})
-	mustCreate(t, s, sessions.Session{ID: "other"})
-	head := mustAppend(t, s, "s", "", true, user("q"))
-	foreign := mustAppend(t, s, "other", "", true, user("q"))
+	head, foreign := twoSessions(t, s)
 	for _, tc := range []struct{ session, msg string }{
 		{"s", "msg_00000000000000000000000000000000"},
-		{"s", foreign[0].ID},
+		{"s", foreign.ID},
 		{"s", ""},
-		{"nope", head[0].ID},
+		{"nope", head.ID},
 	} {
 		if err := s.SetHead(ctx, tc.session, tc.msg); !errors.Is(err, sessions.ErrNotFound) {
 			t.Errorf("SetHead(%q, %q) error = %v, want ErrNotFound", tc.session, tc.msg, err)
 		}
 	}
-	if got := mustGetSession(t, s, "s").HeadID; got != head[0].ID {
-		t.Errorf("HeadID after refused SetHead = %q, want %q", got, head[0].ID)
+	if got := mustGetSession(t, s, "s").HeadID; got != head.ID {
+		t.Errorf("HeadID after refused SetHead = %q, want %q", got, head.ID)
 	}
 }
 
@@ -276,9 +263,7 @@ func testDeepBranch(t *testing.T, h *harness) {
 	// A fork off the middle does not disturb the branch.
 	mustAppend(t, s, "deep", first[100].ID, false, user("fork"))
 	branch, err := s.Branch(ctx, "deep")
-	if err != nil {
-		t.Fatalf("Branch(10000 deep) error: %v", err)
-	}
+	noErr(t, err, "Branch(10000 deep)")
 	want := append(ids(first), ids(second)...)
 	if diff := cmp.Diff(want, ids(branch)); diff != "" {
 		t.Fatalf("Branch(10000 deep) ids (-want +got):\n%s", diff)

@@ -114,9 +114,7 @@ func testListOrderAndLimit(t *testing.T, h *harness) {
 	}
 	for _, limit := range []int{1, 10, 30, 100} {
 		got, err := s.ListSessions(ctx, limit)
-		if err != nil {
-			t.Fatalf("ListSessions(%d) error: %v", limit, err)
-		}
+		noErr(t, err, "ListSessions(%d)", limit)
 		w := want[:min(limit, len(want))]
 		if diff := cmp.Diff(w, sessionIDs(got)); diff != "" {
 			t.Errorf("ListSessions(%d) ids (-want +got):\n%s", limit, diff)
@@ -226,9 +224,7 @@ func testUpdate(t *testing.T, h *harness) {
 	orig := mustCreate(t, s, sessions.Session{ID: "u", Title: "old", AgentID: "a", Source: "cli", UpdatedAt: time.Now().Add(-time.Hour)})
 	title := "new title"
 	got, err := s.UpdateSession(ctx, "u", sessions.SessionUpdate{Title: &title})
-	if err != nil {
-		t.Fatalf("UpdateSession(title) error: %v", err)
-	}
+	noErr(t, err, "UpdateSession(title)")
 	if got.Title != title || got.Archived || got.AgentID != "a" || got.Source != "cli" {
 		t.Errorf("UpdateSession(title) = %+v, want only the title changed", got)
 	}
@@ -247,9 +243,7 @@ func testUpdate(t *testing.T, h *harness) {
 		t.Errorf("UpdateSession result differs from GetSession (-update +get):\n%s", diff)
 	}
 	same, err := s.UpdateSession(ctx, "u", sessions.SessionUpdate{})
-	if err != nil {
-		t.Fatalf("UpdateSession(no fields) error: %v", err)
-	}
+	noErr(t, err, "UpdateSession(no fields)")
 	if same.Title != title || !same.Archived {
 		t.Errorf("UpdateSession(no fields) = %+v, want unchanged", same)
 	}

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,21 +196,63 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return cmp.Equal(va, vb)
 }
 
+// noErr fails the test at once when err is not nil; format and args name
+// the call that failed.
+func noErr(t *testing.T, err error, format string, args ...any) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s error: %v", fmt.Sprintf(format, args...), err)
+	}
+}
+
+// wantErr fails the test unless err is want (errors.Is); what names the
+// call.
+func wantErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Errorf("%s error = %v, want %v", what, err, want)
+	}
+}
+
+// race runs n contenders released together, each contend(i), and returns
+// how many succeeded and every contender's error. A contender fails with
+// lost or not at all; any other error fails the test, naming the
+// contender "<who> <i>".
+func race(t *testing.T, n int, who string, lost error, contend func(i int) error) (wins int, errs []error) {
+	t.Helper()
+	errs = make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = contend(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			wins++
+		case !errors.Is(err, lost):
+			t.Errorf("%s %d: error = %v, want nil or %v", who, i, err, lost)
+		}
+	}
+	return wins, errs
+}
+
 func mustCreate(t *testing.T, s sessions.Store, sess sessions.Session) sessions.Session {
 	t.Helper()
 	got, err := s.CreateSession(ctxT(t), sess)
-	if err != nil {
-		t.Fatalf("CreateSession(%q) error: %v", sess.ID, err)
-	}
+	noErr(t, err, "CreateSession(%q)", sess.ID)
 	return got
 }
 
 func mustAppend(t *testing.T, s sessions.Store, sessionID, parentID string, moveHead bool, msgs ...sessions.NewMessage) []sessions.Message {
 	t.Helper()
 	got, err := s.AppendMessages(ctxT(t), sessionID, parentID, msgs, moveHead)
-	if err != nil {
-		t.Fatalf("AppendMessages(%q, %q, %d msgs) error: %v", sessionID, parentID, len(msgs), err)
-	}
+	noErr(t, err, "AppendMessages(%q, %q, %d msgs)", sessionID, parentID, len(msgs))
 	if len(got) != len(msgs) {
 		t.Fatalf("AppendMessages returned %d messages, want %d", len(got), len(msgs))
 	}
@@ -217,9 +262,7 @@ func mustAppend(t *testing.T, s sessions.Store, sessionID, parentID string, move
 func mustGetSession(t *testing.T, s sessions.Store, id string) sessions.Session {
 	t.Helper()
 	got, err := s.GetSession(ctxT(t), id)
-	if err != nil {
-		t.Fatalf("GetSession(%q) error: %v", id, err)
-	}
+	noErr(t, err, "GetSession(%q)", id)
 	return got
 }
 
@@ -231,18 +274,30 @@ func assistant(content string) sessions.NewMessage {
 	return sessions.NewMessage{Role: sessions.RoleAssistant, Content: content}
 }
 
-func ids(msgs []sessions.Message) []string {
-	out := make([]string, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.ID
+// pluck returns field of each x, in order (never nil).
+func pluck[T any](xs []T, field func(T) string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = field(x)
 	}
 	return out
 }
 
+func ids(msgs []sessions.Message) []string {
+	return pluck(msgs, func(m sessions.Message) string { return m.ID })
+}
+
 func sessionIDs(ss []sessions.Session) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = s.ID
+	return pluck(ss, func(s sessions.Session) string { return s.ID })
+}
+
+// wantBranch fails the test unless the branch of session id holds the
+// messages want, root first; what says when it is read.
+func wantBranch(t *testing.T, s sessions.Store, id, what string, want ...string) {
+	t.Helper()
+	branch, err := s.Branch(ctxT(t), id)
+	noErr(t, err, "Branch %s", what)
+	if diff := cmp.Diff(want, ids(branch)); diff != "" {
+		t.Errorf("Branch %s (-want +got):\n%s", what, diff)
 	}
-	return out
 }

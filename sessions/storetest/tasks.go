@@ -69,54 +69,35 @@ func newTask(id, client string) sessions.NewTask {
 func mustCreateTask(t *testing.T, s sessions.TaskStore, in sessions.NewTask) sessions.Task {
 	t.Helper()
 	got, err := s.CreateTask(ctxT(t), in)
-	if err != nil {
-		t.Fatalf("CreateTask(%q) error: %v", in.ID, err)
-	}
+	noErr(t, err, "CreateTask(%q)", in.ID)
 	return got
 }
 
 func mustGetTask(t *testing.T, s sessions.TaskStore, client, id string) sessions.Task {
 	t.Helper()
 	got, err := s.GetTask(ctxT(t), client, id)
-	if err != nil {
-		t.Fatalf("GetTask(%q, %q) error: %v", client, id, err)
-	}
+	noErr(t, err, "GetTask(%q, %q)", client, id)
 	return got
 }
 
 func mustClaim(t *testing.T, s sessions.TaskStore, id, runner string, ttl time.Duration) sessions.Task {
 	t.Helper()
 	got, err := s.ClaimTask(ctxT(t), id, runner, ttl)
-	if err != nil {
-		t.Fatalf("ClaimTask(%q, %q) error: %v", id, runner, err)
-	}
+	noErr(t, err, "ClaimTask(%q, %q)", id, runner)
 	return got
-}
-
-func wantTaskErr(t *testing.T, what string, err, want error) {
-	t.Helper()
-	if !errors.Is(err, want) {
-		t.Errorf("%s error = %v, want %v", what, err, want)
-	}
 }
 
 func wantTaskNotFound(t *testing.T, s sessions.TaskStore, client, id string) {
 	t.Helper()
 	_, err := s.GetTask(ctxT(t), client, id)
-	wantTaskErr(t, fmt.Sprintf("GetTask(%q, %q)", client, id), err, sessions.ErrNotFound)
+	wantErr(t, fmt.Sprintf("GetTask(%q, %q)", client, id), err, sessions.ErrNotFound)
 }
 
 func listIDs(t *testing.T, s sessions.TaskStore, client string) []string {
 	t.Helper()
 	page, err := s.ListTasks(ctxT(t), client, "", sessions.MaxTaskPage)
-	if err != nil {
-		t.Fatalf("ListTasks(%q) error: %v", client, err)
-	}
-	out := []string{}
-	for _, tk := range page.Tasks {
-		out = append(out, tk.ID)
-	}
-	return out
+	noErr(t, err, "ListTasks(%q)", client)
+	return pluck(page.Tasks, func(tk sessions.Task) string { return tk.ID })
 }
 
 // eventually polls cond every 10 ms until it holds, failing after a
@@ -155,7 +136,7 @@ func testTaskCreateGet(t *testing.T, h *harness) {
 
 	dup := newTask("t1", "c2")
 	_, err := s.CreateTask(ctx, dup)
-	wantTaskErr(t, "CreateTask of a taken id", err, sessions.ErrExists)
+	wantErr(t, "CreateTask of a taken id", err, sessions.ErrExists)
 	if read := mustGetTask(t, s, "c1", "t1"); read.ClientID != "c1" {
 		t.Errorf("after a refused duplicate the task belongs to %q, want c1", read.ClientID)
 	}
@@ -197,9 +178,7 @@ func testTaskListPaging(t *testing.T, h *harness) {
 	cursor, pages := "", 0
 	for {
 		page, err := s.ListTasks(ctx, "c1", cursor, 3)
-		if err != nil {
-			t.Fatalf("ListTasks page %d error: %v", pages, err)
-		}
+		noErr(t, err, "ListTasks page %d", pages)
 		pages++
 		if len(page.Tasks) > 3 {
 			t.Fatalf("page %d has %d tasks, want at most 3", pages, len(page.Tasks))
@@ -240,7 +219,7 @@ func testTaskListPaging(t *testing.T, h *harness) {
 		"t1." + base64.RawURLEncoding.EncodeToString([]byte("abc.t1")), "t1." + base64.RawURLEncoding.EncodeToString([]byte("1.a\x00b")),
 		strings.Repeat("A", 5000)} {
 		_, err := s.ListTasks(ctx, "c1", bad, 3)
-		wantTaskErr(t, fmt.Sprintf("ListTasks(cursor %q)", bad), err, sessions.ErrInvalidCursor)
+		wantErr(t, fmt.Sprintf("ListTasks(cursor %q)", bad), err, sessions.ErrInvalidCursor)
 	}
 }
 
@@ -250,7 +229,7 @@ func testTaskIsolation(t *testing.T, h *harness) {
 	mustCreateTask(t, s, newTask("t", "c1"))
 	wantTaskNotFound(t, s, "c2", "t")
 	_, err := s.CancelTask(ctx, "c2", "t")
-	wantTaskErr(t, "CancelTask by another client", err, sessions.ErrNotFound)
+	wantErr(t, "CancelTask by another client", err, sessions.ErrNotFound)
 	if got := mustGetTask(t, s, "c1", "t"); got.Status != sessions.TaskWorking {
 		t.Errorf("after another client's cancel the task is %s, want working", got.Status)
 	}
@@ -258,7 +237,7 @@ func testTaskIsolation(t *testing.T, h *harness) {
 		t.Errorf("ListTasks by another client = %v, want nothing", ids)
 	}
 	_, err = s.CancelTask(ctx, "c1", "nope")
-	wantTaskErr(t, "CancelTask of an unknown task", err, sessions.ErrNotFound)
+	wantErr(t, "CancelTask of an unknown task", err, sessions.ErrNotFound)
 }
 
 func testTaskCap(t *testing.T, h *harness) {
@@ -272,7 +251,7 @@ func testTaskCap(t *testing.T, h *harness) {
 	mustCreateTask(t, s, capped("t1", "c1"))
 	mustCreateTask(t, s, capped("t2", "c1"))
 	_, err := s.CreateTask(ctx, capped("t3", "c1"))
-	wantTaskErr(t, "CreateTask over the cap", err, sessions.ErrTaskLimit)
+	wantErr(t, "CreateTask over the cap", err, sessions.ErrTaskLimit)
 	wantTaskNotFound(t, s, "c1", "t3")
 	mustCreateTask(t, s, capped("u1", "c2")) // another client's own cap
 	if _, err := s.CancelTask(ctx, "c1", "t1"); err != nil {
@@ -280,7 +259,7 @@ func testTaskCap(t *testing.T, h *harness) {
 	}
 	mustCreateTask(t, s, capped("t3", "c1")) // a cancelled task frees its slot
 	_, err = s.CreateTask(ctx, capped("t4", "c1"))
-	wantTaskErr(t, "CreateTask over the cap again", err, sessions.ErrTaskLimit)
+	wantErr(t, "CreateTask over the cap again", err, sessions.ErrTaskLimit)
 	mustClaim(t, s, "t2", "r", time.Minute)
 	if _, err := s.FinishTask(ctx, "t2", "r", sessions.TaskFailed, "boom", nil); err != nil {
 		t.Fatal(err)
@@ -295,28 +274,12 @@ func testTaskCapRace(t *testing.T, h *harness) {
 	const rounds, contenders, limit = 50, 8, 3
 	for round := range rounds {
 		client := fmt.Sprintf("c%d", round)
-		results := make([]error, contenders)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range contenders {
-			wg.Go(func() {
-				<-start
-				in := newTask(fmt.Sprintf("r%d-%d", round, i), client)
-				in.MaxWorking = limit
-				_, results[i] = stores[i%2].CreateTask(ctxT(t), in)
-			})
-		}
-		close(start)
-		wg.Wait()
-		created := 0
-		for i, err := range results {
-			switch {
-			case err == nil:
-				created++
-			case !errors.Is(err, sessions.ErrTaskLimit):
-				t.Errorf("round %d contender %d: error = %v, want nil or ErrTaskLimit", round, i, err)
-			}
-		}
+		created, results := race(t, contenders, fmt.Sprintf("round %d contender", round), sessions.ErrTaskLimit, func(i int) error {
+			in := newTask(fmt.Sprintf("r%d-%d", round, i), client)
+			in.MaxWorking = limit
+			_, err := stores[i%2].CreateTask(ctxT(t), in)
+			return err
+		})
 		if ids := listIDs(t, a, client); created != limit || len(ids) != limit {
 			t.Fatalf("round %d: %d creates succeeded and %d tasks are listed, want exactly %d (results %v)", round, created, len(ids), limit, results)
 		}
@@ -369,7 +332,7 @@ func testTaskClaimRenew(t *testing.T, h *harness) {
 	ctx := ctxT(t)
 	created := mustCreateTask(t, s, newTask("t", "c"))
 	_, err := s.ClaimTask(ctx, "nope", "r1", time.Minute)
-	wantTaskErr(t, "ClaimTask of an unknown task", err, sessions.ErrNotFound)
+	wantErr(t, "ClaimTask of an unknown task", err, sessions.ErrNotFound)
 	for name, call := range map[string]func() error{
 		"claim, empty runner": func() error { _, err := s.ClaimTask(ctx, "t", "", time.Minute); return err },
 		"claim, zero ttl":     func() error { _, err := s.ClaimTask(ctx, "t", "r1", 0); return err },
@@ -382,9 +345,9 @@ func testTaskClaimRenew(t *testing.T, h *harness) {
 		}
 	}
 	_, err = s.RenewTask(ctx, "t", "r1", time.Minute, nil)
-	wantTaskErr(t, "RenewTask before a claim", err, sessions.ErrLeaseLost)
+	wantErr(t, "RenewTask before a claim", err, sessions.ErrLeaseLost)
 	_, err = s.CommitTask(ctx, "t", "r1")
-	wantTaskErr(t, "CommitTask before a claim", err, sessions.ErrLeaseLost)
+	wantErr(t, "CommitTask before a claim", err, sessions.ErrLeaseLost)
 
 	claimed := mustClaim(t, s, "t", "r1", time.Minute)
 	if claimed.Runner != "r1" || claimed.Status != sessions.TaskWorking || !claimed.RunnerExpiresAt.After(time.Now().Add(30*time.Second)) {
@@ -394,17 +357,15 @@ func testTaskClaimRenew(t *testing.T, h *harness) {
 		t.Errorf("a claim changed UpdatedAt from %v to %v", created.UpdatedAt, claimed.UpdatedAt)
 	}
 	_, err = s.ClaimTask(ctx, "t", "r2", time.Minute)
-	wantTaskErr(t, "ClaimTask of a leased task", err, sessions.ErrBusy)
+	wantErr(t, "ClaimTask of a leased task", err, sessions.ErrBusy)
 	mustClaim(t, s, "t", "r1", time.Minute) // the holder's claim renews
 	_, err = s.RenewTask(ctx, "t", "r2", time.Minute, nil)
-	wantTaskErr(t, "RenewTask by another runner", err, sessions.ErrLeaseLost)
+	wantErr(t, "RenewTask by another runner", err, sessions.ErrLeaseLost)
 
 	progress := json.RawMessage(`{"progress": 3, "total": 10, "message": "reading"}`)
 	time.Sleep(2 * time.Millisecond) // so that UpdatedAt moves on a coarse clock
 	renewed, err := s.RenewTask(ctx, "t", "r1", time.Minute, progress)
-	if err != nil {
-		t.Fatalf("RenewTask with progress error: %v", err)
-	}
+	noErr(t, err, "RenewTask with progress")
 	if !bytes.Equal(renewed.Progress, progress) || !renewed.UpdatedAt.After(created.UpdatedAt) {
 		t.Errorf("renewed task = progress %s, updated %v; want %s, after %v", renewed.Progress, renewed.UpdatedAt, progress, created.UpdatedAt)
 	}
@@ -430,9 +391,9 @@ func testTaskClaimRenew(t *testing.T, h *harness) {
 		t.Errorf("RenewTask after a cancel = %s, progress %s, %v; want the cancelled task, progress unchanged", seen.Status, seen.Progress, err)
 	}
 	_, err = s.ClaimTask(ctx, "t", "r1", time.Minute)
-	wantTaskErr(t, "ClaimTask of a cancelled task", err, sessions.ErrTaskDone)
+	wantErr(t, "ClaimTask of a cancelled task", err, sessions.ErrTaskDone)
 	_, err = s.CommitTask(ctx, "t", "r1")
-	wantTaskErr(t, "CommitTask of a cancelled task", err, sessions.ErrTaskDone)
+	wantErr(t, "CommitTask of a cancelled task", err, sessions.ErrTaskDone)
 }
 
 func testTaskLeaseLapse(t *testing.T, h *harness) {
@@ -449,18 +410,18 @@ func testTaskLeaseLapse(t *testing.T, h *harness) {
 		return err == nil
 	})
 	_, err := a.RenewTask(ctx, "t", "dead", time.Minute, nil)
-	wantTaskErr(t, "RenewTask by the taken-over runner", err, sessions.ErrLeaseLost)
+	wantErr(t, "RenewTask by the taken-over runner", err, sessions.ErrLeaseLost)
 	_, err = a.CommitTask(ctx, "t", "dead")
-	wantTaskErr(t, "CommitTask by the taken-over runner", err, sessions.ErrLeaseLost)
+	wantErr(t, "CommitTask by the taken-over runner", err, sessions.ErrLeaseLost)
 	_, err = a.FinishTask(ctx, "t", "dead", sessions.TaskCompleted, "", nil)
-	wantTaskErr(t, "FinishTask by the taken-over runner", err, sessions.ErrLeaseLost)
+	wantErr(t, "FinishTask by the taken-over runner", err, sessions.ErrLeaseLost)
 	_, err = a.ClaimTask(ctx, "t", "dead", time.Minute)
-	wantTaskErr(t, "ClaimTask back by the taken-over runner", err, sessions.ErrBusy)
+	wantErr(t, "ClaimTask back by the taken-over runner", err, sessions.ErrBusy)
 	if got, err := b.CommitTask(ctx, "t", "heir"); err != nil || !got.Committing {
 		t.Errorf("CommitTask by the heir = committing %v, %v; want it committing", got.Committing, err)
 	}
 	_, err = a.ClaimTask(ctx, "t", "third", time.Minute)
-	wantTaskErr(t, "ClaimTask of a committing task", err, sessions.ErrTaskDone)
+	wantErr(t, "ClaimTask of a committing task", err, sessions.ErrTaskDone)
 
 	// A lapsed lease nobody took over is still the runner's to renew, but
 	// not to commit on: it must renew first.
@@ -468,7 +429,7 @@ func testTaskLeaseLapse(t *testing.T, h *harness) {
 	mustClaim(t, a, "u", "slow", 20*time.Millisecond)
 	time.Sleep(100 * time.Millisecond)
 	_, err = a.CommitTask(ctx, "u", "slow")
-	wantTaskErr(t, "CommitTask on a lapsed lease", err, sessions.ErrLeaseLost)
+	wantErr(t, "CommitTask on a lapsed lease", err, sessions.ErrLeaseLost)
 	if _, err := a.RenewTask(ctx, "u", "slow", time.Minute, nil); err != nil {
 		t.Errorf("RenewTask of a lapsed lease nobody took over error = %v, want nil", err)
 	}
@@ -482,7 +443,7 @@ func testTaskFinishRules(t *testing.T, h *harness) {
 	ctx := ctxT(t)
 	mustCreateTask(t, s, newTask("t", "c"))
 	_, err := s.FinishTask(ctx, "t", "r", sessions.TaskCompleted, "", nil)
-	wantTaskErr(t, "FinishTask of an unclaimed task", err, sessions.ErrLeaseLost)
+	wantErr(t, "FinishTask of an unclaimed task", err, sessions.ErrLeaseLost)
 	mustClaim(t, s, "t", "r", time.Minute)
 	for _, status := range []string{sessions.TaskWorking, "done", ""} {
 		if _, err := s.FinishTask(ctx, "t", "r", status, "", nil); err == nil || errors.Is(err, sessions.ErrTaskDone) {
@@ -490,9 +451,9 @@ func testTaskFinishRules(t *testing.T, h *harness) {
 		}
 	}
 	_, err = s.FinishTask(ctx, "t", "other", sessions.TaskCompleted, "", nil)
-	wantTaskErr(t, "FinishTask by another runner", err, sessions.ErrLeaseLost)
+	wantErr(t, "FinishTask by another runner", err, sessions.ErrLeaseLost)
 	_, err = s.FinishTask(ctx, "nope", "r", sessions.TaskCompleted, "", nil)
-	wantTaskErr(t, "FinishTask of an unknown task", err, sessions.ErrNotFound)
+	wantErr(t, "FinishTask of an unknown task", err, sessions.ErrNotFound)
 	for name, call := range map[string]func() error{
 		"NUL message": func() error {
 			_, err := s.FinishTask(ctx, "t", "r", sessions.TaskFailed, nul, nil)
@@ -522,18 +483,16 @@ func testTaskFinishRules(t *testing.T, h *harness) {
 		t.Errorf("CommitTask again by the same runner = committing %v, %v; want a no-op success", got.Committing, err)
 	}
 	got, err := s.CancelTask(ctx, "c", "t")
-	wantTaskErr(t, "CancelTask of a committing task", err, sessions.ErrTaskDone)
+	wantErr(t, "CancelTask of a committing task", err, sessions.ErrTaskDone)
 	if got.Status != sessions.TaskWorking || !got.Committing {
 		t.Errorf("the refused cancel returned %s (committing %v), want the committing task", got.Status, got.Committing)
 	}
 	_, err = s.FinishTask(ctx, "t", "r", sessions.TaskCancelled, "", nil)
-	wantTaskErr(t, "FinishTask cancelled after the commit", err, sessions.ErrTaskDone)
+	wantErr(t, "FinishTask cancelled after the commit", err, sessions.ErrTaskDone)
 
 	result := json.RawMessage(`{"content": [{"type": "text", "text": "done"}],  "isError": false}`)
 	done, err := s.FinishTask(ctx, "t", "r", sessions.TaskCompleted, "all done", result)
-	if err != nil {
-		t.Fatalf("FinishTask error: %v", err)
-	}
+	noErr(t, err, "FinishTask")
 	if done.Status != sessions.TaskCompleted || done.StatusMessage != "all done" || !bytes.Equal(done.Result, result) {
 		t.Errorf("finished task = %s %q %s, want completed \"all done\" %s", done.Status, done.StatusMessage, done.Result, result)
 	}
@@ -541,19 +500,19 @@ func testTaskFinishRules(t *testing.T, h *harness) {
 		t.Errorf("GetTask after FinishTask (-finished +read):\n%s", diff)
 	}
 	again, err := s.FinishTask(ctx, "t", "r", sessions.TaskFailed, "again", nil)
-	wantTaskErr(t, "FinishTask of a finished task", err, sessions.ErrTaskDone)
+	wantErr(t, "FinishTask of a finished task", err, sessions.ErrTaskDone)
 	if again.Status != sessions.TaskCompleted {
 		t.Errorf("the refused finish returned %s, want the completed task", again.Status)
 	}
 	got, err = s.CancelTask(ctx, "c", "t")
-	wantTaskErr(t, "CancelTask of a completed task", err, sessions.ErrTaskDone)
+	wantErr(t, "CancelTask of a completed task", err, sessions.ErrTaskDone)
 	if got.Status != sessions.TaskCompleted {
 		t.Errorf("the refused cancel returned %s, want the completed task", got.Status)
 	}
 	_, err = s.ClaimTask(ctx, "t", "r", time.Minute)
-	wantTaskErr(t, "ClaimTask of a completed task", err, sessions.ErrTaskDone)
+	wantErr(t, "ClaimTask of a completed task", err, sessions.ErrTaskDone)
 	_, err = s.CommitTask(ctx, "t", "r")
-	wantTaskErr(t, "CommitTask of a completed task", err, sessions.ErrTaskDone)
+	wantErr(t, "CommitTask of a completed task", err, sessions.ErrTaskDone)
 	late, err := s.RenewTask(ctx, "t", "r", time.Minute, json.RawMessage(`{"late":1}`))
 	if err != nil || late.Status != sessions.TaskCompleted || late.Progress != nil {
 		t.Errorf("RenewTask of a completed task = %s, progress %s, %v; want the completed task, no progress", late.Status, late.Progress, err)
@@ -662,9 +621,9 @@ func testTaskExpiry(t *testing.T, h *harness) {
 		t.Errorf("ListTasks after the expiry = %v, want [shortWorking long]", ids)
 	}
 	_, err := s.CancelTask(ctx, "c", "short")
-	wantTaskErr(t, "CancelTask of an expired task", err, sessions.ErrNotFound)
+	wantErr(t, "CancelTask of an expired task", err, sessions.ErrNotFound)
 	_, err = s.ClaimTask(ctx, "short", "r", time.Minute)
-	wantTaskErr(t, "ClaimTask of an expired task", err, sessions.ErrNotFound)
+	wantErr(t, "ClaimTask of an expired task", err, sessions.ErrNotFound)
 	// A working task never expires.
 	mustGetTask(t, s, "c", "shortWorking")
 	if n, err := s.PurgeExpiredTasks(ctx); err != nil || n != 1 {
@@ -733,7 +692,7 @@ func testTaskTextAndSize(t *testing.T, h *harness) {
 	big := newTask("big", "c")
 	big.Request = tooLarge()
 	_, err = s.CreateTask(ctx, big)
-	wantTaskErr(t, "CreateTask over MaxTaskPayload", err, sessions.ErrTaskTooLarge)
+	wantErr(t, "CreateTask over MaxTaskPayload", err, sessions.ErrTaskTooLarge)
 	wantTaskNotFound(t, s, "c", "big")
 	big.Request = big.Request[1:]
 	big.Request[0] = '"'
@@ -742,7 +701,7 @@ func testTaskTextAndSize(t *testing.T, h *harness) {
 		t.Errorf("stored Request of MaxTaskPayload bytes reads back as %d bytes", len(got.Request))
 	}
 	_, err = s.RenewTask(ctx, "t", "r", time.Minute, tooLarge())
-	wantTaskErr(t, "RenewTask over MaxTaskPayload", err, sessions.ErrTaskTooLarge)
+	wantErr(t, "RenewTask over MaxTaskPayload", err, sessions.ErrTaskTooLarge)
 	if got := mustGetTask(t, s, "c", "t"); got.Progress != nil || got.Status != sessions.TaskWorking {
 		t.Errorf("after refused writes task t = %s, progress %s; want working without progress", got.Status, got.Progress)
 	}
@@ -759,7 +718,7 @@ func CheckUpgradedTasks(t *testing.T, st sessions.Store) {
 	mustCreateTask(t, s, in)
 	in.ID = "u"
 	_, err := s.CreateTask(ctx, in)
-	wantTaskErr(t, "CreateTask over the cap after the upgrade", err, sessions.ErrTaskLimit)
+	wantErr(t, "CreateTask over the cap after the upgrade", err, sessions.ErrTaskLimit)
 	mustClaim(t, s, "t", "r", time.Minute)
 	if _, err := s.CommitTask(ctx, "t", "r"); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 // Package input holds the checks every store backend makes of a write's
 // input before it touches the database, so that SQLite and PostgreSQL
-// refuse the same inputs with the same errors.
+// refuse the same inputs with the same errors; and, for the standing
+// approvals, the whole rule around each backend's SQL.
 package input
 
 import (
@@ -49,18 +50,44 @@ func Update(id string, u sessions.SessionUpdate) error {
 	return nil
 }
 
-// Allow checks the input of [sessions.Store.AllowForSession] and returns
-// the authority as the JSON both backends store in granted_by.
-func Allow(sessionID, tool string, by sessions.SourceAuthority) ([]byte, error) {
+// Allow is [sessions.Store.AllowForSession] around write, the backend's
+// SQL: it checks the input, has write store the authority as the JSON both
+// backends keep in granted_by (found: the session exists, whether or not
+// the tool was allowed before), and says what came of it.
+func Allow(sessionID, tool string, by sessions.SourceAuthority, write func(granted string) (found bool, err error)) error {
 	if err := sessions.CheckAllowance(tool); err != nil {
-		return nil, fmt.Errorf("allow a tool for session %q: %w", sessionID, err)
+		return fmt.Errorf("allow a tool for session %q: %w", sessionID, err)
 	}
 	if sessions.HasNUL(sessionID) {
-		return nil, fmt.Errorf("allow %q for a session: %w", tool, sessions.ErrNotFound)
+		return fmt.Errorf("allow %q for a session: %w", tool, sessions.ErrNotFound)
 	}
 	granted, err := json.Marshal(by)
 	if err != nil {
-		return nil, fmt.Errorf("allow %q for session %q: encode the authority: %w", tool, sessionID, err)
+		return fmt.Errorf("allow %q for session %q: encode the authority: %w", tool, sessionID, err)
 	}
-	return granted, nil
+	found, err := write(string(granted))
+	if err == nil && !found {
+		err = sessions.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("allow %q for session %q: %w", tool, sessionID, err)
+	}
+	return nil
+}
+
+// Allowances is [sessions.Store.SessionAllowances] around read, the
+// backend's SQL (tool names in order): none, never nil, for a session id
+// that names no row.
+func Allowances(sessionID string, read func() ([]string, error)) ([]string, error) {
+	if sessions.HasNUL(sessionID) {
+		return []string{}, nil
+	}
+	out, err := read()
+	if err != nil {
+		return nil, fmt.Errorf("read the standing approvals of session %q: %w", sessionID, err)
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out, nil
 }
