@@ -27,7 +27,7 @@
 // [Tools] returns them as *mcp.Tool values (name, description, input
 // schema) for mcp.Server.AddTool. The schemas are generated from the
 // argument structs ([SessionGetArgs], [PromptSendArgs], ...) with
-// github.com/invopop/jsonschema on first use (never at init), stored as
+// github.com/invopop/jsonschema at build time (go generate), stored as
 // canonical JSON, compiled for validation on the first call that needs
 // them, and pinned byte for byte by a golden test. Every schema is a closed object
 // ("additionalProperties": false); a required string is non-blank

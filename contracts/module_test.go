@@ -116,3 +116,16 @@ func TestDependencyGraph(t *testing.T) {
 		}
 	}
 }
+
+// TestNoGeneratorLinked: a program that imports contracts (the server, a
+// client project) links no schema generator: the six schemas are generated
+// at build time (schemas_gen.go), and invopop/jsonschema is for the test
+// that generates them alone.
+func TestNoGeneratorLinked(t *testing.T) {
+	out := goCommand(t, "list", "-deps", "./...")
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "github.com/invopop/jsonschema") {
+			t.Errorf("a program importing contracts links %s; generate the schemas at build time instead", dep)
+		}
+	}
+}

@@ -6,10 +6,8 @@ import (
 	"slices"
 	"sync"
 
-	invopop "github.com/invopop/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openprogram/openprogram/contracts/internal/canonjson"
 	"github.com/openprogram/openprogram/contracts/schema"
 )
 
@@ -94,7 +92,8 @@ var (
 	callHints = hints{}
 )
 
-// spec is what each tool is made of, in tools/list order.
+// spec is what each tool is made of, in tools/list order. args is the
+// argument struct its input schema is generated from (schemas_gen.go).
 var specs = []struct {
 	name        string
 	title       string
@@ -147,9 +146,13 @@ type frozenTool struct {
 	compiled    func() (*schema.Schema, error) // validates arguments, names the first failure
 }
 
-// The six tools are built on first use, not at init: importing the package
-// (a client project, or the server before it answers initialize) costs no
-// reflection and no schema compilation.
+// The six tools are built on first use, not at init, from the schemas
+// generated at build time (schemas_gen.go, held to the argument structs by
+// TestGeneratedSchemas): importing the package (a client project, or the
+// server before it answers initialize) costs no reflection, links no schema
+// generator, and compiles a schema only for the first validation against it.
+//
+//go:generate go test -run ^TestGeneratedSchemas$ -update-generated
 var (
 	frozenOnce = sync.OnceValues(func() ([]*frozenTool, map[string]*frozenTool) {
 		tools := mustFreeze()
@@ -177,7 +180,7 @@ func lookup(name string) (*frozenTool, bool) {
 func mustFreeze() []*frozenTool {
 	out := make([]*frozenTool, 0, len(specs))
 	for _, s := range specs {
-		t, err := freeze(s.name, s.description, s.args)
+		t, err := freeze(s.name, s.description)
 		if err != nil {
 			panic(fmt.Sprintf("contracts: %v", err))
 		}
@@ -188,26 +191,19 @@ func mustFreeze() []*frozenTool {
 	return out
 }
 
-func freeze(name, description string, args any) (*frozenTool, error) {
-	r := &invopop.Reflector{Anonymous: true, DoNotReference: true, ExpandedStruct: true}
-	s := r.Reflect(args)
-	s.Version = "" // no "$schema": MCP tool schemas default to 2020-12
-	raw, err := json.Marshal(s)
-	if err != nil {
-		return nil, fmt.Errorf("marshal schema of %s: %w", name, err)
-	}
-	doc, err := canonjson.Canonicalize(raw)
-	if err != nil {
-		return nil, fmt.Errorf("canonicalize schema of %s: %w", name, err)
+func freeze(name, description string) (*frozenTool, error) {
+	doc, ok := generatedSchemas[name]
+	if !ok {
+		return nil, fmt.Errorf("no generated schema for %s: run go generate in contracts", name)
 	}
 	compiled := sync.OnceValues(func() (*schema.Schema, error) {
-		c, err := schema.Compile(doc)
+		c, err := schema.Compile([]byte(doc))
 		if err != nil {
 			return nil, fmt.Errorf("compile schema of %s: %w", name, err)
 		}
 		return c, nil
 	})
-	return &frozenTool{name: name, description: description, schema: doc, compiled: compiled}, nil
+	return &frozenTool{name: name, description: description, schema: json.RawMessage(doc), compiled: compiled}, nil
 }
 
 // Tools returns the six tools in their fixed order, ready for
