@@ -253,6 +253,13 @@ func shellCommand(argv []string) string {
 	return strings.Join(quoted, " ")
 }
 
+// clientProjectFiles are the clients' project configuration files, relative
+// to the current directory.
+var clientProjectFiles = map[string]string{
+	"cursor": ".cursor/mcp.json", "vscode": ".vscode/mcp.json", "opencode": "opencode.json",
+	"gemini": ".gemini/settings.json", "codex": ".codex/config.toml",
+}
+
 // clientConfigPath is the file install and uninstall change for client in
 // scope ("user" or "project"); project files are under the current directory.
 func clientConfigPath(env Env, client, scope string) (string, error) {
@@ -264,47 +271,35 @@ func clientConfigPath(env Env, client, scope string) (string, error) {
 		}
 		home = h
 	}
-	project := func(rel ...string) (string, error) {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", fmt.Errorf("find the current directory: %w", err)
-		}
-		return filepath.Join(append([]string{wd}, rel...)...), nil
-	}
-	switch client {
-	case "claude-desktop":
-		if scope == "project" {
+	if scope == "project" {
+		if client == "claude-desktop" {
 			return "", usagef("claude-desktop has no project configuration: use --scope user")
 		}
-		return filepath.Join(userConfigDir(env, home), "Claude", "claude_desktop_config.json"), nil
-	case "cursor":
-		if scope == "project" {
-			return project(".cursor", "mcp.json")
+		if rel, ok := clientProjectFiles[client]; ok {
+			wd, err := os.Getwd()
+			if err != nil {
+				return "", fmt.Errorf("find the current directory: %w", err)
+			}
+			return filepath.Join(wd, filepath.FromSlash(rel)), nil
 		}
-		return filepath.Join(home, ".cursor", "mcp.json"), nil
-	case "vscode":
-		if scope == "project" {
-			return project(".vscode", "mcp.json")
+	} else {
+		switch client {
+		case "claude-desktop":
+			return filepath.Join(userConfigDir(env, home), "Claude", "claude_desktop_config.json"), nil
+		case "cursor":
+			return filepath.Join(home, ".cursor", "mcp.json"), nil
+		case "vscode":
+			return filepath.Join(userConfigDir(env, home), "Code", "User", "mcp.json"), nil
+		case "opencode":
+			return filepath.Join(xdgConfigHome(env, home), "opencode", "opencode.json"), nil
+		case "gemini":
+			return filepath.Join(home, ".gemini", "settings.json"), nil
+		case "codex":
+			if ch := env.Get("CODEX_HOME"); ch != "" {
+				return filepath.Join(ch, "config.toml"), nil
+			}
+			return filepath.Join(home, ".codex", "config.toml"), nil
 		}
-		return filepath.Join(userConfigDir(env, home), "Code", "User", "mcp.json"), nil
-	case "opencode":
-		if scope == "project" {
-			return project("opencode.json")
-		}
-		return filepath.Join(xdgConfigHome(env, home), "opencode", "opencode.json"), nil
-	case "gemini":
-		if scope == "project" {
-			return project(".gemini", "settings.json")
-		}
-		return filepath.Join(home, ".gemini", "settings.json"), nil
-	case "codex":
-		if scope == "project" {
-			return project(".codex", "config.toml")
-		}
-		if ch := env.Get("CODEX_HOME"); ch != "" {
-			return filepath.Join(ch, "config.toml"), nil
-		}
-		return filepath.Join(home, ".codex", "config.toml"), nil
 	}
 	return "", usagef("unknown client %q: use one of %s", client, strings.Join(mcpClients, ", "))
 }

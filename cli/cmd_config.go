@@ -20,10 +20,7 @@ type configGetCmd struct {
 }
 
 func (c *configGetCmd) Run(app *App) error {
-	if _, ok := lookupKey(c.Key); !ok {
-		return unknownKeyError(c.Key)
-	}
-	cfg, _, err := loadAppConfig(app)
+	_, cfg, _, err := loadForKey(app, c.Key)
 	if err != nil {
 		return err
 	}
@@ -51,11 +48,7 @@ type configSetCmd struct {
 // with its own parser, checks the whole, and writes config.json
 // atomically; on any refusal the file is left as it was.
 func (c *configSetCmd) Run(app *App) error {
-	k, ok := lookupKey(c.Key)
-	if !ok {
-		return unknownKeyError(c.Key)
-	}
-	cfg, dir, err := loadAppConfig(app)
+	k, cfg, dir, err := loadForKey(app, c.Key)
 	if err != nil {
 		return err
 	}
@@ -92,10 +85,7 @@ type configUnsetCmd struct {
 }
 
 func (c *configUnsetCmd) Run(app *App) error {
-	if _, ok := lookupKey(c.Key); !ok {
-		return unknownKeyError(c.Key)
-	}
-	cfg, dir, err := loadAppConfig(app)
+	_, cfg, dir, err := loadForKey(app, c.Key)
 	if err != nil {
 		return err
 	}
@@ -134,6 +124,17 @@ func (c configListCmd) Run(app *App) error {
 		}
 	}
 	return nil
+}
+
+// loadForKey is the start of the commands on one key (get, set, unset): an
+// unknown key is refused before the configuration is loaded.
+func loadForKey(app *App, name string) (configKey, *Config, string, error) {
+	k, ok := lookupKey(name)
+	if !ok {
+		return configKey{}, nil, "", unknownKeyError(name)
+	}
+	cfg, dir, err := loadAppConfig(app)
+	return k, cfg, dir, err
 }
 
 // loadAppConfig resolves the state directory and loads the configuration

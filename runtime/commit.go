@@ -77,6 +77,13 @@ func (c *Commit) Cancel(cause error) bool {
 		c.mu.Unlock()
 		return false
 	}
+	c.cancelLocked(cause)
+	return true
+}
+
+// cancelLocked ends the open Commit as cancelled with cause: it is called
+// with c.mu held, releases it, then cancels the bound turn, if any.
+func (c *Commit) cancelLocked(cause error) {
 	c.state, c.cause = commitCancelled, cause
 	close(c.done)
 	cancel := c.cancel
@@ -84,7 +91,6 @@ func (c *Commit) Cancel(cause error) bool {
 	if cancel != nil {
 		cancel(cause)
 	}
-	return true
 }
 
 // Done is closed once a Cancel has won.
@@ -132,13 +138,7 @@ func (c *Commit) Claim() bool {
 	}
 	if c.durable != nil {
 		if err := c.durable(); err != nil {
-			c.state, c.cause = commitCancelled, err
-			close(c.done)
-			cancel := c.cancel
-			c.mu.Unlock()
-			if cancel != nil {
-				cancel(err)
-			}
+			c.cancelLocked(err)
 			return false
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/openprogram/openprogram/contracts/clip"
 	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/questions"
+	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
 )
 
@@ -51,19 +52,15 @@ func isOwner(req authz.Request) bool {
 	return req.Source == authz.SourceCLI && a.SpeakerKind == authz.SpeakerKindOwner && a.Tier == authz.TierOwner && a.Validate() == nil
 }
 
-// AllowForSession records the owner's "allow for this session" of tool in
+// AllowForSession records the owner's "allow for this session" of toolName in
 // session sessionID, in the store: it survives a restart of `chat` and
 // answers `prompt --session` too. Any speaker but the owner's gets
 // [ErrNotOwner] and nothing is written.
-func (h *Host) AllowForSession(ctx context.Context, sp Speaker, sessionID, tool string) error {
+func (h *Host) AllowForSession(ctx context.Context, sp Speaker, sessionID, toolName string) error {
 	if !isOwner(sp.Request) {
 		return ErrNotOwner
 	}
-	a := sp.Request.Authority
-	return h.store.AllowForSession(ctx, sessionID, tool, sessions.SourceAuthority{
-		SpeakerKind: a.SpeakerKind, SpeakerID: a.SpeakerID, SpeakerDisplay: a.SpeakerDisplay,
-		PrincipalID: a.PrincipalID, Tier: string(a.Tier), Interaction: a.Interaction, Source: sp.Request.Source,
-	})
+	return h.store.AllowForSession(ctx, sessionID, toolName, tool.StoredAuthority(sp.Request))
 }
 
 // standing is the one answer to "does a standing approval answer this

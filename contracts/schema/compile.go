@@ -179,7 +179,7 @@ type CompileError struct {
 func (e *CompileError) Error() string {
 	at := "#" + e.Pointer
 	if e.Keyword != "" {
-		at += "/" + escapeToken(e.Keyword)
+		at += "/" + EscapeToken(e.Keyword)
 	}
 	return fmt.Sprintf("schema at %s: %v", at, e.Err)
 }
@@ -271,8 +271,10 @@ func (c *compiler) resolve(ref string) (*node, error) {
 // clipRef bounds a schema's own text (a reference, a keyword) in an error.
 func clipRef(s string) string { return clip.String(s, MaxPathBytes) }
 
-// escapeToken escapes one JSON pointer token.
-func escapeToken(t string) string {
+// EscapeToken escapes one reference token of a JSON Pointer (RFC 6901):
+// "~" as "~0", "/" as "~1". A caller naming a subschema for
+// [Schema.Resolve] by a property or definition name escapes it with this.
+func EscapeToken(t string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
 }
 
@@ -324,7 +326,7 @@ func (c *compiler) schema(v any, at string, root bool) (*node, error) {
 // keyword compiles keyword k of the schema n at pointer at.
 func (c *compiler) keyword(n *node, at, k string, v any, root bool) error {
 	sub := func(key string, v any) (*node, error) {
-		return c.schema(v, at+"/"+escapeToken(key), false)
+		return c.schema(v, at+"/"+EscapeToken(key), false)
 	}
 	var err error
 	switch k {
@@ -362,7 +364,7 @@ func (c *compiler) keyword(n *node, at, k string, v any, root bool) error {
 		}
 		props := make(map[string]*node, len(m))
 		for name, s := range m {
-			if props[name], err = c.schema(s, at+"/"+escapeToken(k)+"/"+escapeToken(name), false); err != nil {
+			if props[name], err = c.schema(s, at+"/"+EscapeToken(k)+"/"+EscapeToken(name), false); err != nil {
 				return err
 			}
 		}
@@ -384,7 +386,7 @@ func (c *compiler) keyword(n *node, at, k string, v any, root bool) error {
 			if err != nil {
 				return err
 			}
-			s, err := c.schema(m[name], at+"/patternProperties/"+escapeToken(name), false)
+			s, err := c.schema(m[name], at+"/patternProperties/"+EscapeToken(name), false)
 			if err != nil {
 				return err
 			}

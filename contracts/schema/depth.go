@@ -2,8 +2,6 @@ package schema
 
 import (
 	"encoding/json"
-	"strconv"
-	"strings"
 )
 
 // KeywordMaxDepth is the keyword of a [Violation] that [CheckDepth] reports.
@@ -49,22 +47,17 @@ func CheckDepth(data []byte, max int) *Violation {
 			}
 		case '{', '[':
 			if len(stack) == max {
-				var b strings.Builder
-				b.WriteString("$")
-				for _, l := range stack {
-					seg := "[" + strconv.Itoa(l.index) + "]"
+				loc := make([]token, len(stack))
+				for j, l := range stack {
+					loc[j] = token{index: l.index}
 					if l.object {
-						var name string
-						if json.Unmarshal(l.key, &name) != nil {
-							name = string(l.key)
+						loc[j].index = -1
+						if json.Unmarshal(l.key, &loc[j].name) != nil {
+							loc[j].name = string(l.key)
 						}
-						seg = member(name)
-					}
-					if !appendBounded(&b, seg) {
-						break
 					}
 				}
-				return &Violation{Path: b.String(), Keyword: KeywordMaxDepth}
+				return &Violation{Path: formatTokens(loc), Keyword: KeywordMaxDepth}
 			}
 			stack = append(stack, level{object: data[i] == '{', expectKey: data[i] == '{'})
 		case '}', ']':

@@ -44,6 +44,19 @@ func (e *evaluator) keep(keyword string, extra *token) {
 	}
 }
 
+// failer returns the fail of one evaluation: fail(keyword, extra) sets
+// *ok false, keeps the violation when collecting, and reports whether
+// the evaluation goes on (only when collecting every violation).
+func (e *evaluator) failer(ok *bool, collect bool) func(keyword string, extra *token) bool {
+	return func(keyword string, extra *token) bool {
+		*ok = false
+		if collect {
+			e.keep(keyword, extra)
+		}
+		return collect
+	}
+}
+
 // eval reports whether v is valid against n; with collect it reports each
 // violation to keep.
 func (e *evaluator) eval(n *node, v any, collect bool) bool {
@@ -54,13 +67,7 @@ func (e *evaluator) eval(n *node, v any, collect bool) bool {
 		return n.value
 	}
 	ok := true
-	fail := func(keyword string, extra *token) bool {
-		ok = false
-		if collect {
-			e.keep(keyword, extra)
-		}
-		return collect // go on only when collecting every violation
-	}
+	fail := e.failer(&ok, collect)
 
 	if n.types != 0 && !hasType(n.types, v) && !fail("type", nil) {
 		return false
@@ -209,13 +216,7 @@ func (e *evaluator) child(s *node, tok token, v any, collect bool) bool {
 
 func (e *evaluator) object(n *node, obj map[string]any, collect bool) bool {
 	ok := true
-	fail := func(keyword string, extra *token) bool {
-		ok = false
-		if collect {
-			e.keep(keyword, extra)
-		}
-		return collect
-	}
+	fail := e.failer(&ok, collect)
 	for _, name := range n.required {
 		if _, present := obj[name]; !present && !fail("required", &token{name: name, index: -1}) {
 			return false
@@ -284,13 +285,7 @@ func (e *evaluator) object(n *node, obj map[string]any, collect bool) bool {
 
 func (e *evaluator) array(n *node, a []any, collect bool) bool {
 	ok := true
-	fail := func(keyword string, extra *token) bool {
-		ok = false
-		if collect {
-			e.keep(keyword, extra)
-		}
-		return collect
-	}
+	fail := e.failer(&ok, collect)
 	if int64(len(a)) < n.minItems && !fail("minItems", nil) {
 		return false
 	}

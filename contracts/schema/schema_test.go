@@ -180,3 +180,20 @@ func TestValidateBoundsNumbers(t *testing.T) {
 		t.Errorf("Validate(1 MiB number) = %v, want $.list[1]: type", v)
 	}
 }
+
+func TestEscapeTokenResolvesOddNames(t *testing.T) {
+	s, err := schema.Compile([]byte(`{"$defs": {"a/b~c": {"type": "string"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := schema.EscapeToken("a/b~c"); got != "a~1b~0c" {
+		t.Errorf("EscapeToken = %q, want a~1b~0c", got)
+	}
+	d, err := s.Resolve("#/$defs/" + schema.EscapeToken("a/b~c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := d.Validate(1.0); v == nil || v.Keyword != "type" {
+		t.Errorf("Validate(1) = %v, want a type violation", v)
+	}
+}

@@ -100,7 +100,7 @@ func Parse(doc []byte) (*Validator, error) {
 		resultDefs:  map[string]string{},
 	}
 	for name, def := range rawDefs {
-		if v.defs[name], err = compiled.Resolve("#/$defs/" + escapeToken(name)); err != nil {
+		if v.defs[name], err = compiled.Resolve("#/$defs/" + schema.EscapeToken(name)); err != nil {
 			return nil, fmt.Errorf("load MCP schema: %w", err)
 		}
 		method, ok := constMethod(def)
@@ -129,11 +129,6 @@ func constMethod(def any) (string, bool) {
 	m, _ := props["method"].(map[string]any)
 	method, ok := m["const"].(string)
 	return method, ok
-}
-
-// escapeToken escapes one JSON pointer token.
-func escapeToken(t string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
 }
 
 // ResultDef returns the name of the definition that results of method must

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"time"
 )
@@ -109,6 +110,30 @@ type Settings struct {
 	Headers map[string]string
 	// UserAgent is the User-Agent header ("": [UserAgent] of "dev").
 	UserAgent string
+}
+
+// Endpoint configures an HTTP provider (openai.Options and
+// anthropic.Options are this type): the model, where and as whom requests
+// are sent, and the settings every request carries.
+type Endpoint struct {
+	// Model is the model name sent with each request (model.name). Required.
+	Model string
+	// BaseURL is the API root (model.base_url), an http(s) URL. Empty means
+	// the provider's DefaultBaseURL.
+	BaseURL string
+	// APIKey authenticates the requests, the way the provider's API wants.
+	// Whether it may be empty is the provider's to say.
+	APIKey string
+	// Keyless says the server takes no key (model.api_key_env none, for a
+	// server that authenticates otherwise): no key is sent unless Headers
+	// send one.
+	Keyless bool
+	// HTTPClient sends the requests. Nil means a client without an overall
+	// timeout (the context and Settings.Timeout bound each call).
+	HTTPClient *http.Client
+	// Settings are the generation and transport settings; every one that is
+	// set appears in each request.
+	Settings
 }
 
 // Provider is a model endpoint. Stream sends req, calls onDelta (when not

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/sessions"
 )
 
 // Content types of [Content.Type].
@@ -200,6 +201,16 @@ type CallInfo struct {
 // check a path or a working directory against.
 func (info CallInfo) Request() authz.Request {
 	return authz.Request{Source: info.Source, Authority: info.Authority, Rules: info.Rules, WorkDirs: info.WorkDirs, StateDir: info.StateDir}
+}
+
+// StoredAuthority is the speaker of r (authority and source) as the store
+// records who wrote something: a memory source, a session allowance.
+func StoredAuthority(r authz.Request) sessions.SourceAuthority {
+	a := r.Authority
+	return sessions.SourceAuthority{
+		SpeakerKind: a.SpeakerKind, SpeakerID: a.SpeakerID, SpeakerDisplay: a.SpeakerDisplay,
+		PrincipalID: a.PrincipalID, Tier: string(a.Tier), Interaction: a.Interaction, Source: r.Source,
+	}
 }
 
 type callKey struct{}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/tool"
+	"github.com/openprogram/openprogram/sessions"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -555,5 +556,18 @@ func TestValidateArgsDoesNotEchoValues(t *testing.T) {
 		if strings.Contains(err.Error(), secret) {
 			t.Errorf("ValidateArgs(%s) = %q, echoes the argument value", args, err)
 		}
+	}
+}
+
+func TestStoredAuthorityCopiesTheSpeaker(t *testing.T) {
+	a, err := authz.OwnerAuthority("owner/install/0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tool.StoredAuthority(authz.Request{Source: authz.SourceCLI, Authority: a})
+	want := sessions.SourceAuthority{SpeakerKind: a.SpeakerKind, SpeakerID: a.SpeakerID, SpeakerDisplay: a.SpeakerDisplay,
+		PrincipalID: a.PrincipalID, Tier: string(a.Tier), Interaction: a.Interaction, Source: authz.SourceCLI}
+	if got != want {
+		t.Errorf("StoredAuthority = %+v, want %+v", got, want)
 	}
 }

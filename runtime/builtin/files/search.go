@@ -159,6 +159,15 @@ func walkFiles(ctx context.Context, fsys fs.FS, dir string, prune func(rel strin
 	return err
 }
 
+// walkFailure is the error of a walk of shown that failed: the context's
+// when it ended the walk.
+func walkFailure(ctx context.Context, shown string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return statFailure(shown, err)
+}
+
 type globArgs struct {
 	Pattern string `json:"pattern"`
 	Path    string `json:"path"`
@@ -212,10 +221,7 @@ func (c *config) glob(ctx context.Context, _ string, a globArgs, _ func(string))
 		return nil
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return tool.Result{}, ctx.Err()
-		}
-		return tool.Result{}, statFailure(shown, err)
+		return tool.Result{}, walkFailure(ctx, shown, err)
 	}
 	if n == 0 {
 		out.WriteString("[no files match]\n")
@@ -376,10 +382,7 @@ func (c *config) grep(ctx context.Context, _ string, a grepArgs, _ func(string))
 		}
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return tool.Result{}, ctx.Err()
-		}
-		return tool.Result{}, statFailure(shownRoot, err)
+		return tool.Result{}, walkFailure(ctx, shownRoot, err)
 	}
 	if results == 0 {
 		out.WriteString("[no matches]\n")

@@ -246,15 +246,9 @@ func (m *mem) update(ctx context.Context, _ string, a updateArgs, _ func(string)
 	if err := info.Authority.Validate(); err != nil {
 		return tool.Result{}, tooldef.Fail(ReasonNoAuthority, "memory_update: caller authority is invalid: %v", err)
 	}
-	au := info.Authority
 	base := baseRevision(a.BaseRevision)
 	src, err := m.store.AppendSource(ctx, sessions.NewSource{
-		Path:    a.Path,
-		Content: a.Content,
-		Authority: sessions.SourceAuthority{
-			SpeakerKind: au.SpeakerKind, SpeakerID: au.SpeakerID, SpeakerDisplay: au.SpeakerDisplay,
-			PrincipalID: au.PrincipalID, Tier: string(au.Tier), Interaction: au.Interaction, Source: info.Source,
-		},
+		Path: a.Path, Content: a.Content, Authority: tool.StoredAuthority(info.Request()),
 	}, base)
 	if err != nil {
 		return tool.Result{}, m.conflictErr(ctx, "memory_update", a.Path, base, err)

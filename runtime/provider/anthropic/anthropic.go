@@ -12,9 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 
 	ant "github.com/anthropics/anthropic-sdk-go/v2"
@@ -24,7 +22,6 @@ import (
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/provider/internal/wire"
 	"github.com/openprogram/openprogram/runtime/secretenv"
-	"github.com/openprogram/openprogram/sessions"
 )
 
 // DefaultBaseURL is the Anthropic API root, used when Options.BaseURL is
@@ -39,26 +36,10 @@ const DefaultKeyEnv = secretenv.AnthropicKey
 // Messages API requires one).
 const DefaultMaxTokens = 8192
 
-// Options configure a Provider.
-type Options struct {
-	// Model is the model name sent with each request (model.name). Required.
-	Model string
-	// BaseURL is the API root (model.base_url). Empty means [DefaultBaseURL].
-	BaseURL string
-	// APIKey authenticates the requests (x-api-key). Required unless
-	// Keyless is set.
-	APIKey string
-	// Keyless says the server takes no key (model.api_key_env none, for a
-	// gateway that authenticates otherwise): no x-api-key is sent.
-	Keyless bool
-	// HTTPClient sends the requests. Nil means a client without an overall
-	// timeout (the context and Settings.Timeout bound each call).
-	HTTPClient *http.Client
-	// Settings are the generation and transport settings; every one that is
-	// set appears in each request. MaxOutputTokens 0 means
-	// [DefaultMaxTokens] (the API requires a limit).
-	provider.Settings
-}
+// Options configure a Provider. APIKey is sent as x-api-key and is
+// required unless Keyless is set. Settings.MaxOutputTokens 0 means
+// [DefaultMaxTokens] (the API requires a limit).
+type Options = provider.Endpoint
 
 // Provider streams Messages API replies. It is safe for concurrent use.
 type Provider struct {
@@ -67,11 +48,20 @@ type Provider struct {
 	messages ant.MessageService
 }
 
+// sdk binds the Anthropic SDK to wire.Open.
+var sdk = wire.SDK[option.RequestOption]{
+	Name: "anthropic", DefaultBaseURL: DefaultBaseURL,
+	BaseURL: option.WithBaseURL, APIKey: option.WithAPIKey, Header: option.WithHeader,
+	HTTPClient: func(c *http.Client) option.RequestOption { return option.WithHTTPClient(c) },
+	MaxRetries: option.WithMaxRetries, Middleware: option.WithMiddleware,
+}
+
 // New returns a Provider for opts. It fails when the model or key is
 // missing or the base URL is not an http(s) URL; errors never contain the key.
 func New(opts Options) (*Provider, error) {
-	if strings.TrimSpace(opts.Model) == "" {
-		return nil, errors.New("anthropic provider: model name is empty: set model.name")
+	end, err := wire.Open(sdk, opts)
+	if err != nil {
+		return nil, err
 	}
 	if opts.APIKey == "" && !opts.Keyless {
 		return nil, errors.New("anthropic provider: no API key")
@@ -79,36 +69,12 @@ func New(opts Options) (*Provider, error) {
 	if err := Unsupported(opts.Settings); err != nil {
 		return nil, err
 	}
-	base := opts.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("anthropic provider: base URL %q is not an http(s) URL: fix model.base_url", sessions.RedactURL(base))
-	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = wire.HTTPClient()
-	}
-	reqOpts := []option.RequestOption{
-		option.WithBaseURL(base),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(0),
-		option.WithMiddleware(wire.ErrorMiddleware),
-	}
-	if opts.APIKey != "" {
-		reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey))
-	}
-	reqOpts = append(reqOpts, wire.HeaderOptions(opts.Settings, option.WithHeader)...)
-	set := opts.Settings
-	set.Headers = nil // in reqOpts already; they may hold keys
 	return &Provider{
 		model:    opts.Model,
-		settings: set,
+		settings: end.Settings,
 		// The service, unlike ant.NewClient, reads nothing from the
 		// environment or the user's profile files.
-		messages: ant.NewMessageService(reqOpts...),
+		messages: ant.NewMessageService(end.Options...),
 	}, nil
 }
 
@@ -130,18 +96,12 @@ func (p *Provider) Name() string { return "anthropic" }
 
 // Stream sends req as one streamed Messages request.
 func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
-	var (
-		reply   = wire.NewReply(onDelta)
-		byIndex = map[int64]*wire.Call{}
-		stop    string
-		stopped bool
-		usage   *provider.Usage
-	)
+	reply := wire.NewReply(onDelta)
 	each := func(ev ant.MessageStreamEventUnion) {
 		switch ev.Type {
 		case "message_start":
 			if u := ev.Message.Usage; u.JSON.InputTokens.Valid() {
-				usage = &provider.Usage{
+				reply.Usage = &provider.Usage{
 					InputTokens:  int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens),
 					OutputTokens: int(u.OutputTokens),
 				}
@@ -151,67 +111,54 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 			case "text":
 				reply.Text(ev.ContentBlock.Text)
 			case "tool_use":
-				byIndex[ev.Index] = reply.NewCall(ev.ContentBlock.ID, ev.ContentBlock.Name)
+				reply.NewCall(ev.Index, ev.ContentBlock.ID, ev.ContentBlock.Name)
 			}
 		case "content_block_delta":
 			switch ev.Delta.Type {
 			case "text_delta":
 				reply.Text(ev.Delta.Text)
 			case "input_json_delta":
-				if c := byIndex[ev.Index]; c != nil {
+				if c := reply.Call(ev.Index); c != nil {
 					c.Args.WriteString(ev.Delta.PartialJSON)
 				}
 			}
 		case "message_delta":
 			if ev.Delta.StopReason != "" {
-				stop = string(ev.Delta.StopReason)
+				reply.Stop = string(ev.Delta.StopReason)
 			}
 			if u := ev.Usage; u.JSON.OutputTokens.Valid() {
 				// The count is cumulative: the last one is the reply's.
-				if usage == nil {
-					usage = &provider.Usage{}
+				if reply.Usage == nil {
+					reply.Usage = &provider.Usage{}
 				}
-				usage.OutputTokens = int(u.OutputTokens)
+				reply.Usage.OutputTokens = int(u.OutputTokens)
 			}
 		case "message_stop":
-			stopped = true
+			reply.Done = true
 		}
 	}
 	err := wire.Stream(ctx, p.settings.Timeout, func() (ant.MessageNewParams, error) { return p.params(req) },
 		func(ctx context.Context, params ant.MessageNewParams) wire.Events[ant.MessageStreamEventUnion] {
 			return p.messages.NewStreaming(ctx, params)
-		}, each, classify, func() bool { return stopped }, "the stream ended before message_stop")
+		}, each, classify, reply, "the stream ended before message_stop")
 	if err != nil {
 		return provider.Response{}, err
 	}
-	return reply.Response(stopReason(stop), usage), nil
+	return reply.Response(stopReasons), nil
 }
 
-func stopReason(s string) string {
-	switch s {
-	case "end_turn", "stop_sequence":
-		return provider.StopEnd
-	case "tool_use":
-		return provider.StopToolUse
-	case "max_tokens":
-		return provider.StopMaxTokens
-	}
-	return s
+// stopReasons maps the API's stop reasons to the provider.Stop* ones.
+var stopReasons = map[string]string{
+	"end_turn": provider.StopEnd, "stop_sequence": provider.StopEnd,
+	"tool_use": provider.StopToolUse, "max_tokens": provider.StopMaxTokens,
 }
 
 func (p *Provider) params(req provider.Request) (ant.MessageNewParams, error) {
-	model := req.Model
-	if model == "" {
-		model = p.model
-	}
-	maxTokens := req.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = p.settings.MaxOutputTokens
-	}
-	if maxTokens <= 0 {
+	maxTokens := wire.MaxTokens(req, p.settings)
+	if maxTokens == 0 {
 		maxTokens = DefaultMaxTokens
 	}
-	params := ant.MessageNewParams{Model: model, MaxTokens: int64(maxTokens)}
+	params := ant.MessageNewParams{Model: wire.Model(req, p.model), MaxTokens: int64(maxTokens)}
 	system := []string{}
 	if req.System != "" {
 		system = append(system, req.System)
@@ -334,14 +281,9 @@ func inputSchema(raw json.RawMessage) (ant.ToolInputSchemaParam, error) {
 
 const streamErrPrefix = "received error while streaming: "
 
-// classify turns an SDK error into a [*provider.Error].
-func classify(ctx context.Context, err error) *provider.Error {
-	if ctx.Err() != nil {
-		return provider.Cancelled(ctx)
-	}
-	if pe, ok := errors.AsType[*provider.Error](err); ok {
-		return pe
-	}
+// classify turns an SDK error into a [*provider.Error], or returns nil
+// for an error that is not the SDK's (see wire.StreamError).
+func classify(err error) *provider.Error {
 	if apiErr, ok := errors.AsType[*ant.Error](err); ok {
 		// An error event inside a stream (HTTP error responses are handled
 		// by ErrorMiddleware before the SDK sees them).
@@ -356,21 +298,10 @@ func classify(ctx context.Context, err error) *provider.Error {
 		if status < 400 {
 			status = 0
 		}
-		return &provider.Error{Class: wire.Classify(status, b), Status: status, Err: errors.New(nonEmpty(b.Message, "error event in the stream"))}
+		return wire.EventError(status, b)
 	}
 	if data, ok := strings.CutPrefix(err.Error(), streamErrPrefix); ok {
-		b := wire.ParseBody([]byte(data))
-		return &provider.Error{Class: wire.Classify(0, b), Err: errors.New(nonEmpty(b.Message, "error event in the stream"))}
+		return wire.EventError(0, wire.ParseBody([]byte(data)))
 	}
-	if errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF
-	}
-	return wire.TransportError(ctx, err)
-}
-
-func nonEmpty(s, fallback string) string {
-	if s == "" {
-		return fallback
-	}
-	return s
+	return nil
 }

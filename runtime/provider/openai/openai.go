@@ -13,10 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strings"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -27,7 +24,6 @@ import (
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/provider/internal/wire"
 	"github.com/openprogram/openprogram/runtime/secretenv"
-	"github.com/openprogram/openprogram/sessions"
 )
 
 // DefaultBaseURL is the OpenAI API, used when Options.BaseURL is empty.
@@ -37,27 +33,11 @@ const DefaultBaseURL = "https://api.openai.com/v1/"
 // model.api_key_env is not set.
 const DefaultKeyEnv = secretenv.OpenAIKey
 
-// Options configure a Provider.
-type Options struct {
-	// Model is the model name sent with each request (model.name). Required.
-	Model string
-	// BaseURL is the API root, ending in /v1 for most servers
-	// (model.base_url). Empty means [DefaultBaseURL]. A query in it (Azure's
-	// ?api-version=...) is sent with every request.
-	BaseURL string
-	// APIKey is sent as a bearer token. It may be empty only for a loopback
-	// BaseURL (see [KeyRequired]) or when Keyless is set.
-	APIKey string
-	// Keyless says the server takes no key at any URL (model.api_key_env
-	// none): no Authorization header is sent unless Headers set one.
-	Keyless bool
-	// HTTPClient sends the requests. Nil means a client without an overall
-	// timeout (the context and Settings.Timeout bound each call).
-	HTTPClient *http.Client
-	// Settings are the generation and transport settings; every one that is
-	// set appears in each request.
-	provider.Settings
-}
+// Options configure a Provider. BaseURL ends in /v1 for most servers; a
+// query in it (Azure's ?api-version=...) is sent with every request.
+// APIKey is sent as a bearer token; it may be empty only for a loopback
+// BaseURL (see [KeyRequired]) or when Keyless is set.
+type Options = provider.Endpoint
 
 // Provider streams Chat Completions. It is safe for concurrent use.
 type Provider struct {
@@ -65,6 +45,14 @@ type Provider struct {
 	baseURL  string
 	settings provider.Settings // without Headers: only the request options hold them
 	chat     oai.ChatCompletionService
+}
+
+// sdk binds the OpenAI SDK to wire.Open.
+var sdk = wire.SDK[option.RequestOption]{
+	Name: "openai", DefaultBaseURL: DefaultBaseURL,
+	BaseURL: option.WithBaseURL, APIKey: option.WithAPIKey, Header: option.WithHeader, QueryAdd: option.WithQueryAdd,
+	HTTPClient: func(c *http.Client) option.RequestOption { return option.WithHTTPClient(c) },
+	MaxRetries: option.WithMaxRetries, Middleware: option.WithMiddleware,
 }
 
 // KeyRequired reports whether a server at baseURL ("" for the OpenAI API)
@@ -81,52 +69,19 @@ func KeyRequired(baseURL string) bool {
 // base URL is not an http(s) URL, or the key is missing where one is needed;
 // errors never contain the key.
 func New(opts Options) (*Provider, error) {
-	if strings.TrimSpace(opts.Model) == "" {
-		return nil, errors.New("openai provider: model name is empty: set model.name")
-	}
-	base := opts.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai provider: base URL %q is not an http(s) URL: fix model.base_url", sessions.RedactURL(base))
+	end, err := wire.Open(sdk, opts)
+	if err != nil {
+		return nil, err
 	}
 	if opts.APIKey == "" && !opts.Keyless && KeyRequired(opts.BaseURL) {
 		return nil, errors.New("openai provider: no API key for a non-loopback base URL")
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = wire.HTTPClient()
-	}
-	// A query in the base URL (Azure's ?api-version=...) is sent with every
-	// request; the SDK would drop it when it appends the path.
-	query := u.Query()
-	u.RawQuery = ""
-	base = u.String()
-	reqOpts := []option.RequestOption{
-		option.WithBaseURL(base),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(0),
-		option.WithMiddleware(wire.ErrorMiddleware),
-	}
-	if opts.APIKey != "" {
-		reqOpts = append(reqOpts, option.WithAPIKey(opts.APIKey))
-	}
-	for k, vs := range query {
-		for _, v := range vs {
-			reqOpts = append(reqOpts, option.WithQueryAdd(k, v))
-		}
-	}
-	reqOpts = append(reqOpts, wire.HeaderOptions(opts.Settings, option.WithHeader)...)
-	set := opts.Settings
-	set.Headers = nil // in reqOpts already; they may hold keys
 	return &Provider{
 		model:    opts.Model,
-		baseURL:  base,
-		settings: set,
+		baseURL:  end.BaseURL,
+		settings: end.Settings,
 		// The service, unlike oai.NewClient, reads nothing from the environment.
-		chat: oai.NewChatCompletionService(reqOpts...),
+		chat: oai.NewChatCompletionService(end.Options...),
 	}, nil
 }
 
@@ -135,17 +90,11 @@ func (p *Provider) Name() string { return "openai" }
 
 // Stream sends req as one streamed Chat Completions request.
 func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (provider.Response, error) {
-	var (
-		reply    = wire.NewReply(onDelta)
-		byIndex  = map[int64]*wire.Call{}
-		finish   string
-		finished bool
-		usage    *provider.Usage
-	)
+	reply := wire.NewReply(onDelta)
 	each := func(chunk oai.ChatCompletionChunk) {
 		if u := chunk.Usage; u.JSON.PromptTokens.Valid() || u.JSON.CompletionTokens.Valid() {
 			// With stream_options.include_usage the last chunk holds it.
-			usage = &provider.Usage{InputTokens: int(u.PromptTokens), OutputTokens: int(u.CompletionTokens)}
+			reply.Usage = &provider.Usage{InputTokens: int(u.PromptTokens), OutputTokens: int(u.CompletionTokens)}
 		}
 		for _, ch := range chunk.Choices {
 			if ch.Index != 0 {
@@ -153,12 +102,11 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 			}
 			reply.Text(ch.Delta.Content)
 			for _, tc := range ch.Delta.ToolCalls {
-				c := byIndex[tc.Index]
+				c := reply.Call(tc.Index)
 				// Some servers send every call whole at index 0; a new id
 				// at a known index starts a new call.
 				if c == nil || (tc.ID != "" && c.ID != "" && tc.ID != c.ID) {
-					c = reply.NewCall("", "")
-					byIndex[tc.Index] = c
+					c = reply.NewCall(tc.Index, "", "")
 				}
 				if tc.ID != "" {
 					c.ID = tc.ID
@@ -167,19 +115,19 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 				c.Args.WriteString(tc.Function.Arguments)
 			}
 			if ch.FinishReason != "" {
-				finish, finished = ch.FinishReason, true
+				reply.Stop, reply.Done = ch.FinishReason, true
 			}
 		}
 	}
 	err := wire.Stream(ctx, p.settings.Timeout, func() (oai.ChatCompletionNewParams, error) { return p.params(req) },
 		func(ctx context.Context, params oai.ChatCompletionNewParams) wire.Events[oai.ChatCompletionChunk] {
 			return p.chat.NewStreaming(ctx, params)
-		}, each, classify, func() bool { return finished },
+		}, each, classify, reply,
 		"the stream ended before the reply finished (no finish_reason; does the server stream?)")
 	if err != nil {
 		return provider.Response{}, err
 	}
-	resp := reply.Response(stopReason(finish), usage)
+	resp := reply.Response(stopReasons)
 	for i := range resp.ToolCalls {
 		if resp.ToolCalls[i].ID == "" {
 			resp.ToolCalls[i].ID = fmt.Sprintf("call_%d", i)
@@ -192,24 +140,14 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 	return resp, nil
 }
 
-func stopReason(finish string) string {
-	switch finish {
-	case "stop":
-		return provider.StopEnd
-	case "tool_calls", "function_call":
-		return provider.StopToolUse
-	case "length":
-		return provider.StopMaxTokens
-	}
-	return finish
+// stopReasons maps the API's finish reasons to the provider.Stop* ones.
+var stopReasons = map[string]string{
+	"stop": provider.StopEnd, "length": provider.StopMaxTokens,
+	"tool_calls": provider.StopToolUse, "function_call": provider.StopToolUse,
 }
 
 func (p *Provider) params(req provider.Request) (oai.ChatCompletionNewParams, error) {
-	model := req.Model
-	if model == "" {
-		model = p.model
-	}
-	params := oai.ChatCompletionNewParams{Model: shared.ChatModel(model),
+	params := oai.ChatCompletionNewParams{Model: shared.ChatModel(wire.Model(req, p.model)),
 		StreamOptions: oai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}}
 	if t := p.settings.Temperature; t != nil {
 		params.Temperature = param.NewOpt(*t)
@@ -259,11 +197,7 @@ func (p *Provider) params(req provider.Request) (oai.ChatCompletionNewParams, er
 		}
 		params.Tools = append(params.Tools, oai.ChatCompletionFunctionTool(fn))
 	}
-	maxTokens := req.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = p.settings.MaxOutputTokens
-	}
-	if maxTokens > 0 {
+	if maxTokens := wire.MaxTokens(req, p.settings); maxTokens > 0 {
 		// The OpenAI API wants max_completion_tokens; most compatible
 		// servers still read only max_tokens.
 		if p.baseURL == DefaultBaseURL {
@@ -275,11 +209,9 @@ func (p *Provider) params(req provider.Request) (oai.ChatCompletionNewParams, er
 	return params, nil
 }
 
-// classify turns an SDK error into a [*provider.Error].
-func classify(ctx context.Context, err error) *provider.Error {
-	if ctx.Err() != nil {
-		return provider.Cancelled(ctx)
-	}
+// classify turns an SDK error into a [*provider.Error], or returns nil
+// for an error that is not the SDK's (see wire.StreamError).
+func classify(err error) *provider.Error {
 	if apiErr, ok := errors.AsType[*oai.Error](err); ok {
 		// ErrorMiddleware handles error responses; this is a fallback.
 		var h http.Header
@@ -289,15 +221,7 @@ func classify(ctx context.Context, err error) *provider.Error {
 		return wire.HTTPError(apiErr.StatusCode, h, []byte(apiErr.RawJSON()))
 	}
 	if se, ok := errors.AsType[*ssestream.StreamError](err); ok {
-		b := wire.ParseBody(se.Event.Data)
-		msg := b.Message
-		if msg == "" {
-			msg = "error event in the stream"
-		}
-		return &provider.Error{Class: wire.Classify(0, b), Err: errors.New(msg)}
+		return wire.EventError(0, wire.ParseBody(se.Event.Data))
 	}
-	if errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF
-	}
-	return wire.TransportError(ctx, err)
+	return nil
 }

@@ -256,16 +256,11 @@ func (s *Server) RoutedClient() *http.Client {
 func Events(body string) []string {
 	body = strings.ReplaceAll(body, "\r\n", "\n")
 	var out []string
-	for body != "" {
-		i := strings.Index(body, "\n\n")
-		if i < 0 {
-			out = append(out, body)
-			break
-		}
-		if ev := body[:i+2]; strings.TrimSpace(ev) != "" {
+	for ev := range strings.SplitAfterSeq(body, "\n\n") {
+		// Blank events are dropped; an unterminated tail is kept as it is.
+		if strings.TrimSpace(ev) != "" || ev != "" && !strings.HasSuffix(ev, "\n\n") {
 			out = append(out, ev)
 		}
-		body = body[i+2:]
 	}
 	return out
 }

@@ -12,11 +12,14 @@ func TestReply(t *testing.T) {
 	r.Text("he")
 	r.Text("")
 	r.Text("llo")
-	a := r.NewCall("c1", "read")
-	a.Args.WriteString(` {"path":`)
-	a.Args.WriteString(`"x"} `)
-	r.NewCall("c2", "list")
-	resp := r.Response(provider.StopToolUse, &provider.Usage{InputTokens: 3})
+	r.NewCall(0, "c1", "read").Args.WriteString(` {"path":`)
+	r.Call(0).Args.WriteString(`"x"} `)
+	r.NewCall(1, "c2", "list")
+	if r.Call(2) != nil {
+		t.Errorf("Call(2) = %+v, want nil", r.Call(2))
+	}
+	r.Stop, r.Usage = "calls", &provider.Usage{InputTokens: 3}
+	resp := r.Response(map[string]string{"calls": provider.StopToolUse})
 	if resp.Text != "hello" || len(deltas) != 2 || resp.StopReason != provider.StopToolUse || resp.Usage.InputTokens != 3 {
 		t.Errorf("Response = %+v, deltas %q", resp, deltas)
 	}
@@ -24,7 +27,9 @@ func TestReply(t *testing.T) {
 		resp.ToolCalls[1].ID != "c2" || resp.ToolCalls[1].Name != "list" {
 		t.Errorf("ToolCalls = %+v", resp.ToolCalls)
 	}
-	if got := NewReply(nil); got.Response("end", nil).ToolCalls != nil {
-		t.Errorf("empty reply has tool calls")
+	empty := NewReply(nil)
+	empty.Stop = "odd"
+	if got := empty.Response(nil); got.ToolCalls != nil || got.StopReason != "odd" {
+		t.Errorf("empty reply = %+v, want no tool calls and the unknown stop reason as it came", got)
 	}
 }

@@ -1,4 +1,5 @@
-// Package wire holds what the HTTP providers share: the plumbing of a
+// Package wire holds what the HTTP providers share: the checking of their
+// options and the SDK request options they make (Open), the plumbing of a
 // streamed request and the gathering of its reply (Stream, Reply), error
 // classification, Retry-After parsing and the HTTP client they default to.
 package wire
@@ -186,6 +187,16 @@ func HTTPError(status int, h http.Header, body []byte) *provider.Error {
 	return e
 }
 
+// EventError builds the classified error of an error event inside a stream,
+// from what it said and its HTTP status (0 when it had none).
+func EventError(status int, b Body) *provider.Error {
+	msg := b.Message
+	if msg == "" {
+		msg = "error event in the stream"
+	}
+	return &provider.Error{Class: Classify(status, b), Status: status, Err: errors.New(msg)}
+}
+
 // maxErrorBody bounds how much of an error response is read.
 const maxErrorBody = 64 << 10
 
@@ -297,18 +308,4 @@ func (i *Idle) Stop() {
 		i.timer.Stop()
 	}
 	i.cancel(nil)
-}
-
-// HeaderOptions returns the SDK request options, made with withHeader, that
-// send s's User-Agent (provider.UserAgent("") when empty) and extra headers.
-func HeaderOptions[O any](s provider.Settings, withHeader func(key, value string) O) []O {
-	ua := s.UserAgent
-	if ua == "" {
-		ua = provider.UserAgent("")
-	}
-	out := []O{withHeader("User-Agent", ua)}
-	for k, v := range s.Headers {
-		out = append(out, withHeader(k, v))
-	}
-	return out
 }
