@@ -14,7 +14,11 @@
 // -trimpath -ldflags '-s -w'), installed as a copy and evicted from the page cache, so the first
 // start reads it from disk. OPENPROGRAM_PERF_BINARY=/path/to/openprogram
 // benchmarks that binary instead (an unstripped build lets `perf record`
-// attribute the server's samples). Every state directory is fresh, under
+// attribute the server's samples), installed the same way, and so is the
+// floor server of BenchmarkStartupFloor: the file-backed part of a peak RSS
+// depends on how the binary's pages sit in the page cache (for one binary,
+// 30 MiB after a read from disk, 35 MiB as the linker wrote it), so an A/B
+// of two binaries, or ours against the floor, compares like with like. Every state directory is fresh, under
 // b.TempDir, with a valid token, an owner principal, SQLite, and the scripted
 // model; the server's environment holds nothing but OPENPROGRAM_HOME,
 // OPENPROGRAM_MCP_TOKEN, HOME and PATH.
