@@ -44,7 +44,12 @@ func TestGeminiCLI(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^✓ openprogram: .* - Connected$`).MatchString(interoptest.Plain(list)) {
 		t.Fatalf("gemini mcp list does not show openprogram connected:\n%s", list)
 	}
-	out := c.Run(t, 8*time.Minute, env, "node", gemini, "-p", "Use the openprogram tools as planned.", "--approval-mode", "yolo")
+	// A named model, as a user may pick one: with the default "auto",
+	// Gemini CLI first asks a flash-lite classifier to route the prompt,
+	// which the fake cannot answer, and retries it with back-off for about
+	// 100 s before it falls back to its default model.
+	out := c.Run(t, 8*time.Minute, env, "node", gemini, "-p", "Use the openprogram tools as planned.", "--approval-mode", "yolo",
+		"--model", "gemini-2.5-flash")
 	if !strings.Contains(out, "interop done") {
 		t.Errorf("gemini -p printed %q, want the fake's final answer", out)
 	}
