@@ -249,17 +249,5 @@ func (in *install) stopRunners() {
 	for _, pid := range in.runnersOfInstall() {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	eventually(in.t, "the install's runners to be gone", time.Minute, func() bool { return len(in.runnersOfInstall()) == 0 })
-}
-
-// eventually polls cond every 100 ms until it holds or timeout passes.
-func eventually(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: not after %s", what, timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	e2etest.Eventually(in.t, "the install's runners to be gone", time.Minute, func() bool { return len(in.runnersOfInstall()) == 0 })
 }
