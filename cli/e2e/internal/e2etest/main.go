@@ -122,7 +122,20 @@ func sharedBuild(cache, slot, module, pkg, out string, args []string, env ...str
 		return fmt.Errorf("take the binary cache lock: %w", err)
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if err := goBuild(module, pkg, target, args, env); err != nil {
+	// go build links in its work directory and renames the result onto the
+	// target when both are on one file system: with the work directory
+	// beside the slot, a build cut short leaves the old binary or the new
+	// one, never a partial file whose build ID would pass as up to date. A
+	// work directory left by such a build is removed here, under the lock.
+	work := target + ".work"
+	if err := os.RemoveAll(work); err != nil {
+		return fmt.Errorf("remove the binary cache's old work directory: %w", err)
+	}
+	if err := os.Mkdir(work, 0o700); err != nil {
+		return fmt.Errorf("create the binary cache's work directory: %w", err)
+	}
+	defer os.RemoveAll(work)
+	if err := goBuild(module, pkg, target, args, append(env, "GOTMPDIR="+work)); err != nil {
 		return err
 	}
 	return copyExecutable(target, out)
