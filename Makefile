@@ -44,7 +44,7 @@ modules: ## print the modules go.work lists
 TESTLOG  ?= $(CURDIR)/.testlog
 TESTTOP  ?= 10
 TESTTAGS ?=
-# The end-to-end packages (cli/e2e, cli/e2e/interop, cli/e2e/dist) drive
+# The end-to-end packages (cli/e2e, cli/e2e/interop/..., cli/e2e/tasks, cli/e2e/dist) drive
 # real clients (90 s turns) and pack a bundle: go test's default 10 minutes
 # per package is too tight on 2 loaded cores.
 TESTTIMEOUT ?= 30m

@@ -186,6 +186,7 @@ func workDir(in *e2etest.Install) string {
 }
 
 func TestChatApprovalAllowOnceWrites(t *testing.T) {
+	t.Parallel()
 	in := e2etest.NewBareInstall(t, e2etest.SQLite)
 	work := workDir(in)
 	note := filepath.Join(work, "note.txt")
@@ -227,6 +228,7 @@ func TestChatApprovalAllowOnceWrites(t *testing.T) {
 }
 
 func TestChatApprovalDenyLeavesNoFile(t *testing.T) {
+	t.Parallel()
 	in := e2etest.NewBareInstall(t, e2etest.SQLite)
 	work := workDir(in)
 	note := filepath.Join(work, "note.txt")
@@ -258,6 +260,7 @@ func TestChatApprovalDenyLeavesNoFile(t *testing.T) {
 }
 
 func TestChatCtrlCKillsTheProcessGroup(t *testing.T) {
+	t.Parallel()
 	in := e2etest.NewBareInstall(t, e2etest.SQLite)
 	work := workDir(in)
 	pidFile, againFile := filepath.Join(work, "pid"), filepath.Join(work, "again")
@@ -276,7 +279,7 @@ func TestChatCtrlCKillsTheProcessGroup(t *testing.T) {
 	pgid := waitPID(t, pidFile)
 	cs.send("\x03")
 	cs.expect("Cancelled.")
-	eventually(t, fmt.Sprintf("process group %d to die after Ctrl-C", pgid), func() bool { return syscall.Kill(-pgid, 0) != nil })
+	e2etest.Eventually(t, fmt.Sprintf("process group %d to die after Ctrl-C", pgid), e2etest.TestTimeout, func() bool { return syscall.Kill(-pgid, 0) != nil })
 	// The session is still usable: the next turn runs, bash is allowed
 	// without a question (allowed for this session), and the model answers.
 	cs.send("are you there?\r")
@@ -304,6 +307,7 @@ func TestChatCtrlCKillsTheProcessGroup(t *testing.T) {
 // (the command ignores SIGTERM, so its group dies only by SIGKILL after
 // the grace period) leaves the chat once the turn has stopped.
 func TestChatSecondCtrlCLeaves(t *testing.T) {
+	t.Parallel()
 	in := e2etest.NewBareInstall(t, e2etest.SQLite)
 	work := workDir(in)
 	pidFile := filepath.Join(work, "pid")
@@ -317,13 +321,14 @@ func TestChatSecondCtrlCLeaves(t *testing.T) {
 	cs.expect("cancelling the turn")
 	cs.send("\x03")
 	cs.exitsOK()
-	eventually(t, fmt.Sprintf("process group %d to die", pgid), func() bool { return syscall.Kill(-pgid, 0) != nil })
+	e2etest.Eventually(t, fmt.Sprintf("process group %d to die", pgid), e2etest.TestTimeout, func() bool { return syscall.Kill(-pgid, 0) != nil })
 }
 
 // Ctrl-D typed while the agent works (the terminal is not in raw mode
 // then, so the terminal turns it into an end of input) leaves at the next
 // prompt instead of leaving the line editor without input.
 func TestChatCtrlDDuringATurnLeaves(t *testing.T) {
+	t.Parallel()
 	in := e2etest.NewBareInstall(t, e2etest.SQLite)
 	work := workDir(in)
 	pidFile := filepath.Join(work, "pid")
@@ -342,7 +347,7 @@ func TestChatCtrlDDuringATurnLeaves(t *testing.T) {
 func waitPID(t *testing.T, path string) int {
 	t.Helper()
 	pid := 0
-	eventually(t, "a PID in "+path, func() bool {
+	e2etest.Eventually(t, "a PID in "+path, e2etest.TestTimeout, func() bool {
 		data, err := os.ReadFile(path)
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
 		return err == nil && pid > 0
@@ -350,19 +355,8 @@ func waitPID(t *testing.T, path string) int {
 	return pid
 }
 
-// eventually polls cond until it holds, for at most testTimeout.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(e2etest.TestTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: still not after %s", what, e2etest.TestTimeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestChatPlainOutputWhenStdoutIsNotATerminal(t *testing.T) {
+	t.Parallel()
 	in := e2etest.NewBareInstall(t, e2etest.SQLite)
 	workDir(in)
 	in.Script(e2etest.Say("plain hello"))

@@ -11,8 +11,11 @@
 // under -race on a small machine; all share the harness in internal/e2etest:
 //
 //   - e2e (this package): protocol, auth, tools, turns, wire, console.
-//   - e2e/interop: real MCP clients (the TypeScript SDK, the Inspector, Codex,
-//     Claude Code, opencode, Gemini CLI), installed from interop/.
+//   - e2e/interop/<client>: one package per real MCP client (typescript: the
+//     TypeScript SDK, inspector, codex, claude, opencode, gemini), installed
+//     from interop/, sharing internal/interoptest; each client's long turn is
+//     its own package's time.
+//   - e2e/tasks: durable MCP tasks through the TypeScript SDK's task client.
 //   - e2e/dist: the release archive, the MCP bundle and the install snippet,
 //     on a binary built as the release builds it.
 //

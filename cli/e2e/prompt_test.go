@@ -23,6 +23,7 @@ func runStdin(in *e2etest.Install, stdin string, args ...string) e2etest.Result 
 }
 
 func TestPromptExitCodesAndStdin(t *testing.T) {
+	t.Parallel()
 	in := e2etest.NewBareInstall(t, e2etest.SQLite)
 	work := workDir(in)
 	in.Script(e2etest.Say("hello back"))
@@ -81,6 +82,7 @@ func TestPromptExitCodesAndStdin(t *testing.T) {
 // The --json payload is what prompt_send returns for the same turn, byte
 // for byte but for the assistant message id.
 func TestPromptJSONEqualsPromptSend(t *testing.T) {
+	t.Parallel()
 	in := e2etest.NewInstall(t, e2etest.SQLite)
 	in.Script(e2etest.Say("réponse <ok> & \"fin\""))
 	r := in.Run("prompt", "--json", "bonjour")
@@ -120,6 +122,7 @@ func TestPromptJSONEqualsPromptSend(t *testing.T) {
 // client lists it, reads it and continues it, with its own paired
 // authority: the same tools the owner could run are denied to it.
 func TestConsoleSessionContinuedOverMCP(t *testing.T) {
+	t.Parallel()
 	e2etest.ForBackends(t, func(t *testing.T, backend string) {
 		in := e2etest.NewInstall(t, backend)
 		work := workDir(in)

@@ -18,6 +18,7 @@ import (
 	"github.com/openprogram/openprogram/cli"
 	"github.com/openprogram/openprogram/cli/e2e/fakemodel"
 	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
+	"github.com/openprogram/openprogram/cli/e2e/internal/interoptest"
 )
 
 // slowAnswer is what the fake model answers once a slow turn is over.
@@ -42,7 +43,7 @@ type install struct {
 // backend (e2etest's "sqlite" or "postgres"); the model answers after turn.
 func newInstall(t *testing.T, backend string, turn time.Duration) *install {
 	t.Helper()
-	in := &install{t: t, asked: make(chan struct{}), release: make(chan struct{}), scripts: interopDir(t)}
+	in := &install{t: t, asked: make(chan struct{}), release: make(chan struct{}), scripts: interoptest.Project(t, "ts")}
 	var once sync.Once
 	in.fake = fakemodel.NewChatCompletions(func([]fakemodel.Result) fakemodel.Step {
 		once.Do(func() { close(in.asked) })
@@ -248,29 +249,5 @@ func (in *install) stopRunners() {
 	for _, pid := range in.runnersOfInstall() {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	eventually(in.t, "the install's runners to be gone", time.Minute, func() bool { return len(in.runnersOfInstall()) == 0 })
-}
-
-// eventually polls cond every 100 ms until it holds or timeout passes.
-func eventually(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: not after %s", what, timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// interopDir is interop/ts with its npm packages installed from the lock
-// file (e2etest.NpmCI). Without node and npm the tests skip, except under
-// CI=true.
-func interopDir(t *testing.T) string {
-	t.Helper()
-	e2etest.RequireTool(t, "node")
-	npm := e2etest.RequireTool(t, "npm")
-	dir := filepath.Join(e2etest.RepoRoot(t), "interop", "ts")
-	e2etest.NpmCI(t, npm, dir)
-	return dir
+	e2etest.Eventually(in.t, "the install's runners to be gone", time.Minute, func() bool { return len(in.runnersOfInstall()) == 0 })
 }

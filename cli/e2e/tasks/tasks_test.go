@@ -64,7 +64,7 @@ func TestTaskOutlivesTheClient(t *testing.T) {
 	if got.Status != "completed" {
 		t.Errorf("tasks/get after the result = %+v, want completed", got)
 	}
-	eventually(t, "the runner to exit once its task completed", time.Minute, func() bool { return len(runners(id)) == 0 })
+	e2etest.Eventually(t, "the runner to exit once its task completed", time.Minute, func() bool { return len(runners(id)) == 0 })
 }
 
 // tasks/cancel mid-turn cancels the task before it answers, stops the
@@ -80,7 +80,7 @@ func TestTaskCancelMidTurn(t *testing.T) {
 	}
 	// The runner sees the cancel at its next lease renewal and ends the
 	// turn: it exits long before the model would have answered.
-	eventually(t, "the runner to exit after tasks/cancel", time.Minute, func() bool { return len(runners(id)) == 0 })
+	e2etest.Eventually(t, "the runner to exit after tasks/cancel", time.Minute, func() bool { return len(runners(id)) == 0 })
 	var got task
 	in.step(in.Token, "get", id).ok(t, &got)
 	if got.Status != "cancelled" {
@@ -152,7 +152,7 @@ func TestTaskOfAKilledRunnerFails(t *testing.T) {
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatalf("kill the runner: %v", err)
 	}
-	eventually(t, "the killed runner to be gone", time.Minute, func() bool { return len(runners(id)) == 0 })
+	e2etest.Eventually(t, "the killed runner to be gone", time.Minute, func() bool { return len(runners(id)) == 0 })
 	var got task
 	deadline := time.Now().Add(3 * time.Minute)
 	for {

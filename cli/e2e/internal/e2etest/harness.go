@@ -79,6 +79,21 @@ func Ctx(t *testing.T) context.Context {
 	return ctx
 }
 
+// Eventually polls cond until it holds, and fails the test when it still
+// does not after timeout. It polls every 10 ms at first, backing off to
+// every 200 ms: a condition that holds soon is seen at once, and one that
+// scans /proc does not load a busy machine while it waits.
+func Eventually(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for wait := 10 * time.Millisecond; !cond(); wait = min(2*wait, 200*time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: still not after %s", what, timeout)
+		}
+		time.Sleep(wait)
+	}
+}
+
 // Install is one fresh OpenProgram installation: its own state directory,
 // HOME, token and store.
 type Install struct {

