@@ -135,7 +135,11 @@ func (c *connection) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if !ok || call.Params == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `invalid params: missing "params"`}
 			}
-			args, verr := contracts.Validate(call.Params.Name, call.Params.Arguments)
+			raw := call.Params.Arguments
+			if r := stdio.RequestOf(req); r != nil && r.Detached() != nil {
+				raw = r.Detached() // the wire kept them from go-sdk (detachedParams)
+			}
+			args, verr := contracts.Validate(call.Params.Name, raw)
 			if verr != nil {
 				return nil, verr
 			}

@@ -131,6 +131,13 @@ type Options struct {
 	// after writing has stopped and before Read reports EOF (which cancels
 	// every remaining handler context).
 	OnDrainTimeout func()
+	// Detach names, per request method, a member of the params that go-sdk
+	// is not given: it is cut out of the params handed on (the rest is
+	// copied) and kept on the [Request] ([Request.Detached]) for the
+	// server's own handlers. CheckParams and Handlers see the params whole.
+	// It keeps the bulk of a large request (tools/call "arguments") from
+	// being decoded and copied again by go-sdk, which never reads it.
+	Detach map[string]string
 	// Handlers answers methods in the connection itself, never through
 	// go-sdk: a request for one of them, admitted like any other (after
 	// initialization, within the in-flight caps, CheckParams applied), runs
@@ -158,6 +165,7 @@ type Conn struct {
 	maxReqs int
 	maxHeld int
 	params  func(method string, params json.RawMessage) *jsonrpc.Error
+	detach  map[string]string
 	own     map[string]Handler
 	// ownCtx is the parent of every own handler's context; Abort and Close
 	// end it.
@@ -203,6 +211,7 @@ func New(in io.Reader, out io.Writer, opts Options) *Conn {
 		maxReqs:  opts.MaxInFlight,
 		maxHeld:  opts.MaxInFlightBytes,
 		params:   opts.CheckParams,
+		detach:   opts.Detach,
 		own:      opts.Handlers,
 		drain:    opts.DrainTimeout,
 		onDrain:  opts.OnDrainTimeout,
@@ -669,6 +678,110 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 	return c.admit(req, len(trimmed))
 }
 
+// cutMember returns params, a JSON object, without its member name, and
+// that member's value (nil when there is none). Of several members of that
+// name the last one's value is returned, as decoding would keep it, and all
+// are cut. params that are not an object, or have no such member, are
+// returned as they are; otherwise the rest is a new slice and the value
+// shares params' memory.
+func cutMember(params json.RawMessage, name string) (rest, value json.RawMessage) {
+	data := bytes.TrimSpace(params)
+	if len(data) == 0 || data[0] != '{' {
+		return params, nil
+	}
+	var kept [][]byte // the other members, key to value
+	found := false
+	for i := skipSpace(data, 1); i < len(data) && data[i] == '"'; {
+		keyEnd := skipValue(data, i)
+		colon := skipSpace(data, keyEnd)
+		valStart := skipSpace(data, colon+1)
+		valEnd := skipValue(data, valStart)
+		if memberName(data[i:keyEnd]) == name {
+			value, found = data[valStart:valEnd], true
+		} else {
+			kept = append(kept, data[i:valEnd])
+		}
+		i = skipSpace(data, valEnd)
+		if i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	if !found {
+		return params, nil
+	}
+	n := 2
+	for _, m := range kept {
+		n += len(m) + 1
+	}
+	rest = make(json.RawMessage, 0, n)
+	rest = append(rest, '{')
+	rest = append(rest, bytes.Join(kept, []byte{','})...)
+	return append(rest, '}'), value
+}
+
+// memberName returns the name a member's key (a JSON string) stands for.
+func memberName(key []byte) string {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return string(key[1 : len(key)-1])
+	}
+	var name string
+	if json.Unmarshal(key, &name) != nil {
+		return "" // not reached: the line is valid JSON
+	}
+	return name
+}
+
+// skipSpace returns the index of the first byte of data at or after i that
+// is not JSON whitespace.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value that starts at i in
+// data, which is valid JSON.
+func skipValue(data []byte, i int) int {
+	depth := 0
+	for ; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			// Jump to the closing quote: string contents are most of a
+			// large value.
+			for i++; i < len(data); i++ {
+				j := bytes.IndexAny(data[i:], `"\`)
+				if j < 0 {
+					return len(data)
+				}
+				i += j
+				if data[i] == '"' {
+					break
+				}
+				i++ // the escaped byte cannot end the string
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+			if depth < 0 {
+				return i // the end of an enclosing value: not reached for valid JSON
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i // the end of a number or literal
+			}
+		}
+	}
+	return i
+}
+
 // nestedDeeper reports whether the objects and arrays of data, which is
 // valid JSON, nest deeper than limit.
 func nestedDeeper(data []byte, limit int) bool {
@@ -816,6 +929,9 @@ func (c *Conn) admit(req *jsonrpc.Request, size int) jsonrpc.Message {
 	if handler != nil {
 		c.serveOwn(handler, r, req.Params)
 		return nil
+	}
+	if member, ok := c.detach[req.Method]; ok {
+		req.Params, r.detached = cutMember(req.Params, member)
 	}
 	req.Extra = &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{Extra: map[string]any{requestKey: r}}}
 	return req
@@ -997,6 +1113,8 @@ type Request struct {
 	id     jsonrpc.ID
 	method string
 	params json.RawMessage // as they arrived; the line's bytes are held for them
+	// detached is the member of params cut out for go-sdk (Options.Detach).
+	detached json.RawMessage
 	// Guarded by conn.mu: the bytes held for the request against
 	// MaxInFlightBytes (its line, its reservation, its frame beyond the
 	// reservation), the reserved part, and whether its response was sent.
@@ -1015,6 +1133,11 @@ type Request struct {
 // Params returns the request's params as they arrived (nil when absent).
 // The caller must not modify them.
 func (r *Request) Params() json.RawMessage { return r.params }
+
+// Detached returns the member of the params that [Options.Detach] kept from
+// go-sdk, as it arrived (nil when the params had none). It shares memory
+// with [Request.Params]; the caller must not modify it.
+func (r *Request) Detached() json.RawMessage { return r.detached }
 
 // Answered is closed once the connection has written (or, after writing
 // stopped, dropped) the response to the request.
