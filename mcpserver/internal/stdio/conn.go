@@ -580,11 +580,11 @@ const maxDepth = 1000
 // requests itself and returns nil for them; otherwise it returns the message
 // to hand to go-sdk, which shares no memory with line.
 //
-// A line is decoded once: the members of its top-level object are copied
-// out by one json.Unmarshal, and a request is built from them (what
-// jsonrpc.DecodeMessage would return, without decoding the line a second
-// time and copying its params again; TestCheckDecodesAsGoSDK holds the two
-// to each other).
+// A line is checked once (json.Valid), the members of its top-level object
+// are found where they lie ([eachMember]), and a request is built from them
+// with one copy of its params (what jsonrpc.DecodeMessage would return,
+// without decoding the line and copying its params;
+// TestCheckDecodesAsGoSDK holds the two to each other).
 func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 	if tooLong {
 		c.log.Warn("rejected an over-long line", "limit", c.maxLine)
@@ -619,12 +619,14 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 		}
 		return nil
 	}
-	// An object: Unmarshal checks the whole line before it decodes, so a
-	// line that is not JSON fails here and nothing is half-decoded.
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &obj); err != nil {
+	// An object: the whole line is checked before its members are read;
+	// they are read where they lie (the last of a name counting, as when
+	// decoding), and only the params of a request are copied.
+	if !json.Valid(trimmed) {
 		return notJSON()
 	}
+	obj := make(map[string]json.RawMessage, 4)
+	eachMember(trimmed, func(name string, _, value []byte) { obj[name] = value })
 	id, idErr := parseID(obj)
 	invalid := func(msg string) jsonrpc.Message {
 		c.log.Warn("rejected an invalid JSON-RPC message", "reason", msg)
@@ -665,7 +667,7 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 	if nestedDeeper(trimmed, maxDepth) {
 		return invalid("cannot decode message")
 	}
-	req := &jsonrpc.Request{Method: method, Params: obj["params"]}
+	req := &jsonrpc.Request{Method: method, Params: bytes.Clone(obj["params"])}
 	if id != nil {
 		req.ID = *id
 	}
@@ -691,21 +693,13 @@ func cutMember(params json.RawMessage, name string) (rest, value json.RawMessage
 	}
 	var kept [][]byte // the other members, key to value
 	found := false
-	for i := skipSpace(data, 1); i < len(data) && data[i] == '"'; {
-		keyEnd := skipValue(data, i)
-		colon := skipSpace(data, keyEnd)
-		valStart := skipSpace(data, colon+1)
-		valEnd := skipValue(data, valStart)
-		if memberName(data[i:keyEnd]) == name {
-			value, found = data[valStart:valEnd], true
+	eachMember(data, func(n string, member, v []byte) {
+		if n == name {
+			value, found = v, true
 		} else {
-			kept = append(kept, data[i:valEnd])
+			kept = append(kept, member)
 		}
-		i = skipSpace(data, valEnd)
-		if i < len(data) && data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
-	}
+	})
 	if !found {
 		return params, nil
 	}
@@ -717,6 +711,23 @@ func cutMember(params json.RawMessage, name string) (rest, value json.RawMessage
 	rest = append(rest, '{')
 	rest = append(rest, bytes.Join(kept, []byte{','})...)
 	return append(rest, '}'), value
+}
+
+// eachMember calls fn with the name of every member of obj, a JSON object
+// that is valid JSON, the member's bytes (key to value) and its value's,
+// in order. Both slices share obj's memory.
+func eachMember(obj []byte, fn func(name string, member, value []byte)) {
+	for i := skipSpace(obj, 1); i < len(obj) && obj[i] == '"'; {
+		keyEnd := skipValue(obj, i)
+		colon := skipSpace(obj, keyEnd)
+		valStart := skipSpace(obj, colon+1)
+		valEnd := skipValue(obj, valStart)
+		fn(memberName(obj[i:keyEnd]), obj[i:valEnd], obj[valStart:valEnd])
+		i = skipSpace(obj, valEnd)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
 }
 
 // memberName returns the name a member's key (a JSON string) stands for.
