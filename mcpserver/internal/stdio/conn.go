@@ -581,7 +581,7 @@ const maxDepth = 1000
 // to hand to go-sdk, which shares no memory with line.
 //
 // A line is checked once (json.Valid), the members of its top-level object
-// are found where they lie ([eachMember]), and a request is built from them
+// are found where they lie ([schema.Members]), and a request is built from them
 // with one copy of its params (what jsonrpc.DecodeMessage would return,
 // without decoding the line and copying its params;
 // TestCheckDecodesAsGoSDK holds the two to each other).
@@ -626,7 +626,7 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 		return notJSON()
 	}
 	obj := make(map[string]json.RawMessage, 4)
-	eachMember(trimmed, func(name string, _, value []byte) { obj[name] = value })
+	schema.Members(trimmed, func(name string, _, value []byte) { obj[name] = value })
 	id, idErr := parseID(obj)
 	invalid := func(msg string) jsonrpc.Message {
 		c.log.Warn("rejected an invalid JSON-RPC message", "reason", msg)
@@ -693,7 +693,7 @@ func cutMember(params json.RawMessage, name string) (rest, value json.RawMessage
 	}
 	var kept [][]byte // the other members, key to value
 	found := false
-	eachMember(data, func(n string, member, v []byte) {
+	schema.Members(data, func(n string, member, v []byte) {
 		if n == name {
 			value, found = v, true
 		} else {
@@ -711,86 +711,6 @@ func cutMember(params json.RawMessage, name string) (rest, value json.RawMessage
 	rest = append(rest, '{')
 	rest = append(rest, bytes.Join(kept, []byte{','})...)
 	return append(rest, '}'), value
-}
-
-// eachMember calls fn with the name of every member of obj, a JSON object
-// that is valid JSON, the member's bytes (key to value) and its value's,
-// in order. Both slices share obj's memory.
-func eachMember(obj []byte, fn func(name string, member, value []byte)) {
-	for i := skipSpace(obj, 1); i < len(obj) && obj[i] == '"'; {
-		keyEnd := skipValue(obj, i)
-		colon := skipSpace(obj, keyEnd)
-		valStart := skipSpace(obj, colon+1)
-		valEnd := skipValue(obj, valStart)
-		fn(memberName(obj[i:keyEnd]), obj[i:valEnd], obj[valStart:valEnd])
-		i = skipSpace(obj, valEnd)
-		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
-	}
-}
-
-// memberName returns the name a member's key (a JSON string) stands for.
-func memberName(key []byte) string {
-	if bytes.IndexByte(key, '\\') < 0 {
-		return string(key[1 : len(key)-1])
-	}
-	var name string
-	if json.Unmarshal(key, &name) != nil {
-		return "" // not reached: the line is valid JSON
-	}
-	return name
-}
-
-// skipSpace returns the index of the first byte of data at or after i that
-// is not JSON whitespace.
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index just past the JSON value that starts at i in
-// data, which is valid JSON.
-func skipValue(data []byte, i int) int {
-	depth := 0
-	for ; i < len(data); i++ {
-		switch data[i] {
-		case '"':
-			// Jump to the closing quote: string contents are most of a
-			// large value.
-			for i++; i < len(data); i++ {
-				j := bytes.IndexAny(data[i:], `"\`)
-				if j < 0 {
-					return len(data)
-				}
-				i += j
-				if data[i] == '"' {
-					break
-				}
-				i++ // the escaped byte cannot end the string
-			}
-			if depth == 0 {
-				return i + 1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-			if depth < 0 {
-				return i // the end of an enclosing value: not reached for valid JSON
-			}
-		case ',', ' ', '\t', '\n', '\r':
-			if depth == 0 {
-				return i // the end of a number or literal
-			}
-		}
-	}
-	return i
 }
 
 // nestedDeeper reports whether the objects and arrays of data, which is
