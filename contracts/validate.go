@@ -145,15 +145,21 @@ func ValidateCallParams(params json.RawMessage) *jsonrpc.Error {
 		}
 		return invalidParams(*v)
 	}
-	// RawMessage fields see a JSON null as "null" and stay empty only when
-	// the member is absent; arguments are skipped, not copied.
-	var p struct {
-		Name json.RawMessage `json:"name"`
-		Meta json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(params, &p) != nil {
+	// The members are read where they lie, as decoding into a struct would
+	// name them (letter case aside, the last of a name counting): the
+	// arguments, most of a large request, are only skipped over.
+	if !json.Valid(params) {
 		return invalidParams(schema.Violation{Path: "$", Keyword: "type"})
 	}
+	var p struct{ Name, Meta []byte }
+	schema.Members(params, func(name string, _, value []byte) {
+		switch {
+		case strings.EqualFold(name, "name"):
+			p.Name = value
+		case strings.EqualFold(name, "_meta"):
+			p.Meta = value
+		}
+	})
 	switch {
 	case len(p.Name) == 0:
 		return invalidParams(schema.Violation{Path: "$.name", Keyword: "required"})

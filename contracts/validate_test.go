@@ -481,6 +481,14 @@ func TestValidateCallParams(t *testing.T) {
 		{`{"name":"x","arguments":{"a":` + deep(MaxParamsDepth-1) + `}}`, "invalid arguments at $.a" + strings.Repeat("[0]", MaxParamsDepth-2) + ": maxDepth"},
 		{`{"name":"x","arguments":{"k":1,"b c":[0,{"d":` + deep(MaxParamsDepth) + `}]}}`, `invalid arguments at $["b c"][1].d` + strings.Repeat("[0]", MaxParamsDepth-4) + ": maxDepth"},
 		{`{"name":"x","_meta":{"x":` + deep(MaxParamsDepth) + `}}`, "invalid arguments at $._meta.x" + strings.Repeat("[0]", MaxParamsDepth-2) + ": maxDepth"},
+		// Members are named as decoding into a struct names them: letter
+		// case aside, escapes unescaped, the last of a name counting.
+		{`{"NAME":"x"}`, ""},
+		{`{"n\u0061me":"x","_Meta":{"progressToken":true}}`, "invalid arguments at $._meta.progressToken: type"},
+		{`{"name":"x","name":5}`, "invalid arguments at $.name: type"},
+		{`{"name":5,"Name":"x","arguments":{"name":5}}`, ""},
+		{`{"name":"x",}`, "invalid arguments at $: type"},
+		{`{"name":"x"} {}`, "invalid arguments at $: type"},
 	}
 	for _, c := range cases {
 		err := ValidateCallParams(json.RawMessage(c.params))
@@ -523,5 +531,17 @@ func TestValidateRefusesNUL(t *testing.T) {
 	}
 	if _, err := Validate(PromptSend, json.RawMessage(`{"prompt":"fine"}`)); err != nil {
 		t.Errorf("Validate(prompt_send, fine) = %v", err)
+	}
+}
+
+// BenchmarkValidateCallParamsMaximal: the params of a maximal tools/call,
+// most of them one string inside the arguments.
+func BenchmarkValidateCallParamsMaximal(b *testing.B) {
+	params := json.RawMessage(`{"name":"tool_call","arguments":{"name":"memory_update","arguments":{"path":"p","content":"` + strings.Repeat("a", 16<<20) + `"}}}`)
+	b.SetBytes(int64(len(params)))
+	for b.Loop() {
+		if err := ValidateCallParams(params); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

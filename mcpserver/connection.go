@@ -135,10 +135,19 @@ func (c *connection) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if !ok || call.Params == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `invalid params: missing "params"`}
 			}
-			args, verr := contracts.Validate(call.Params.Name, call.Params.Arguments)
+			raw := call.Params.Arguments
+			if r := stdio.RequestOf(req); r != nil && r.Detached() != nil {
+				raw = r.Detached() // the wire kept them from go-sdk (detachedParams)
+			}
+			args, verr := contracts.Validate(call.Params.Name, raw)
 			if verr != nil {
 				return nil, verr
 			}
+			// From here on the handlers read the validated arguments
+			// (withArgs), never the raw ones: dropping them lets the
+			// collector free a maximal request's arguments (16 MiB) while
+			// the call runs.
+			call.Params.Arguments = nil
 			// params.task matters only with task support; without it the
 			// request is served normally, as the protocol requires.
 			var task *taskParams
@@ -288,6 +297,10 @@ func toolCallArgs(ctx context.Context) (contracts.ToolCallArgs, error) {
 		return contracts.ToolCallArgs{}, errors.New("validated tool_call arguments have no string name")
 	}
 	arguments, _ := args["arguments"].(map[string]any)
+	// The caller encodes the arguments for the runtime once: taking them
+	// out of the validated value lets the collector free them (a maximal
+	// memory content, say) while the runtime tool runs.
+	delete(args, "arguments")
 	return contracts.ToolCallArgs{Name: name, Arguments: arguments}, nil
 }
 

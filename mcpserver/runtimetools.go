@@ -98,7 +98,7 @@ func (c *connection) toolCall(ctx context.Context, req *mcp.CallToolRequest, a c
 	// encodes again with the digits the client sent.
 	raw := json.RawMessage("{}")
 	if a.Arguments != nil {
-		b, err := json.Marshal(a.Arguments)
+		b, err := encodeArgs(a.Arguments)
 		if err != nil {
 			return nil, fmt.Errorf("encode tool_call arguments: %w", err)
 		}

@@ -81,6 +81,12 @@ const (
 // answers any other with -32601.
 var servedMethods = []string{"initialize", "ping", "tools/list", "tools/call"}
 
+// detachedParams are kept from go-sdk by the connection (stdio
+// Options.Detach): the middleware validates a tools/call's "arguments" from
+// the connection's Request, so go-sdk, which only passes them on, does not
+// decode and copy a maximal request's 16 MiB twice more.
+var detachedParams = map[string]string{"tools/call": "arguments"}
+
 // Options configure a [Server]. Every field without a stated default is
 // required.
 type Options struct {
@@ -296,6 +302,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	conn := stdio.New(in, out, stdio.Options{
 		Methods:        servedMethods,
 		CheckParams:    checkParams,
+		Detach:         detachedParams,
 		Handlers:       handlers,
 		DrainTimeout:   s.drain,
 		OnDrainTimeout: func() { c.cancelAll(ReasonConnectionClosed) },

@@ -38,8 +38,10 @@ const (
 //     read).
 //
 // peak-RSS-MiB is the server's VmHWM; ns/op is the time from the first
-// byte written to the last answer read. A server passing rssGuard is killed
-// and reported at the guard.
+// byte written to the last answer read; server-CPU-s is the CPU time the
+// server had used by then (start-up and initialize included), which depends
+// less than ns/op on how busy the machine is. A server passing rssGuard is
+// killed and reported at the guard.
 func BenchmarkPipelinedBigLines(b *testing.B) {
 	bin := binary(b)
 	cases := []struct {
@@ -53,13 +55,15 @@ func BenchmarkPipelinedBigLines(b *testing.B) {
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			var peaks []int64
-			var took samples
+			var took, cpu samples
 			for b.Loop() {
-				peak, d := pipelineOnce(b, bin, tc.line)
+				peak, d, c := pipelineOnce(b, bin, tc.line)
 				peaks = append(peaks, peak)
 				took = append(took, d)
+				cpu = append(cpu, c)
 			}
 			b.ReportMetric(float64(took.mean().Nanoseconds()), "ns/op")
+			b.ReportMetric(cpu.mean().Seconds(), "server-CPU-s")
 			b.ReportMetric(float64(quantile(peaks, 0.5))/1024, "peak-RSS-MiB")
 			b.ReportMetric(float64(quantile(peaks, 1))/1024, "max-peak-RSS-MiB")
 		})
@@ -85,8 +89,8 @@ func junkLine(n int) []byte {
 
 // pipelineOnce starts a server that exposes memory_update, writes the lines
 // from a goroutine, reads one answer per line, and returns the server's
-// VmHWM (kB) and the time the lines took.
-func pipelineOnce(b *testing.B, bin string, line func(id int) []byte) (int64, time.Duration) {
+// VmHWM (kB), the time the lines took and the server's CPU time.
+func pipelineOnce(b *testing.B, bin string, line func(id int) []byte) (int64, time.Duration, time.Duration) {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), "state")
 	st := newState(b, dir, tinyScript)
@@ -154,10 +158,11 @@ func pipelineOnce(b *testing.B, bin string, line func(id int) []byte) (int64, ti
 	}
 	took := time.Since(start)
 	status, statusErr := procStatus(pid, "VmHWM")
+	cpu, cpuErr := procCPU(pid)
 	close(guardDone)
 	if <-guarded {
 		b.Logf("the server passed %d MiB and was killed; reporting the guard as its peak", rssGuard>>20)
-		return rssGuard >> 10, took
+		return rssGuard >> 10, took, cpu
 	}
 	if answers < *pipelinedLines {
 		b.Fatalf("read %d answers of %d\nserver log:\n%s", answers, *pipelinedLines, st.logTail())
@@ -168,6 +173,9 @@ func pipelineOnce(b *testing.B, bin string, line func(id int) []byte) (int64, ti
 	if statusErr != nil {
 		b.Fatal(statusErr)
 	}
+	if cpuErr != nil {
+		b.Fatal(cpuErr)
+	}
 	p.close(b)
-	return status["VmHWM"], took
+	return status["VmHWM"], took, cpu
 }

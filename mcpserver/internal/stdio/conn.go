@@ -131,6 +131,13 @@ type Options struct {
 	// after writing has stopped and before Read reports EOF (which cancels
 	// every remaining handler context).
 	OnDrainTimeout func()
+	// Detach names, per request method, a member of the params that go-sdk
+	// is not given: it is cut out of the params handed on (the rest is
+	// copied) and kept on the [Request] ([Request.Detached]) for the
+	// server's own handlers. CheckParams and Handlers see the params whole.
+	// It keeps the bulk of a large request (tools/call "arguments") from
+	// being decoded and copied again by go-sdk, which never reads it.
+	Detach map[string]string
 	// Handlers answers methods in the connection itself, never through
 	// go-sdk: a request for one of them, admitted like any other (after
 	// initialization, within the in-flight caps, CheckParams applied), runs
@@ -158,6 +165,7 @@ type Conn struct {
 	maxReqs int
 	maxHeld int
 	params  func(method string, params json.RawMessage) *jsonrpc.Error
+	detach  map[string]string
 	own     map[string]Handler
 	// ownCtx is the parent of every own handler's context; Abort and Close
 	// end it.
@@ -203,6 +211,7 @@ func New(in io.Reader, out io.Writer, opts Options) *Conn {
 		maxReqs:  opts.MaxInFlight,
 		maxHeld:  opts.MaxInFlightBytes,
 		params:   opts.CheckParams,
+		detach:   opts.Detach,
 		own:      opts.Handlers,
 		drain:    opts.DrainTimeout,
 		onDrain:  opts.OnDrainTimeout,
@@ -571,11 +580,11 @@ const maxDepth = 1000
 // requests itself and returns nil for them; otherwise it returns the message
 // to hand to go-sdk, which shares no memory with line.
 //
-// A line is decoded once: the members of its top-level object are copied
-// out by one json.Unmarshal, and a request is built from them (what
-// jsonrpc.DecodeMessage would return, without decoding the line a second
-// time and copying its params again; TestCheckDecodesAsGoSDK holds the two
-// to each other).
+// A line is checked once (json.Valid), the members of its top-level object
+// are found where they lie ([schema.Members]), and a request is built from them
+// with one copy of its params (what jsonrpc.DecodeMessage would return,
+// without decoding the line and copying its params;
+// TestCheckDecodesAsGoSDK holds the two to each other).
 func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 	if tooLong {
 		c.log.Warn("rejected an over-long line", "limit", c.maxLine)
@@ -610,12 +619,14 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 		}
 		return nil
 	}
-	// An object: Unmarshal checks the whole line before it decodes, so a
-	// line that is not JSON fails here and nothing is half-decoded.
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &obj); err != nil {
+	// An object: the whole line is checked before its members are read;
+	// they are read where they lie (the last of a name counting, as when
+	// decoding), and only the params of a request are copied.
+	if !json.Valid(trimmed) {
 		return notJSON()
 	}
+	obj := make(map[string]json.RawMessage, 4)
+	schema.Members(trimmed, func(name string, _, value []byte) { obj[name] = value })
 	id, idErr := parseID(obj)
 	invalid := func(msg string) jsonrpc.Message {
 		c.log.Warn("rejected an invalid JSON-RPC message", "reason", msg)
@@ -656,7 +667,7 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 	if nestedDeeper(trimmed, maxDepth) {
 		return invalid("cannot decode message")
 	}
-	req := &jsonrpc.Request{Method: method, Params: obj["params"]}
+	req := &jsonrpc.Request{Method: method, Params: bytes.Clone(obj["params"])}
 	if id != nil {
 		req.ID = *id
 	}
@@ -667,6 +678,39 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 		return req
 	}
 	return c.admit(req, len(trimmed))
+}
+
+// cutMember returns params, a JSON object, without its member name, and
+// that member's value (nil when there is none). Of several members of that
+// name the last one's value is returned, as decoding would keep it, and all
+// are cut. params that are not an object, or have no such member, are
+// returned as they are; otherwise the rest is a new slice and the value
+// shares params' memory.
+func cutMember(params json.RawMessage, name string) (rest, value json.RawMessage) {
+	data := bytes.TrimSpace(params)
+	if len(data) == 0 || data[0] != '{' {
+		return params, nil
+	}
+	var kept [][]byte // the other members, key to value
+	found := false
+	schema.Members(data, func(n string, member, v []byte) {
+		if n == name {
+			value, found = v, true
+		} else {
+			kept = append(kept, member)
+		}
+	})
+	if !found {
+		return params, nil
+	}
+	n := 2
+	for _, m := range kept {
+		n += len(m) + 1
+	}
+	rest = make(json.RawMessage, 0, n)
+	rest = append(rest, '{')
+	rest = append(rest, bytes.Join(kept, []byte{','})...)
+	return append(rest, '}'), value
 }
 
 // nestedDeeper reports whether the objects and arrays of data, which is
@@ -816,6 +860,9 @@ func (c *Conn) admit(req *jsonrpc.Request, size int) jsonrpc.Message {
 	if handler != nil {
 		c.serveOwn(handler, r, req.Params)
 		return nil
+	}
+	if member, ok := c.detach[req.Method]; ok {
+		req.Params, r.detached = cutMember(req.Params, member)
 	}
 	req.Extra = &mcp.RequestExtra{TokenInfo: &auth.TokenInfo{Extra: map[string]any{requestKey: r}}}
 	return req
@@ -997,6 +1044,8 @@ type Request struct {
 	id     jsonrpc.ID
 	method string
 	params json.RawMessage // as they arrived; the line's bytes are held for them
+	// detached is the member of params cut out for go-sdk (Options.Detach).
+	detached json.RawMessage
 	// Guarded by conn.mu: the bytes held for the request against
 	// MaxInFlightBytes (its line, its reservation, its frame beyond the
 	// reservation), the reserved part, and whether its response was sent.
@@ -1015,6 +1064,11 @@ type Request struct {
 // Params returns the request's params as they arrived (nil when absent).
 // The caller must not modify them.
 func (r *Request) Params() json.RawMessage { return r.params }
+
+// Detached returns the member of the params that [Options.Detach] kept from
+// go-sdk, as it arrived (nil when the params had none). It shares memory
+// with [Request.Params]; the caller must not modify it.
+func (r *Request) Detached() json.RawMessage { return r.detached }
 
 // Answered is closed once the connection has written (or, after writing
 // stopped, dropped) the response to the request.

@@ -23,6 +23,11 @@ func TestCheckDecodesAsGoSDK(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/initialized","params":null}`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":"r"}}`,
 		`{"jsonrpc":"2.0","id":6,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`,
+		// Escaped names, repeated members (the last counts), strings
+		// holding braces and quotes, whitespace everywhere.
+		`{"jsonrpc":"2.0","id":7,"m\u0065thod":"ping","p\u0061rams":{"a":"\\\"{["}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"x","method":"ping","params":{"a":1},"params" :	{"b":[2, {}]} }`,
+		"{\r\n\"jsonrpc\" : \"2.0\" ,\n \"id\" : 9 , \"method\" : \"ping\" , \"params\" : { } \n}",
 	}
 	for _, line := range lines {
 		c := New(strings.NewReader(""), &syncBuffer{}, Options{Methods: allMethods})
@@ -96,5 +101,26 @@ func TestReadLineReusesItsBuffer(t *testing.T) {
 	})
 	if allocs > 1 {
 		t.Errorf("readLine of a second %d-byte line allocated %v times, want it to reuse the first's buffer", n, allocs)
+	}
+}
+
+// BenchmarkCheckMaximalLine: check on a maximal tools/call line, most of it
+// one string (a memory_update's content).
+func BenchmarkCheckMaximalLine(b *testing.B) {
+	head := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_call","arguments":{"name":"memory_update","arguments":{"path":"p","content":"`
+	const tail = `"}}}}`
+	line := []byte(head + strings.Repeat("a", DefaultMaxLineLength-len(head)-len(tail)) + tail)
+	c := New(strings.NewReader(""), &syncBuffer{}, Options{Methods: allMethods})
+	c.initialized = true
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		req, ok := c.check(line, false).(*jsonrpc.Request)
+		if !ok {
+			b.Fatal("check passed on no request")
+		}
+		c.mu.Lock()
+		delete(c.inflight, req.ID)
+		c.held = 0
+		c.mu.Unlock()
 	}
 }

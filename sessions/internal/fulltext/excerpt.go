@@ -33,7 +33,7 @@ const excerptRadius = 100
 // start of content if none is.
 func excerpt(content string, q Query) string {
 	at := 0
-	eachWord(content, func(w []byte, start int) bool {
+	eachWord(content, false, func(w []byte, start int) bool {
 		if _, ok := q.words[string(w)]; ok {
 			at = start
 			return false

@@ -111,11 +111,12 @@ var asciiWord = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// eachWord calls fn with every word of s, folded ([fold]), and the byte
-// offset where it starts, in order, until fn returns false. The slice is
-// reused: fn must copy what it keeps. ASCII words are folded in place
-// without allocating.
-func eachWord(s string, fn func(w []byte, start int) bool) {
+// eachWord calls fn with every word of s, folded ([fold]) and, with cut,
+// cut to its index term ([term]), and the byte offset where it starts, in
+// order, until fn returns false. The slice is reused: fn must copy what it
+// keeps. ASCII words are folded in place without allocating; cut, an ASCII
+// word of any length is copied no further than its term.
+func eachWord(s string, cut bool, fn func(w []byte, start int) bool) {
 	var buf [2 * MaxTermBytes]byte
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
@@ -147,6 +148,11 @@ func eachWord(s string, fn func(w []byte, start int) bool) {
 		w := s[start:i]
 		if !ascii {
 			w = fold(w)
+		}
+		if cut {
+			// Folding an ASCII word keeps its length, so cutting it first
+			// gives the term of the folded word.
+			w = term(w)
 		}
 		b := append(buf[:0], w...)
 		if ascii && upper {
@@ -221,11 +227,8 @@ type Posting struct {
 func Index(content string) []Posting {
 	tf := map[string]int{}
 	length := 0
-	eachWord(content, func(w []byte, _ int) bool {
+	eachWord(content, true, func(w []byte, _ int) bool {
 		length++
-		if len(w) > MaxTermBytes {
-			w = []byte(term(string(w)))
-		}
 		tf[string(w)]++
 		return true
 	})
@@ -305,7 +308,7 @@ func (q Query) Score(content string) (int64, bool) {
 	found := make([]bool, len(q.groups))
 	tf := make([]int, len(q.terms))
 	length := 0
-	eachWord(content, func(w []byte, _ int) bool {
+	eachWord(content, false, func(w []byte, _ int) bool {
 		length++
 		i, ok := q.words[string(w)]
 		for g := range state {
@@ -338,7 +341,7 @@ func (q Query) Score(content string) (int64, bool) {
 // words returns the words of s, folded, in order.
 func words(s string) []string {
 	var out []string
-	eachWord(s, func(w []byte, _ int) bool {
+	eachWord(s, false, func(w []byte, _ int) bool {
 		out = append(out, string(w))
 		return true
 	})

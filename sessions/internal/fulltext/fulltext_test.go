@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -460,5 +461,23 @@ func TestSearchChecksPartlyMet(t *testing.T) {
 	}
 	if diff := cmp.Diff(m.brute("bbb aa", 1, ""), got); diff != "" {
 		t.Errorf("(-brute +search):\n%s", diff)
+	}
+}
+
+// TestIndexLongWordAllocatesLittle: a word of many megabytes (a client's
+// maximal memory_update) is indexed by its cut term, without copying the
+// word itself.
+func TestIndexLongWordAllocatesLittle(t *testing.T) {
+	for _, w := range []string{strings.Repeat("a", 4<<20), strings.Repeat("A", 4<<20)} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		got := Index(w)
+		runtime.ReadMemStats(&after)
+		if want := []Posting{{Term: strings.ToLower(w[:MaxTermBytes]), Rank: -impact(1, 1)}}; !slices.Equal(got, want) {
+			t.Fatalf("Index(%q...) = %v, want %v", w[:8], got, want)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 64<<10 {
+			t.Errorf("Index(a %d-byte word %q...) allocated %d bytes, want at most 64 KiB", len(w), w[:8], n)
+		}
 	}
 }
