@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 )
 
@@ -29,9 +30,16 @@ func CheckDepth(data []byte, max int) *Violation {
 		switch data[i] {
 		case '"':
 			start := i
-			for i++; i < len(data) && data[i] != '"'; i++ {
-				if data[i] == '\\' {
-					i++
+			// Jump from quote or backslash to the next: string contents
+			// are most of a large request.
+			for i++; i < len(data); i += 2 {
+				j := bytes.IndexAny(data[i:], `"\`)
+				if j < 0 {
+					i = len(data)
+					break
+				}
+				if i += j; data[i] == '"' {
+					break
 				}
 			}
 			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expectKey {

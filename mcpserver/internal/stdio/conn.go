@@ -664,7 +664,7 @@ func (c *Conn) check(line []byte, tooLong bool) jsonrpc.Message {
 			return invalid(`"params" must be an object`)
 		}
 	}
-	if nestedDeeper(trimmed, maxDepth) {
+	if schema.CheckDepth(trimmed, maxDepth) != nil {
 		return invalid("cannot decode message")
 	}
 	req := &jsonrpc.Request{Method: method, Params: bytes.Clone(obj["params"])}
@@ -711,42 +711,6 @@ func cutMember(params json.RawMessage, name string) (rest, value json.RawMessage
 	rest = append(rest, '{')
 	rest = append(rest, bytes.Join(kept, []byte{','})...)
 	return append(rest, '}'), value
-}
-
-// nestedDeeper reports whether the objects and arrays of data, which is
-// valid JSON, nest deeper than limit.
-func nestedDeeper(data []byte, limit int) bool {
-	depth := 0
-	inString := false
-	for i := 0; i < len(data); i++ {
-		b := data[i]
-		if inString {
-			// Jump to the next quote or backslash: string contents are
-			// most of a large line.
-			j := bytes.IndexAny(data[i:], `"\`)
-			if j < 0 {
-				return false
-			}
-			i += j
-			if data[i] == '\\' {
-				i++ // the escaped byte cannot end the string
-			} else {
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			if depth++; depth > limit {
-				return true
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return false
 }
 
 // initializeOf returns the connection's record of msg when msg is an
