@@ -144,9 +144,10 @@ func (c *connection) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, verr
 			}
 			// From here on the handlers read the validated arguments
-			// (withArgs), never the raw ones: dropping them lets the
-			// collector free a maximal request's arguments (16 MiB) while
-			// the call runs.
+			// (withArgs), never the raw ones. Dropping go-sdk's reference
+			// frees them only where nothing else holds them: over stdio the
+			// connection's record of the request keeps the raw params
+			// until the answer is written.
 			call.Params.Arguments = nil
 			// params.task matters only with task support; without it the
 			// request is served normally, as the protocol requires.

@@ -13,10 +13,12 @@ import (
 )
 
 // TestToolCallReleasesArguments: once validated, a tools/call's raw
-// arguments are dropped from the request, and a tool_call's runtime
+// arguments are dropped from go-sdk's request, and a tool_call's runtime
 // arguments are taken out of the validated value by toolCallArgs, so that
-// neither copy of a maximal argument (16 MiB) stays reachable while the
-// runtime tool runs.
+// neither of these copies of a maximal argument (16 MiB) stays reachable
+// while the runtime tool runs. (Over stdio the connection's own record of
+// the request still holds the raw params until the answer is written; this
+// test builds the request without one.)
 func TestToolCallReleasesArguments(t *testing.T) {
 	c := newConnection(&Server{log: slog.New(slog.DiscardHandler)})
 	close(c.startAudited)

@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -86,7 +88,52 @@ func buildBinary(out string, b Build) error {
 	// other sources.
 	sum := sha256.Sum256([]byte(module))
 	slot := fmt.Sprintf("openprogram-%s-%s", buildName(b), hex.EncodeToString(sum[:])[:12])
-	return sharedBuild(filepath.Join(cache, "openprogram-e2e"), slot, module, pkg, out, args, env...)
+	err = sharedBuild(filepath.Join(cache, "openprogram-e2e"), slot, module, pkg, out, args, env...)
+	if errors.Is(err, errNoCache) {
+		return goBuild(module, pkg, out, args, env)
+	}
+	return err
+}
+
+// errNoCache is sharedBuild's error when the cache itself cannot be used
+// (a read-only or missing home directory): the binary is then built
+// without it.
+var errNoCache = errors.New("the binary cache cannot be used")
+
+// slotMaxAge is how long a slot's binary stays after its last link: a
+// checkout that is gone, or has not run its end-to-end tests for this
+// long, gives its ~100 MB back (pruneSlots).
+const slotMaxAge = 14 * 24 * time.Hour
+
+// pruneSlots removes from cache the binaries (and any work directory) of
+// the slots other than keep that were last linked more than slotMaxAge
+// ago and whose lock no run holds. Lock files stay: removing one that
+// another run is about to open would give two runs two locks.
+func pruneSlots(cache, keep string) {
+	entries, err := os.ReadDir(cache)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if name == keep || !e.Type().IsRegular() || filepath.Ext(name) != "" || !strings.HasPrefix(name, "openprogram-") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < slotMaxAge {
+			continue
+		}
+		target := filepath.Join(cache, name)
+		lock, err := os.OpenFile(target+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			os.Remove(target)
+			os.RemoveAll(target + ".work")
+		}
+		lock.Close()
+	}
 }
 
 // buildName names a build in its slot.
@@ -107,21 +154,22 @@ func buildName(b Build) string {
 // sources and flags), so only the first package of a run pays for the link
 // (about 18 s under -race on a loaded 2-core machine, 1.5 s when up to date).
 // The copy keeps a package's binary its own while another run changes the
-// slot.
+// slot. Slots of other checkouts not linked for slotMaxAge are pruned.
 func sharedBuild(cache, slot, module, pkg, out string, args []string, env ...string) error {
 	if err := os.MkdirAll(cache, 0o700); err != nil {
-		return fmt.Errorf("create the binary cache %s: %w", cache, err)
+		return fmt.Errorf("%w: create %s: %w", errNoCache, cache, err)
 	}
 	target := filepath.Join(cache, slot)
 	lock, err := os.OpenFile(target+".lock", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return fmt.Errorf("open the binary cache lock: %w", err)
+		return fmt.Errorf("%w: open its lock: %w", errNoCache, err)
 	}
 	defer lock.Close()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("take the binary cache lock: %w", err)
+		return fmt.Errorf("%w: take its lock: %w", errNoCache, err)
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	pruneSlots(cache, slot)
 	// go build links in its work directory and renames the result onto the
 	// target when both are on one file system: with the work directory
 	// beside the slot, a build cut short leaves the old binary or the new
