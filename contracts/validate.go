@@ -145,18 +145,19 @@ func ValidateCallParams(params json.RawMessage) *jsonrpc.Error {
 		}
 		return invalidParams(*v)
 	}
-	// The members are read where they lie, as decoding into a struct would
-	// name them (letter case aside, the last of a name counting): the
-	// arguments, most of a large request, are only skipped over.
+	// The members are read where they lie, named as go-sdk's decoder names
+	// them (letter case counts, the last of a name counting), so that this
+	// check and the server judge the same members: the arguments, most of
+	// a large request, are only skipped over.
 	if !json.Valid(params) {
 		return invalidParams(schema.Violation{Path: "$", Keyword: "type"})
 	}
 	var p struct{ Name, Meta []byte }
 	schema.Members(params, func(name string, _, value []byte) {
 		switch {
-		case strings.EqualFold(name, "name"):
+		case name == "name":
 			p.Name = value
-		case strings.EqualFold(name, "_meta"):
+		case name == "_meta":
 			p.Meta = value
 		}
 	})

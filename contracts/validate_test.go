@@ -481,12 +481,15 @@ func TestValidateCallParams(t *testing.T) {
 		{`{"name":"x","arguments":{"a":` + deep(MaxParamsDepth-1) + `}}`, "invalid arguments at $.a" + strings.Repeat("[0]", MaxParamsDepth-2) + ": maxDepth"},
 		{`{"name":"x","arguments":{"k":1,"b c":[0,{"d":` + deep(MaxParamsDepth) + `}]}}`, `invalid arguments at $["b c"][1].d` + strings.Repeat("[0]", MaxParamsDepth-4) + ": maxDepth"},
 		{`{"name":"x","_meta":{"x":` + deep(MaxParamsDepth) + `}}`, "invalid arguments at $._meta.x" + strings.Repeat("[0]", MaxParamsDepth-2) + ": maxDepth"},
-		// Members are named as decoding into a struct names them: letter
-		// case aside, escapes unescaped, the last of a name counting.
-		{`{"NAME":"x"}`, ""},
-		{`{"n\u0061me":"x","_Meta":{"progressToken":true}}`, "invalid arguments at $._meta.progressToken: type"},
+		// Members are named as go-sdk's decoder names them: letter case
+		// counts, escapes are unescaped, the last of a name counts. A
+		// "NAME" is no name (go-sdk would look up the tool ""), and a
+		// "_Meta" no _meta.
+		{`{"NAME":"x"}`, "invalid arguments at $.name: required"},
+		{`{"n\u0061me":"x","_m\u0065ta":{"progressToken":true}}`, "invalid arguments at $._meta.progressToken: type"},
+		{`{"name":"x","_Meta":{"progressToken":true}}`, ""},
 		{`{"name":"x","name":5}`, "invalid arguments at $.name: type"},
-		{`{"name":5,"Name":"x","arguments":{"name":5}}`, ""},
+		{`{"name":5,"Name":"x","arguments":{"name":5}}`, "invalid arguments at $.name: type"},
 		{`{"name":"x",}`, "invalid arguments at $: type"},
 		{`{"name":"x"} {}`, "invalid arguments at $: type"},
 	}

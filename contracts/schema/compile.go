@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -363,8 +364,10 @@ func (c *compiler) keyword(n *node, at, k string, v any, root bool) error {
 			return errors.New("must be an object of schemas")
 		}
 		props := make(map[string]*node, len(m))
-		for name, s := range m {
-			if props[name], err = c.schema(s, at+"/"+EscapeToken(k)+"/"+EscapeToken(name), false); err != nil {
+		// In name order, as every object of the document: the first error
+		// (a duplicate anchor, a bad subschema) is the same on every run.
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			if props[name], err = c.schema(m[name], at+"/"+EscapeToken(k)+"/"+EscapeToken(name), false); err != nil {
 				return err
 			}
 		}
@@ -458,14 +461,13 @@ func (c *compiler) keyword(n *node, at, k string, v any, root bool) error {
 		if !ok {
 			return errors.New("must be an object of string arrays")
 		}
-		for name, list := range m {
-			req, err := stringSet(list)
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			req, err := stringSet(m[name])
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 			n.dependent = append(n.dependent, dependency{property: name, required: req})
 		}
-		slices.SortFunc(n.dependent, func(a, b dependency) int { return strings.Compare(a.property, b.property) })
 	case "minProperties":
 		n.minProperties, err = count(v)
 	case "maxProperties":
