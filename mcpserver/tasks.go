@@ -18,6 +18,7 @@ import (
 
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/contracts/schema"
 	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/sessions"
@@ -200,13 +201,15 @@ type taskParams struct {
 // taskOf returns params.task of a tools/call: nil when absent or null, and
 // a -32602 error when malformed.
 func taskOf(params json.RawMessage) (*taskParams, *jsonrpc.Error) {
-	var p struct {
-		Task json.RawMessage `json:"task"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return nil, nil // checked before: cannot happen
-	}
-	raw := bytes.TrimSpace(p.Task)
+	// Read where it lies, as decoding into a struct would name it (letter
+	// case aside, the last counting): a maximal tools/call's arguments are
+	// skipped over, not decoded (params were checked to be a JSON object).
+	var raw []byte
+	schema.Members(bytes.TrimSpace(params), func(name string, _, value []byte) {
+		if strings.EqualFold(name, "task") {
+			raw = value
+		}
+	})
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
