@@ -93,7 +93,7 @@ func (c *chat) loop(ctx context.Context) error {
 		where = "session " + c.cur.ID
 	}
 	c.say("%s", c.style.Dim(fmt.Sprintf("OpenProgram chat as the owner, in %s; working in %s. /help for help.",
-		where, strings.Join(c.oc.req.WorkDirs, ", "))))
+		where, strings.Join(c.oc.owner.Request.WorkDirs, ", "))))
 	for !c.quit && ctx.Err() == nil {
 		line, err := c.in.ReadLine(c.style.Bold("you> "))
 		switch {

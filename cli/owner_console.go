@@ -58,7 +58,6 @@ type ownerConsole struct {
 	host  *host.Host
 	owner host.Speaker
 	qs    *questions.Registry // the host's for chat; nil for prompt: nobody answers
-	req   authz.Request
 	log   *slog.Logger
 }
 
@@ -88,7 +87,7 @@ func openOwnerConsole(ctx context.Context, app *App, interactive bool) (*ownerCo
 		}
 		return nil, err
 	}
-	oc := &ownerConsole{host: h, owner: owner, req: owner.Request, log: app.Logger}
+	oc := &ownerConsole{host: h, owner: owner, log: app.Logger}
 	if interactive {
 		oc.qs = h.Questions()
 	}
@@ -124,8 +123,8 @@ func (c *ownerConsole) newSession(ctx context.Context, text, command string) (se
 		return sessions.Session{}, fmt.Errorf("create a session: %w", err)
 	}
 	c.audit(AuditOwnerSessionCreated, s.ID, OwnerSessionCreatedPayload{
-		SessionID: s.ID, Source: authz.SourceCLI, SpeakerID: c.req.Authority.SpeakerID,
-		PrincipalID: c.req.Authority.PrincipalID, Command: command,
+		SessionID: s.ID, Source: authz.SourceCLI, SpeakerID: c.owner.Request.Authority.SpeakerID,
+		PrincipalID: c.owner.Request.Authority.PrincipalID, Command: command,
 	})
 	return s, nil
 }
@@ -136,7 +135,7 @@ func newTurnID() string { return "cli_turn_" + rand.Text() }
 
 func (c *ownerConsole) turn(ctx context.Context, s sessions.Session, text, requestID string) (runtime.TurnResult, error) {
 	return c.host.Runtime().ProcessUserTurn(ctx, runtime.TurnRequest{
-		SessionID: s.ID, Text: text, AgentID: s.AgentID, Request: c.req, RequestID: requestID,
+		SessionID: s.ID, Text: text, AgentID: s.AgentID, Request: c.owner.Request, RequestID: requestID,
 	})
 }
 
@@ -145,7 +144,7 @@ func (c *ownerConsole) turn(ctx context.Context, s sessions.Session, text, reque
 func (c *ownerConsole) audit(typ, sessionID string, payload any) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := sessions.AppendAuditPayload(ctx, c.host.Store(), typ, c.req.Authority.SpeakerID, sessionID, payload); err != nil {
+	if _, err := sessions.AppendAuditPayload(ctx, c.host.Store(), typ, c.owner.Request.Authority.SpeakerID, sessionID, payload); err != nil {
 		c.log.Warn("append audit record failed", "type", typ, "error", err)
 	}
 }

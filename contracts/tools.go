@@ -140,7 +140,6 @@ type frozenTool struct {
 	name        string
 	title       string
 	hints       hints
-	taskSupport string // "" (forbidden) or TaskSupportOptional
 	description string
 	schema      json.RawMessage                // the published schema, canonical JSON
 	compiled    func() (*schema.Schema, error) // validates arguments, names the first failure
@@ -185,7 +184,6 @@ func mustFreeze() []*frozenTool {
 			panic(fmt.Sprintf("contracts: %v", err))
 		}
 		t.title, t.hints = s.title, s.hints
-		t.taskSupport = taskSupport[s.name]
 		out = append(out, t)
 	}
 	return out
@@ -252,11 +250,11 @@ type ToolExecution struct {
 // TaskSupportOptional. A server without task support sends no execution
 // member at all. Each call returns a fresh value.
 func Execution(name string) *ToolExecution {
-	t, ok := lookup(name)
-	if !ok || t.taskSupport == "" {
+	ts := taskSupport[name]
+	if ts == "" {
 		return nil
 	}
-	return &ToolExecution{TaskSupport: t.taskSupport}
+	return &ToolExecution{TaskSupport: ts}
 }
 
 // InputSchema returns a copy of the input schema of the named tool, as

@@ -171,17 +171,16 @@ func ValidateCallParams(params json.RawMessage) *jsonrpc.Error {
 	case p.Meta[0] != '{':
 		return invalidParams(schema.Violation{Path: "$._meta", Keyword: "type"})
 	}
-	var meta struct {
-		ProgressToken json.RawMessage `json:"progressToken"`
-	}
-	if json.Unmarshal(p.Meta, &meta) != nil {
-		return invalidParams(schema.Violation{Path: "$._meta", Keyword: "type"})
-	}
-	if len(meta.ProgressToken) == 0 {
+	var token []byte // named as go-sdk names it, as name and _meta are
+	schema.Members(p.Meta, func(name string, _, value []byte) {
+		if name == "progressToken" {
+			token = value
+		}
+	})
+	if len(token) == 0 {
 		return nil
 	}
 	const at = "$._meta.progressToken"
-	token := meta.ProgressToken
 	if token[0] == '"' {
 		var s string
 		if json.Unmarshal(token, &s) != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/contracts/schema"
 	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/sessions"
@@ -98,9 +99,6 @@ type taskConfig struct {
 	defaultTTL   time.Duration
 	maxTTL       time.Duration
 	pollInterval time.Duration
-	renewEvery   time.Duration
-	leaseTTL     time.Duration
-	resultPoll   time.Duration
 }
 
 func newTaskConfig(o *TaskOptions, runner bool) (*taskConfig, error) {
@@ -119,7 +117,6 @@ func newTaskConfig(o *TaskOptions, runner bool) (*taskConfig, error) {
 	t := &taskConfig{
 		store: o.Store, start: o.Start, maxWorking: o.MaxWorking, defaultTTL: o.DefaultTTL,
 		maxTTL: o.MaxTTL, pollInterval: o.PollInterval,
-		renewEvery: taskRenewEvery, leaseTTL: taskLeaseTTL, resultPoll: taskResultPoll,
 	}
 	if t.maxWorking == 0 {
 		t.maxWorking = DefaultTaskMaxWorking
@@ -200,13 +197,15 @@ type taskParams struct {
 // taskOf returns params.task of a tools/call: nil when absent or null, and
 // a -32602 error when malformed.
 func taskOf(params json.RawMessage) (*taskParams, *jsonrpc.Error) {
-	var p struct {
-		Task json.RawMessage `json:"task"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return nil, nil // checked before: cannot happen
-	}
-	raw := bytes.TrimSpace(p.Task)
+	// Read where it lies, as decoding into a struct would name it (letter
+	// case aside, the last counting): a maximal tools/call's arguments are
+	// skipped over, not decoded (params were checked to be a JSON object).
+	var raw []byte
+	schema.Members(bytes.TrimSpace(params), func(name string, _, value []byte) {
+		if strings.EqualFold(name, "task") {
+			raw = value
+		}
+	})
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
@@ -306,7 +305,7 @@ func (c *connection) failUnstarted(task sessions.Task) sessions.Task {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	runner := newRunnerID()
-	if _, err := tc.store.ClaimTask(ctx, task.ID, runner, tc.leaseTTL); err != nil {
+	if _, err := tc.store.ClaimTask(ctx, task.ID, runner, taskLeaseTTL); err != nil {
 		c.s.log.Warn("fail an unstarted task: claim it", "task_id", task.ID, "error", err)
 		return task
 	}
@@ -530,7 +529,7 @@ func (c *connection) tasksResult(ctx context.Context, r *stdio.Request, params j
 	var task sessions.Task
 	// Poll quickly first (a short turn ends within milliseconds), then
 	// back off to the steady pace.
-	wait := min(taskResultFirstPoll, tc.resultPoll, tc.pollInterval)
+	wait := min(taskResultFirstPoll, taskResultPoll, tc.pollInterval)
 	started := time.Now()
 	for {
 		var err *jsonrpc.Error
@@ -544,7 +543,7 @@ func (c *connection) tasksResult(ctx context.Context, r *stdio.Request, params j
 			break
 		}
 		t := time.NewTimer(wait)
-		steady := tc.resultPoll
+		steady := taskResultPoll
 		if time.Since(started) < taskResultQuick {
 			steady = min(steady, taskResultQuickPoll)
 		}
@@ -637,7 +636,7 @@ func RunTask(ctx context.Context, opts Options, taskID string) error {
 // runTask is RunTask with a given runner id.
 func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 	tc := s.tasks
-	task, err := tc.store.ClaimTask(ctx, taskID, runner, tc.leaseTTL)
+	task, err := tc.store.ClaimTask(ctx, taskID, runner, taskLeaseTTL)
 	if err != nil {
 		return fmt.Errorf("mcpserver: claim task %q: %w", taskID, err)
 	}
@@ -699,7 +698,7 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 	// The lease keeper: renews, stores the latest progress, and relays a
 	// tasks/cancel (status cancelled in the store) to the commit point.
 	wg.Go(func() {
-		tick := time.NewTicker(tc.renewEvery)
+		tick := time.NewTicker(taskRenewEvery)
 		defer tick.Stop()
 		for {
 			select {
@@ -707,8 +706,8 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 				return
 			case <-tick.C:
 			}
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tc.renewEvery)
-			now, err := tc.store.RenewTask(rctx, taskID, runner, tc.leaseTTL, sink.take())
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskRenewEvery)
+			now, err := tc.store.RenewTask(rctx, taskID, runner, taskLeaseTTL, sink.take())
 			cancel()
 			switch {
 			case errors.Is(err, sessions.ErrLeaseLost):

@@ -90,3 +90,17 @@ func BenchmarkPromptSendTask(b *testing.B) {
 	c.in.Close()
 	te.runners.Wait()
 }
+
+// BenchmarkTaskOfMaximal reads params.task of a tools/call whose arguments
+// fill the 16 MiB line, as the task middleware does for every tools/call
+// when tasks are on.
+func BenchmarkTaskOfMaximal(b *testing.B) {
+	params := []byte(`{"name":"tool_call","arguments":{"name":"memory_update","arguments":{"path":"p","content":"` +
+		strings.Repeat("a", 16<<20-200) + `"}},"task":{"ttl":1000}}`)
+	b.SetBytes(int64(len(params)))
+	for b.Loop() {
+		if task, err := taskOf(params); err != nil || task == nil {
+			b.Fatalf("taskOf = %v, %v", task, err)
+		}
+	}
+}

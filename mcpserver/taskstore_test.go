@@ -21,8 +21,6 @@ type memTasks struct {
 
 	mu    sync.Mutex
 	tasks map[string]*sessions.Task
-	// commits counts CommitTask calls, renews RenewTask calls.
-	commits, renews int
 }
 
 func newMemTasks(now func() time.Time) *memTasks {
@@ -153,7 +151,6 @@ func (m *memTasks) ClaimTask(_ context.Context, id, runner string, ttl time.Dura
 func (m *memTasks) RenewTask(_ context.Context, id, runner string, ttl time.Duration, progress json.RawMessage) (sessions.Task, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.renews++
 	t := m.tasks[id]
 	if t == nil || t.Runner != runner {
 		return sessions.Task{}, sessions.ErrLeaseLost
@@ -168,7 +165,6 @@ func (m *memTasks) RenewTask(_ context.Context, id, runner string, ttl time.Dura
 func (m *memTasks) CommitTask(_ context.Context, id, runner string) (sessions.Task, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.commits++
 	t := m.tasks[id]
 	switch {
 	case t == nil:

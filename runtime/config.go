@@ -94,21 +94,20 @@ var defaultKeyEnvs = map[string]string{ProviderOpenAI: openai.DefaultKeyEnv, Pro
 // provider's default (OPENAI_API_KEY, ANTHROPIC_API_KEY). It is "" for
 // model.api_key_env "none", for the scripted provider, and for openai at a
 // loopback model.base_url with no model.api_key_env (a local server takes
-// no key). Whoever starts `openprogram mcp serve` for a client passes that
-// variable on.
+// no key), and for a model.api_key_env that [NewProvider] refuses (the MCP
+// token's variable, or no variable name at all). Whoever starts
+// `openprogram mcp serve` for a client passes that variable on.
 func KeyEnv(cfg provider.Config) string {
 	name := strings.ToLower(strings.TrimSpace(cfg.Provider))
 	def, ok := defaultKeyEnvs[name]
-	env := strings.TrimSpace(cfg.APIKeyEnv)
-	switch {
-	case !ok || env == provider.KeyEnvNone:
-		return ""
-	case env != "":
-		return env
-	case name == ProviderOpenAI && !openai.KeyRequired(cfg.BaseURL):
+	if !ok || name == ProviderOpenAI && strings.TrimSpace(cfg.APIKeyEnv) == "" && !openai.KeyRequired(cfg.BaseURL) {
 		return ""
 	}
-	return def
+	env, _, err := keyEnv(cfg, def, func(string) string { return "" })
+	if err != nil {
+		return ""
+	}
+	return env
 }
 
 // keyEnv returns the variable the key is read from and the key it holds

@@ -130,6 +130,10 @@ func TestKeyEnv(t *testing.T) {
 		{provider.Config{Provider: "anthropic", APIKeyEnv: "MY_KEY"}, "MY_KEY"},
 		{provider.Config{Provider: "scripted", APIKeyEnv: "MY_KEY"}, ""},
 		{provider.Config{}, ""},
+		// What NewProvider refuses is passed on to nobody: the MCP token's
+		// variable, or a key pasted where a variable name belongs.
+		{provider.Config{Provider: "anthropic", APIKeyEnv: "OPENPROGRAM_MCP_TOKEN"}, ""},
+		{provider.Config{Provider: "openai", APIKeyEnv: "sk-proj-abc123"}, ""},
 	} {
 		if got := runtime.KeyEnv(tc.cfg); got != tc.want {
 			t.Errorf("KeyEnv(%+v) = %q, want %q", tc.cfg, got, tc.want)

@@ -1,8 +1,9 @@
 package schema
 
 import (
-	"bytes"
 	"encoding/json"
+
+	"github.com/openprogram/openprogram/contracts/internal/canonjson"
 )
 
 // KeywordMaxDepth is the keyword of a [Violation] that [CheckDepth] reports.
@@ -30,18 +31,7 @@ func CheckDepth(data []byte, max int) *Violation {
 		switch data[i] {
 		case '"':
 			start := i
-			// Jump from quote or backslash to the next: string contents
-			// are most of a large request.
-			for i++; i < len(data); i += 2 {
-				j := bytes.IndexAny(data[i:], `"\`)
-				if j < 0 {
-					i = len(data)
-					break
-				}
-				if i += j; data[i] == '"' {
-					break
-				}
-			}
+			i = canonjson.StringEnd(data, i)
 			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expectKey {
 				stack[n-1].key, stack[n-1].expectKey = data[start:min(i+1, len(data))], false
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/openprogram/openprogram/contracts/internal/canonjson"
 )
 
 // Members calls fn with every member of obj, one JSON object, in order: the
@@ -70,20 +72,7 @@ func skipValue(data []byte, i int) int {
 	for ; i < len(data); i++ {
 		switch data[i] {
 		case '"':
-			// Jump to the closing quote: string contents are most of a
-			// large value.
-			for i++; i < len(data); i++ {
-				j := bytes.IndexAny(data[i:], `"\`)
-				if j < 0 {
-					return len(data)
-				}
-				i += j
-				if data[i] == '"' {
-					break
-				}
-				i++ // the escaped byte cannot end the string
-			}
-			if i >= len(data) {
+			if i = canonjson.StringEnd(data, i); i >= len(data) {
 				return len(data)
 			}
 			if depth == 0 {

@@ -8,7 +8,7 @@
 // The state dir must be fresh and already hold the token (`openprogram mcp token create`) and a
 // config with model.provider=scripted, model.script=<a copy of interop/ts/script.json> and
 // mcp_server.exposed_tools=["memory_status","memory_update","memory_search","memory_get","bash","read"]
-// (cli/e2e/interop_test.go prepares exactly that). The script's turns are consumed in order:
+// (cli/e2e/interop/typescript prepares exactly that). The script's turns are consumed in order:
 // one prompt that calls memory_search and answers, then two slow replies that get cancelled.
 //
 // Prints a transcript on stdout. Exits 0 when every assertion holds, 1 when one fails

@@ -71,13 +71,6 @@ func newInstall(t *testing.T, backend string, turn time.Duration) *install {
 	return in
 }
 
-// cli runs the binary with args and returns its stdout; it fails the test
-// unless it exits 0.
-func (in *install) cli(args ...string) string {
-	in.t.Helper()
-	return in.MustRun(args...)
-}
-
 // outcome is what one tasks.mjs step printed last.
 type outcome struct {
 	OK    json.RawMessage `json:"ok"`
@@ -131,11 +124,7 @@ func (in *install) step(token, name, arg string, env ...string) outcome {
 	if strings.Contains(out.String(), token) {
 		in.t.Errorf("the transcript of tasks.mjs %s holds the token", name)
 	}
-	for _, bad := range []string{"WARNING: DATA RACE", "panic: "} {
-		if strings.Contains(out.String(), bad) {
-			in.t.Errorf("tasks.mjs %s: the server's stderr has %q:\n%s", name, bad, out.String())
-		}
-	}
+	e2etest.CheckStderr(in.t, "tasks.mjs "+name, out.String())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	last := lines[len(lines)-1]
 	raw, found := strings.CutPrefix(last, "OUTCOME ")
@@ -190,8 +179,10 @@ func (in *install) taskLog() string {
 	return string(data)
 }
 
-// runners returns the pids of the live runner processes of task id.
-func runners(id string) []int {
+// liveRunners returns the pids of the live `openprogram mcp run-task`
+// processes for which match, given the process's /proc directory and its
+// arguments, holds.
+func liveRunners(match func(dir string, args []string) bool) []int {
 	ents, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range ents {
@@ -199,16 +190,22 @@ func runners(id string) []int {
 		if err != nil {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		dir := filepath.Join("/proc", e.Name())
+		cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
 		if err != nil {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		if len(args) > 2 && args[1] == "mcp" && args[2] == "run-task" && args[len(args)-1] == id && !zombie(pid) {
+		if len(args) > 2 && args[1] == "mcp" && args[2] == "run-task" && match(dir, args) && !zombie(pid) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// runners returns the pids of the live runner processes of task id.
+func runners(id string) []int {
+	return liveRunners(func(_ string, args []string) bool { return args[len(args)-1] == id })
 }
 
 func zombie(pid int) bool {
@@ -223,24 +220,11 @@ func zombie(pid int) bool {
 // runnersOfInstall returns the pids of every live runner whose environment
 // names this install's state directory.
 func (in *install) runnersOfInstall() []int {
-	ents, _ := os.ReadDir("/proc")
 	want := []byte("OPENPROGRAM_HOME=" + in.Home + "\x00")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		environ, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(environ, want) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if bytes.Contains(cmdline, []byte("\x00run-task\x00")) && !zombie(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return liveRunners(func(dir string, _ []string) bool {
+		environ, err := os.ReadFile(filepath.Join(dir, "environ"))
+		return err == nil && bytes.Contains(environ, want)
+	})
 }
 
 // stopRunners kills what runners of this install still run, so that the

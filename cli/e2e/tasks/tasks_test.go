@@ -89,7 +89,7 @@ func TestTaskCancelMidTurn(t *testing.T) {
 	// A second cancel: the task is terminal.
 	in.step(in.Token, "cancel", id).rpcError(t, -32602)
 	// Nothing of the turn was written: no session holds an assistant reply.
-	for _, line := range strings.Split(strings.TrimSpace(in.cli("sessions", "list", "--json")), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(in.MustRun("sessions", "list", "--json")), "\n") {
 		if line == "" {
 			continue
 		}
@@ -99,7 +99,7 @@ func TestTaskCancelMidTurn(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &s); err != nil {
 			t.Fatalf("sessions list --json line %q: %v", line, err)
 		}
-		if show := in.cli("sessions", "show", "--json", s.ID); strings.Contains(show, `"assistant"`) || strings.Contains(show, slowAnswer) {
+		if show := in.MustRun("sessions", "show", "--json", s.ID); strings.Contains(show, `"assistant"`) || strings.Contains(show, slowAnswer) {
 			t.Errorf("the cancelled task's session %s holds a reply:\n%s", s.ID, show)
 		}
 	}
@@ -120,7 +120,7 @@ func TestTaskIsolation(t *testing.T) {
 		t.Fatalf("the owner's tasks/list = %+v, want task %s", mine.Tasks, id)
 	}
 
-	other := strings.TrimSpace(in.cli("mcp", "token", "rotate", "--yes"))
+	other := strings.TrimSpace(in.MustRun("mcp", "token", "rotate", "--yes"))
 	if other == in.Token {
 		t.Fatal("the rotated token is the old one")
 	}

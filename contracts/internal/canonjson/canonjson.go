@@ -75,6 +75,24 @@ func decodeNumbers(data []byte) (any, error) {
 	return v, nil
 }
 
+// StringEnd returns the index of the quote that closes the JSON string
+// whose opening quote is at i in data, or len(data) when the string is not
+// closed. It jumps from quote or backslash to the next (an escaped byte
+// cannot end the string): string contents are most of a large value, and
+// every scanner of raw JSON in the module skips them with it.
+func StringEnd(data []byte, i int) int {
+	for i++; i < len(data); i += 2 {
+		j := bytes.IndexAny(data[i:], `"\`)
+		if j < 0 {
+			return len(data)
+		}
+		if i += j; data[i] == '"' {
+			return i
+		}
+	}
+	return len(data)
+}
+
 // hasNumber reports whether data, read as JSON, has a byte outside its
 // strings that can start a number (a digit or '-'). For valid JSON that is
 // exactly whether it holds a number; for invalid JSON either answer is
@@ -83,18 +101,7 @@ func hasNumber(data []byte) bool {
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; {
 		case c == '"':
-			// Skip the string: jump from quote or backslash to the next.
-			for i++; i < len(data); i++ {
-				j := bytes.IndexAny(data[i:], `"\`)
-				if j < 0 {
-					return false
-				}
-				i += j
-				if data[i] == '"' {
-					break
-				}
-				i++ // the escaped byte cannot end the string
-			}
+			i = StringEnd(data, i)
 		case c == '-' || c >= '0' && c <= '9':
 			return true
 		}
