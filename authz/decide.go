@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 )
 
 // Sources of a request. Only [SourceCLI] is trusted as a person at a terminal; every

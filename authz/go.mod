@@ -2,6 +2,8 @@ module github.com/openprogram/openprogram/authz
 
 go 1.26
 
-require github.com/openprogram/openprogram/contracts v0.0.0
+require github.com/openprogram/openprogram/internal v0.0.0
 
 replace github.com/openprogram/openprogram/contracts => ../contracts
+
+replace github.com/openprogram/openprogram/internal => ../internal

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 )
 
 // Action is what a permission rule does with a matching call.

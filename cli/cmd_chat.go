@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 
 	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/runtime"

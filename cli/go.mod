@@ -39,6 +39,7 @@ require (
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/openai/openai-go/v3 v3.98.0 // indirect
+	github.com/openprogram/openprogram/internal v0.0.0
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
@@ -72,3 +73,5 @@ replace (
 	github.com/openprogram/openprogram/sessions => ../sessions
 	github.com/openprogram/openprogram/tokenauth => ../tokenauth
 )
+
+replace github.com/openprogram/openprogram/internal => ../internal

@@ -39,7 +39,7 @@
 // server must answer with: -32601 for an unknown tool, -32602
 // "invalid arguments at <path>: <keyword>" for arguments that fail, naming
 // the property concerned ("$.session_id: required"). Package
-// [github.com/openprogram/openprogram/contracts/schema] is the validator
+// [github.com/openprogram/openprogram/internal/schema] is the validator
 // behind it, also used for runtime tool arguments.
 //
 // # Payloads

@@ -93,16 +93,17 @@ func TestProtocolVersions(t *testing.T) {
 
 // TestDependencyGraph keeps contracts light for client projects: neither the
 // package nor its tests may pull in the store drivers, the CLI framework,
-// model SDKs, testcontainers or a JSON Schema library (contracts/schema is
-// the one validator).
+// model SDKs, testcontainers or a JSON Schema library (internal/schema is
+// the one validator); of this repository it may import only the internal
+// module.
 func TestDependencyGraph(t *testing.T) {
 	out := goCommand(t, "list", "-deps", "-test", "./...")
 	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, goSDK+"/mcp") || !slices.Contains(deps, "github.com/openprogram/openprogram/contracts/schema") {
+	if !slices.Contains(deps, goSDK+"/mcp") || !slices.Contains(deps, "github.com/openprogram/openprogram/internal/schema") {
 		t.Fatalf("go list output lacks the known dependencies; got:\n%s", out)
 	}
 	forbidden := []string{
-		// contracts/schema is the one JSON Schema validator.
+		// internal/schema is the one JSON Schema validator.
 		"github.com/santhosh-tekuri/jsonschema",
 		"github.com/jackc/pgx", "modernc.org/sqlite", "github.com/alecthomas/kong",
 		"github.com/openai/openai-go", "github.com/anthropics/anthropic-sdk-go",
@@ -110,7 +111,7 @@ func TestDependencyGraph(t *testing.T) {
 	}
 	for _, dep := range deps {
 		for _, bad := range forbidden {
-			if strings.HasPrefix(dep, bad) && !strings.HasPrefix(dep, "github.com/openprogram/openprogram/contracts") {
+			if strings.HasPrefix(dep, bad) && !strings.HasPrefix(dep, "github.com/openprogram/openprogram/contracts") && !strings.HasPrefix(dep, "github.com/openprogram/openprogram/internal/") {
 				t.Errorf("contracts depends on %s", dep)
 			}
 		}

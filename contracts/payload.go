@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openprogram/openprogram/contracts/internal/canonjson"
+	"github.com/openprogram/openprogram/internal/canonjson"
 )
 
 // SessionSummary is one element of the sessions_list payload.

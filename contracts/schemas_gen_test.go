@@ -12,7 +12,7 @@ import (
 
 	invopop "github.com/invopop/jsonschema"
 
-	"github.com/openprogram/openprogram/contracts/internal/canonjson"
+	"github.com/openprogram/openprogram/internal/canonjson"
 )
 
 var updateGenerated = flag.Bool("update-generated", false, "rewrite "+generatedSchemasFile+" from the argument structs")

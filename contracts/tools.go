@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openprogram/openprogram/contracts/schema"
+	"github.com/openprogram/openprogram/internal/schema"
 )
 
 // The six tool names, in the order tools/list returns them.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/openprogram/openprogram/contracts/clip"
-	"github.com/openprogram/openprogram/contracts/internal/canonjson"
-	"github.com/openprogram/openprogram/contracts/schema"
+	"github.com/openprogram/openprogram/internal/canonjson"
+	"github.com/openprogram/openprogram/internal/clip"
+	"github.com/openprogram/openprogram/internal/schema"
 )
 
 // Validate checks the arguments of a call to one of the six tools and returns

@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/openprogram/openprogram/contracts/internal/canonjson"
-	"github.com/openprogram/openprogram/contracts/schema"
+	"github.com/openprogram/openprogram/internal/canonjson"
+	"github.com/openprogram/openprogram/internal/schema"
 )
 
 // validateCases is the error matrix of docs/contract.md section 4 for the wrapper

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 )
 
 // argsChunk is the longest piece of a string encodeArgs hands to

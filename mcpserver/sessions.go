@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 

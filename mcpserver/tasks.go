@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openprogram/openprogram/contracts"
-	"github.com/openprogram/openprogram/contracts/clip"
-	"github.com/openprogram/openprogram/contracts/schema"
+	"github.com/openprogram/openprogram/internal/clip"
+	"github.com/openprogram/openprogram/internal/schema"
 	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/sessions"

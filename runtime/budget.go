@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 
 	"github.com/openprogram/openprogram/runtime/provider"
 )

@@ -7,9 +7,13 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/openai/openai-go/v3 v3.98.0
 	github.com/openprogram/openprogram/authz v0.0.0
-	github.com/openprogram/openprogram/contracts v0.0.0
 	github.com/openprogram/openprogram/sessions v0.0.0
 	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+	golang.org/x/oauth2 v0.35.0 // indirect
 )
 
 require (
@@ -24,6 +28,7 @@ require (
 	github.com/invopop/jsonschema v0.14.0 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
+	github.com/openprogram/openprogram/internal v0.0.0
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
@@ -50,3 +55,5 @@ replace (
 	github.com/openprogram/openprogram/contracts => ../contracts
 	github.com/openprogram/openprogram/sessions => ../sessions
 )
+
+replace github.com/openprogram/openprogram/internal => ../internal

@@ -52,7 +52,7 @@ require (
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
-	github.com/openprogram/openprogram/contracts v0.0.0
+	github.com/openprogram/openprogram/internal v0.0.0
 	github.com/power-devops/perfstat v0.0.0-20240221224432-82ca36839d55 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
@@ -76,3 +76,5 @@ require (
 )
 
 replace github.com/openprogram/openprogram/contracts => ../contracts
+
+replace github.com/openprogram/openprogram/internal => ../internal

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/authz"
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/runtime/tool"

@@ -39,8 +39,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/openprogram/openprogram/contracts/clip"
-	"github.com/openprogram/openprogram/contracts/schema"
+	"github.com/openprogram/openprogram/internal/clip"
+	"github.com/openprogram/openprogram/internal/schema"
 )
 
 // SchemaJSON is the embedded MCP 2025-11-25 schema, byte for byte.

@@ -33,7 +33,7 @@
 // checked when a tool is registered (a tool with an invalid schema cannot
 // be registered: unknown keywords, bad types, bad regular expressions and
 // dangling references are errors), compiled once and cached by
-// github.com/openprogram/openprogram/contracts/schema, the one JSON Schema
+// github.com/openprogram/openprogram/internal/schema, the one JSON Schema
 // validator of OpenProgram. [ValidateArgs] reports bad arguments as an
 // [*ArgumentsError] with the path and keyword of the first failure by
 // (path, keyword), which the MCP layer maps to JSON-RPC -32602.

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 	"github.com/openprogram/openprogram/runtime/internal/opt"
 )
 

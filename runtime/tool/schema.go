@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/openprogram/openprogram/contracts/schema"
+	"github.com/openprogram/openprogram/internal/schema"
 )
 
 // ArgumentsError reports tool arguments that are not JSON or do not match

@@ -41,7 +41,7 @@ import (
 
 	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
 	"github.com/openprogram/openprogram/contracts"
-	"github.com/openprogram/openprogram/contracts/schema"
+	"github.com/openprogram/openprogram/internal/schema"
 )
 
 // distHost skips on a platform the release does not ship.

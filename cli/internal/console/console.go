@@ -18,7 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 
 	"github.com/chzyer/readline"
 )

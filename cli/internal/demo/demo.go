@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/builtin/internal/tooldef"

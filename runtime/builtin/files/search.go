@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime/builtin/internal/tooldef"

@@ -19,36 +19,28 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/openprogram/openprogram/internal/canonjson"
 	"github.com/openprogram/openprogram/sessions"
 )
 
 // Genesis is the previous hash of the first record.
 const Genesis = "0000000000000000000000000000000000000000000000000000000000000000"
 
-// CanonicalPayload returns raw re-encoded compactly with object keys sorted
-// at every depth and numbers kept verbatim, so a backend that normalises
-// JSON (PostgreSQL jsonb) hashes the same bytes it hands back. An empty
-// payload becomes {}.
+// CanonicalPayload returns raw in the one canonical JSON form
+// (internal/canonjson: compact, object keys sorted at every depth, numbers
+// kept verbatim), so a backend that normalises JSON hashes the same bytes
+// it hands back. An empty payload becomes {}. A record's MAC covers the
+// payload bytes as stored, so records written before this form (which
+// escaped U+2028 and U+2029) keep verifying.
 func CanonicalPayload(raw json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	out, err := canonjson.Canonicalize(raw)
+	if err != nil {
 		return nil, fmt.Errorf("audit payload is not valid JSON: %w", err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("audit payload is not valid JSON: trailing data")
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil { // maps encode with sorted keys
-		return nil, fmt.Errorf("encode audit payload: %w", err)
-	}
-	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n")), nil
+	return json.RawMessage(out), nil
 }
 
 // KeySize is the least audit key length accepted, in bytes.

@@ -20,6 +20,7 @@ func TestCanonicalPayload(t *testing.T) {
 		`{ "n" : 12345678901234567890.5e3 }`:            `{"n":12345678901234567890.5e3}`,
 		`"ünï"`:                                         `"ünï"`,
 		`null`:                                          `null`,
+		`{"s":"a\u2028b"}`:                              "{\"s\":\"a\u2028b\"}",
 	} {
 		got, err := CanonicalPayload(json.RawMessage(in))
 		if err != nil {

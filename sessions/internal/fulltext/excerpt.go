@@ -3,7 +3,7 @@ package fulltext
 import (
 	"strings"
 
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 )
 
 // Words splits a user's search query into plain words: runs of letters,

@@ -21,7 +21,7 @@ import (
 
 	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
 	"github.com/openprogram/openprogram/cli/e2e/internal/interoptest"
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 )
 
 // Every tool and the error cases through `inspector --cli`, one server

@@ -2,10 +2,10 @@ package canonjson
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestCanonicalize(t *testing.T) {
@@ -67,7 +67,8 @@ func TestDecodeKeepsNumbers(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"n": json.Number("12345678901234567890"), "f": json.Number("1.0")}
-	if diff := cmp.Diff(want, v); diff != "" {
+	if !reflect.DeepEqual(want, v) {
+		diff := fmt.Sprintf("- %#v\n+ %#v", want, v)
 		t.Errorf("Decode mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -91,7 +92,8 @@ func FuzzCanonicalize(f *testing.F) {
 			if err := json.Unmarshal(out, &b); err != nil {
 				t.Fatalf("unmarshal canonical %q: %v", out, err)
 			}
-			if diff := cmp.Diff(a, b); diff != "" {
+			if !reflect.DeepEqual(a, b) {
+				diff := fmt.Sprintf("- %#v\n+ %#v", a, b)
 				t.Fatalf("Canonicalize(%q) changed the value (-in +out):\n%s", in, diff)
 			}
 		}
@@ -135,7 +137,8 @@ func FuzzDecode(f *testing.F) {
 		if (gotErr == nil) != (wantErr == nil) {
 			t.Fatalf("Decode(%q) error %v, json.Decoder error %v", data, gotErr, wantErr)
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
+		if !reflect.DeepEqual(want, got) {
+			diff := fmt.Sprintf("- %#v\n+ %#v", want, got)
 			t.Fatalf("Decode(%q) mismatch (-json.Decoder +Decode):\n%s", data, diff)
 		}
 	})

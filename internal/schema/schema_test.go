@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/openprogram/openprogram/contracts/schema"
+	"github.com/openprogram/openprogram/internal/schema"
 )
 
 const objectSchema = `{

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openprogram/openprogram/contracts/schema"
+	"github.com/openprogram/openprogram/internal/schema"
 )
 
 // keywordCases are, for every supported keyword, instances on both sides of

@@ -3,7 +3,7 @@ package schema
 import (
 	"encoding/json"
 
-	"github.com/openprogram/openprogram/contracts/internal/canonjson"
+	"github.com/openprogram/openprogram/internal/canonjson"
 )
 
 // KeywordMaxDepth is the keyword of a [Violation] that [CheckDepth] reports.

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 
-	"github.com/openprogram/openprogram/contracts/internal/canonjson"
+	"github.com/openprogram/openprogram/internal/canonjson"
 )
 
 // Members calls fn with every member of obj, one JSON object, in order: the

@@ -2,10 +2,10 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // TestMembers: every member of an object, found where it lies, agrees with
@@ -32,7 +32,8 @@ func TestMembers(t *testing.T) {
 			}
 			got[name] = value
 		})
-		if diff := cmp.Diff(want, got); diff != "" {
+		if !reflect.DeepEqual(want, got) {
+			diff := fmt.Sprintf("- %#v\n+ %#v", want, got)
 			t.Errorf("Members(%.40s) (-decoded +got):\n%.400s", obj, diff)
 		}
 	}
@@ -59,7 +60,8 @@ func FuzzMembers(f *testing.F) {
 		}
 		got := map[string]json.RawMessage{}
 		Members([]byte(s), func(name string, _, value []byte) { got[name] = value })
-		if diff := cmp.Diff(want, got); diff != "" {
+		if !reflect.DeepEqual(want, got) {
+			diff := fmt.Sprintf("- %#v\n+ %#v", want, got)
 			t.Errorf("Members(%q) (-decoded +got):\n%s", s, diff)
 		}
 	})

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/openprogram/openprogram/contracts/clip"
+	"github.com/openprogram/openprogram/internal/clip"
 )
 
 // Dialects a document may name in "$schema". Both are read with the

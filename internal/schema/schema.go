@@ -89,8 +89,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/openprogram/openprogram/contracts/clip"
-	"github.com/openprogram/openprogram/contracts/internal/canonjson"
+	"github.com/openprogram/openprogram/internal/canonjson"
+	"github.com/openprogram/openprogram/internal/clip"
 )
 
 // Schema is a compiled schema document, or one schema inside it (see

@@ -1,0 +1,3 @@
+module github.com/openprogram/openprogram/internal
+
+go 1.26
