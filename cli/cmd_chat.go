@@ -14,7 +14,7 @@ import (
 	"github.com/openprogram/openprogram/internal/clip"
 
 	"github.com/openprogram/openprogram/cli/internal/console"
-	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/sessions"
@@ -48,7 +48,7 @@ func (c *chatCmd) Run(ctx context.Context, app *App) error {
 	signal.Notify(sigs, os.Interrupt)
 	defer signal.Stop(sigs)
 
-	oc, err := openOwnerConsole(ctx, app, true)
+	oc, err := openOwnerConsole(ctx, app, true, "chat")
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (c *chat) loop(ctx context.Context) error {
 		where = "session " + c.cur.ID
 	}
 	c.say("%s", c.style.Dim(fmt.Sprintf("OpenProgram chat as the owner, in %s; working in %s. /help for help.",
-		where, strings.Join(c.oc.owner.Request.WorkDirs, ", "))))
+		where, strings.Join(c.oc.line.Speaker().WorkDirs(), ", "))))
 	for !c.quit && ctx.Err() == nil {
 		line, err := c.in.ReadLine(c.style.Bold("you> "))
 		switch {
@@ -134,7 +134,7 @@ func (c *chat) command(ctx context.Context, text string) (exit bool) {
 		c.cur = nil
 		c.say("%s", c.style.Dim("Your next message starts a new session."))
 	case "/sessions":
-		list, err := c.oc.host.Store().ListSessions(ctx, 20)
+		list, err := c.oc.host.Conversations().Store().ListSessions(ctx, 20)
 		if err != nil {
 			c.say("%s", c.style.Err(fmt.Sprintf("list sessions: %v", err)))
 			return false
@@ -167,25 +167,13 @@ func (c *chat) command(ctx context.Context, text string) (exit bool) {
 	return false
 }
 
-// turnOutcome is how ProcessUserTurn returned.
-type turnOutcome struct {
-	res runtime.TurnResult
-	err error
-}
-
 // send runs one turn with text, showing its progress, asking its
 // approvals and cancelling it on Ctrl-C.
 func (c *chat) send(ctx context.Context, text string) {
-	if c.cur == nil {
-		s, err := c.oc.newSession(ctx, text, "chat")
-		if err != nil {
-			c.say("%s", c.style.Err(err.Error()))
-			return
-		}
-		c.cur = &s
-		c.say("%s", c.style.Dim("New session "+s.ID))
+	sid := ""
+	if c.cur != nil {
+		sid = c.cur.ID
 	}
-	s := *c.cur
 	for stale := true; stale; { // a Ctrl-C from before this turn is not for it
 		select {
 		case <-c.sigs:
@@ -193,19 +181,11 @@ func (c *chat) send(ctx context.Context, text string) {
 			stale = false
 		}
 	}
-	reqID := newTurnID()
-	sub := c.oc.host.Bus().Subscribe(events.TextProgress, events.ToolStart, events.ToolEnd, events.QuestionAsked, events.StandingApproval)
-	defer sub.Close()
 	turnCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan turnOutcome, 1)
-	go func() {
-		res, err := c.oc.turn(turnCtx, s, text, reqID)
-		done <- turnOutcome{res, err}
-	}()
-
-	v := &turnView{chat: c, out: c.out, info: c.out, style: c.style, sid: s.ID, reqID: reqID, cancel: cancel}
-	out := v.follow(sub, done, c.sigs)
+	evs, done := c.oc.send(turnCtx, sid, text)
+	v := &turnView{chat: c, out: c.out, info: c.out, style: c.style, cancel: cancel}
+	out := v.follow(evs, done, c.sigs)
 	if v.cancelled {
 		select {
 		case <-c.sigs: // Ctrl-C again as the cancelled turn ended
@@ -213,35 +193,30 @@ func (c *chat) send(ctx context.Context, text string) {
 		default:
 		}
 	}
+	// A new session is the conversation's from its first turn on, even a
+	// cancelled one (it keeps the message; one left empty is gone).
+	if c.cur == nil && v.sid != "" {
+		if s, err := c.oc.session(ctx, v.sid); err == nil {
+			c.cur = &s
+		}
+	}
 	v.end(out)
 }
 
-// follow shows the turn's events until it returns, then those still
-// buffered, and returns how it returned. sigs (nil: none) interrupts it.
-func (v *turnView) follow(sub *events.Subscription, done <-chan turnOutcome, sigs <-chan os.Signal) turnOutcome {
-	var out turnOutcome
-wait:
+// follow shows the turn's events until it returns, and returns how it
+// returned. sigs (nil: none) interrupts it. Every event the turn reported
+// came before its outcome.
+func (v *turnView) follow(evs <-chan events.Event, done <-chan turnOutcome, sigs <-chan os.Signal) turnOutcome {
 	for {
 		select {
-		case out = <-done:
-			break wait
-		case e := <-sub.C():
+		case out := <-done:
+			return out
+		case e := <-evs:
 			v.show(e)
 		case <-sigs:
 			v.interrupt()
 		}
 	}
-	// turn.end was published before ProcessUserTurn returned: whatever the
-	// turn said is already in the subscription.
-	for drained := false; !drained; {
-		select {
-		case e := <-sub.C():
-			v.show(e)
-		default:
-			drained = true
-		}
-	}
-	return out
 }
 
 // turnView shows one turn as it happens, for `chat` and `prompt` alike:
@@ -249,15 +224,15 @@ wait:
 // everything the model or a tool says passes console.Printable, the one
 // sanitiser of terminal output.
 type turnView struct {
-	*chat                // nil for prompt: nobody answers questions
-	out, info  io.Writer // the reply; the tool lines (the same writer in chat)
-	style      console.Style
-	sid, reqID string
-	cancel     context.CancelFunc
-	streamed   bool     // reply text was shown
-	midLine    bool     // the cursor is not at the start of a line
-	cancelled  bool     // the owner pressed Ctrl-C
-	denied     []string // the tools the gate denied, in order, each once
+	*chat               // nil for prompt: nobody answers questions
+	out, info io.Writer // the reply; the tool lines (the same writer in chat)
+	style     console.Style
+	sid       string // the turn's session, once it started
+	cancel    context.CancelFunc
+	streamed  bool     // reply text was shown
+	midLine   bool     // the cursor is not at the start of a line
+	cancelled bool     // the owner pressed Ctrl-C
+	denied    []string // the tools the gate denied, in order, each once
 }
 
 // line writes one status line on info.
@@ -284,13 +259,17 @@ func (v *turnView) interrupt() {
 	v.cancel()
 }
 
+// show shows one event of the view's turn (its own observer: every event
+// is the turn's).
 func (v *turnView) show(e events.Event) {
-	if e.SessionID != v.sid {
-		return
-	}
 	switch d := e.Data.(type) {
+	case events.TurnStartData:
+		if v.chat != nil && v.cur == nil {
+			v.say("%s", v.style.Dim("New session "+d.SessionID))
+		}
+		v.sid = d.SessionID
 	case events.TextData:
-		if d.RequestID != v.reqID || d.Text == "" {
+		if d.Text == "" {
 			return
 		}
 		text := console.Printable(d.Text)
@@ -298,15 +277,9 @@ func (v *turnView) show(e events.Event) {
 		v.streamed = true
 		v.midLine = !strings.HasSuffix(text, "\n")
 	case events.ToolStartData:
-		if d.RequestID != v.reqID {
-			return
-		}
 		v.newline()
 		v.line(v.style.Dim("-> " + console.Printable(d.Tool)))
 	case events.ToolEndData:
-		if d.RequestID != v.reqID {
-			return
-		}
 		outcome := "ok"
 		switch {
 		case d.Denied:
@@ -320,8 +293,8 @@ func (v *turnView) show(e events.Event) {
 		v.newline()
 		v.line(v.style.Dim("<- " + console.Printable(d.Tool) + " " + outcome))
 	case events.StandingData:
-		// The host's gate allowed the call with a standing approval (chat,
-		// or prompt --session); its audit record is written.
+		// The gate allowed the call with a standing approval (chat, or
+		// prompt --session); its audit record is written.
 		v.newline()
 		v.line(v.style.Dim("(allowed for this session: " + console.Printable(d.Tool) + ")"))
 	case events.QuestionData:
@@ -336,7 +309,7 @@ func (v *turnView) show(e events.Event) {
 // ask answers one question of the turn at the terminal. Ctrl-C there
 // cancels the turn; the end of input denies and then leaves.
 func (v *turnView) ask(id string) {
-	q, ok := v.oc.qs.Get(id)
+	q, ok := v.oc.line.Question(id)
 	if !ok {
 		return // already resolved
 	}
@@ -344,63 +317,46 @@ func (v *turnView) ask(id string) {
 		v.say("%s", v.style.Warn("? "+console.Printable(q.Prompt)))
 		line, err := v.in.ReadLine(v.style.Bold("answer> "))
 		v.afterRead(err)
-		if err == nil {
-			v.oc.qs.Resolve(id, questions.Answer{Value: line})
-		} else {
-			v.oc.qs.Resolve(id, questions.Answer{Status: questions.StatusDeclined})
-		}
+		v.oc.line.Answer(id, line, err != nil)
 		return
 	}
 	var toolName, capab, args string
 	if a := q.Approval; a != nil {
 		toolName, capab, args = a.Tool, a.Capability, a.Arguments
 	}
-	audit := OwnerApprovalPayload{SessionID: v.sid, Tool: toolName, Capability: capab}
+	approval := conversation.Approval{SessionID: q.SessionID, QuestionID: id, Tool: toolName, Capability: capab}
 	v.say("%s", v.style.Warn(fmt.Sprintf("? %s wants to run (%s):", console.Printable(toolName), console.Printable(capab))))
 	for _, l := range console.FoldArgs(args, argWidth) {
 		v.say("    %s", l)
 	}
-	for audit.Decision == "" {
+	for approval.Decision == "" {
 		line, err := v.in.ReadLine(v.style.Warn("allow? [o]nce, for this [s]ession, [d]eny: "))
 		if v.afterRead(err) {
-			audit.Decision = DecisionDeny
+			approval.Decision = conversation.DecisionDeny
 			break
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "o", "once", "y", "yes", "allow":
-			audit.Decision = DecisionAllowOnce
+			approval.Decision = conversation.DecisionAllowOnce
 		case "s", "session":
-			audit.Decision = DecisionAllowSession
+			approval.Decision = conversation.DecisionAllowSession
 		case "d", "deny", "n", "no":
-			audit.Decision = DecisionDeny
+			approval.Decision = conversation.DecisionDeny
 		default:
 			v.say("Answer o (allow once), s (allow for this session) or d (deny).")
 		}
 	}
-	value := "allow"
-	if audit.Decision == DecisionDeny {
-		value = "deny"
+	// The line keeps an "allow for this session" in the store before the
+	// call goes on (the gate then answers the next calls of this tool in
+	// this session itself, here, after a restart and in prompt --session),
+	// answers the question and records the decision.
+	open, err := v.oc.line.Approve(context.Background(), approval)
+	if err != nil {
+		v.say("%s", v.style.Err("could not keep the approval for this session ("+console.Printable(oneLine(err.Error()))+"); this call is allowed, later ones will ask again"))
 	}
-	kept := false
-	if audit.Decision == DecisionAllowSession {
-		// Kept in the store, per session, before the call goes on: the
-		// host's gate answers the next calls of this tool in this session
-		// itself, here, after a restart and in prompt --session.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := v.oc.host.AllowForSession(ctx, v.oc.owner, v.sid, toolName)
-		cancel()
-		if kept = err == nil; !kept {
-			v.say("%s", v.style.Err("could not keep the approval for this session ("+console.Printable(oneLine(err.Error()))+"); this call is allowed, later ones will ask again"))
-		}
-	}
-	if !v.oc.qs.Resolve(id, questions.Answer{Value: value}) {
+	if !open {
 		v.say("%s", v.style.Dim("(that question had already ended)"))
-		if !kept {
-			return
-		}
-		// The standing approval was kept all the same: its record says so.
 	}
-	v.oc.audit(AuditOwnerApproval, v.sid, audit)
 }
 
 // afterRead handles an interrupt or the end of input while a question is
@@ -423,13 +379,13 @@ func (v *turnView) end(out turnOutcome) {
 	switch {
 	case out.err != nil && v.cancelled:
 		v.say("%s", v.style.Warn("Cancelled. The session keeps your message; say what to do next."))
-	case errors.Is(out.err, sessions.ErrBusy):
+	case errors.Is(out.err, conversation.ErrSessionBusy):
 		v.say("%s", v.style.Err("This session is running another turn (in another process); wait for it, or /new."))
 	case out.err != nil:
 		v.say("%s", v.style.Err("The turn did not complete: "+console.Printable(oneLine(out.err.Error()))))
-	case out.res.Failed:
-		v.say("%s", v.style.Err(console.Printable(out.res.Text)))
+	case out.reply.Failed:
+		v.say("%s", v.style.Err(console.Printable(out.reply.Text)))
 	case !v.streamed:
-		v.say("%s", console.Printable(out.res.Text))
+		v.say("%s", console.Printable(out.reply.Text))
 	}
 }

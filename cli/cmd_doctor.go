@@ -59,7 +59,7 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 
 	add(modelCheck(ctx, app, cfg))
 	// The loader checked every rule.
-	add(check{name: "permission rules", ok: true, info: fmt.Sprintf("%d rules", len(cfg.Tools.PermissionRules))})
+	add(check{name: "permission rules", ok: true, info: fmt.Sprintf("%d rules", cfg.Tools.PermissionRules.Len())})
 
 	u := cfg.StoreURL
 	// doctor reports, it does not install: no database, table or audit key

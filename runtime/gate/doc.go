@@ -1,9 +1,8 @@
 // Package gate puts the authorization gate (docs/contract.md section 3) in front
 // of a runtime tool.
 //
-//	req := authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk,
-//		Authority: clientAuthority, WorkDirs: []string{"/home/me/project"}}
-//	guard := gate.Guard(t, req, &gate.Options{SessionID: sessionID})
+//	client, _ := authz.NewMCPClient(clientID, principalID, authz.Scope{WorkDirs: []string{"/home/me/project"}})
+//	guard := gate.Guard(t, client, &gate.Options{SessionID: sessionID})
 //	res := executor.Run(ctx, t, tool.Call{ID: callID, Args: args, Update: update, Guard: guard})
 //	if d, denied := res.Denial(); denied { ... }
 //
@@ -18,7 +17,8 @@
 //
 // A decision that needs approval (an interactive owner, a tool off the
 // safe list) asks an approval question through [Options.Questions] and
-// runs the tool only when the answer is allow; without a question registry
-// it is denied. MCP requests are non-interactive, so for them Decide denies
-// at once and no question is ever opened.
+// runs the tool only when the answer is allow (question.asked goes to
+// [Options.Observe] first, so a console can ask); without a question
+// registry it is denied. MCP requests are non-interactive, so for them
+// Decide denies at once and no question is ever opened.
 package gate

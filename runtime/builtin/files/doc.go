@@ -24,7 +24,7 @@
 // before, so a swapped-in symlink cannot redirect it into .git or the
 // state directory either; the new content is staged in that directory
 // and renamed onto the name (a rename replaces a symlink, never follows
-// it). Every write is checked with the call's authz.Request.WriteTarget,
+// it). Every write is checked with the call's authz.Speaker.WriteTarget,
 // the gate's own answer: the state directory (the call's, else
 // Options.StateDir) is refused with PATH_PROTECTED for every speaker,
 // and dangerous files and directories too, except for the owner's
