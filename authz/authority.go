@@ -18,8 +18,8 @@ const (
 	InteractionNonInteractive = "non-interactive"
 )
 
-// Speaker kinds with fixed shapes (see [Authority.Validate]). Other lowercase kinds
-// such as "agent" are accepted with no extra shape rules.
+// Speaker kinds. "owner" and "client" have fixed shapes, the ones [NewOwner] and
+// [NewMCPClient] make; no exported constructor makes an "agent" speaker.
 const (
 	SpeakerKindOwner  = "owner"
 	SpeakerKindClient = "client"
@@ -40,7 +40,8 @@ type Authority struct {
 }
 
 // ErrInvalidAuthority is wrapped by the errors of [NewMCPClient] and
-// [NewOwner] about the authority (besides [ErrInvalidSpeaker]).
+// [NewOwner] about the authority: a client id or principal id that is
+// malformed.
 var ErrInvalidAuthority = errors.New("invalid authority")
 
 const (

@@ -28,6 +28,7 @@ func IsConstrained(source string) bool { return source != SourceCLI }
 
 // Permission modes. Bypass only skips the approval question of step 5 for an
 // interactive speaker; it never skips hard constraints, capabilities or rules.
+// [NewMCPClient] and [NewOwner] make every speaker in ask mode.
 const (
 	ModeAsk    = "ask"
 	ModeBypass = "bypass"
@@ -67,6 +68,9 @@ type Decision struct {
 //  4. an allow rule or a safe tool runs;
 //  5. otherwise approval: denied at once when non-interactive, allowed in bypass mode,
 //     else NeedsApproval.
+//
+// A zero Speaker, or one no constructor made, is denied every call
+// ([ReasonCapability]).
 //
 // Decide never reads or changes anything but the filesystem metadata needed to resolve
 // paths, and it never panics.

@@ -45,8 +45,10 @@ type Scope struct {
 	StateDir string
 }
 
-// ErrInvalidSpeaker is wrapped by every error of the constructors, and by
-// the errors consumers return for a Speaker that is not [Speaker.Valid].
+// ErrInvalidSpeaker is wrapped by the constructors' errors about the scope
+// (a working or state directory that is not an absolute path), and by the
+// errors consumers return for a Speaker that is not [Speaker.Valid]. A
+// malformed client id or principal id is an [ErrInvalidAuthority].
 var ErrInvalidSpeaker = errors.New("invalid speaker")
 
 // NewMCPClient returns the speaker of the MCP client with clientID (the

@@ -72,7 +72,17 @@
 //
 // [Runtime.RunTool] runs one tool call for an authz.Speaker: registry,
 // gate, argument check and executor, in one place. The turn loop calls it
-// for every tool the model asks for; mcpserver calls it for tool_call.
+// for every tool the model asks for; runtime/conversation calls it for a
+// direct call (Line.CallTool, MCP tool_call). [ToolCall.Observe] hears the
+// call's events.
+//
+// # Conversations
+//
+// Front ends do not call [Runtime.ProcessUserTurn] themselves: package
+// [github.com/openprogram/openprogram/runtime/conversation] owns a
+// speaker's conversation (admission and its audit record, the session it
+// creates, the commit point, cancels, denials, approvals) and runs the
+// turns.
 //
 // # Providers
 //

@@ -37,7 +37,7 @@ type Options struct {
 }
 
 // StandingFunc reports whether a standing approval ("allow for this
-// session") answers call for req in session sessionID. The gate asks it
+// session") answers call for speaker sp in session sessionID. The gate asks it
 // only for a call that lacks nothing but the speaker's approval: one
 // [authz.DecideTool] would ask about ([authz.Decision.NeedsApproval]) or
 // deny because nobody can be asked ([authz.ReasonApprovalUnavailable]).
@@ -48,7 +48,7 @@ type Options struct {
 // reports approval.standing to Options.Observe.
 type StandingFunc func(ctx context.Context, sp authz.Speaker, sessionID string, call questions.Approval) bool
 
-// Guard returns the guard that runs [authz.Decide] for req before every
+// Guard returns the guard that runs [authz.Decide] for sp before every
 // call of t, to set as [tool.Call.Guard] for [tool.Executor.Run]: t never
 // runs on a denial, which is an IsError result whose text is the
 // decision's message, with the decision in [tool.Result.Denied] and its
@@ -56,9 +56,8 @@ type StandingFunc func(ctx context.Context, sp authz.Speaker, sessionID string, 
 // declared capability the tier lacks, and asks an approval question when
 // the decision needs one and opts.Questions is set.
 //
-// The call's context gets a [tool.CallInfo] with req's authority and
-// source (always: the tool acts under exactly what was checked), req's
-// working directories when req has any, and opts.SessionID when the
+// The call's context gets a [tool.CallInfo] with sp, whole (always: the
+// tool acts under exactly what was checked), and opts.SessionID when the
 // context carries no session.
 func Guard(t tool.Tool, sp authz.Speaker, opts *Options) tool.Guard {
 	g := &gated{inner: t, sp: sp}

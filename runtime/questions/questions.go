@@ -46,7 +46,7 @@ type Question struct {
 	Options   []string
 	Timeout   time.Duration
 	// Approval is what an approval question (KindApproval) asks to allow,
-	// for whoever answers. It is not published with question.asked.
+	// for whoever answers. The question.asked event never carries it.
 	Approval *Approval
 }
 
@@ -60,7 +60,7 @@ type Approval struct {
 	// CallID is the call's id.
 	CallID string
 	// Arguments are the call's arguments as sent: JSON text. They reach the
-	// answerer only, never the event bus.
+	// answerer only, never an event.
 	Arguments string
 }
 
@@ -155,9 +155,10 @@ func (p *Pending) Wait(ctx context.Context) Answer {
 }
 
 // Register opens q and returns its handle; the question times out after
-// q.Timeout (or the registry default). It publishes question.asked with
-// {question_id, kind, session_id}. An unknown kind or an empty session ID
-// is an error.
+// q.Timeout (or the registry default). It tells nobody: the caller
+// reports question.asked if anyone is to hear of it (runtime/gate does, to
+// the turn's observer). An unknown kind or an empty session ID is an
+// error.
 func (r *Registry) Register(q Question) (*Pending, error) {
 	switch q.Kind {
 	case KindAsk, KindConfirm, KindApproval:

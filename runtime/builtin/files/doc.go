@@ -10,7 +10,8 @@
 // # Confinement
 //
 // Every path, for reading as well as writing, is confined to the working
-// directories of the call (tool.CallInfo.WorkDirs, else Options.WorkDirs)
+// directories of the call (its speaker's, from tool.CallInfo, else
+// Options.WorkDirs)
 // by authz.Confine, the same resolution the gate checks with: symlinks
 // followed, refused with PATH_OUTSIDE_WORKDIRS when it leaves them.
 // Relative paths start at the first working directory, and results show
