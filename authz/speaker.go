@@ -45,10 +45,9 @@ type Scope struct {
 	StateDir string
 }
 
-// ErrInvalidSpeaker is wrapped by the constructors' errors about the scope
-// (a working or state directory that is not an absolute path), and by the
-// errors consumers return for a Speaker that is not [Speaker.Valid]. A
-// malformed client id or principal id is an [ErrInvalidAuthority].
+// ErrInvalidSpeaker is wrapped by every error of the constructors, and by
+// the errors consumers return for a Speaker that is not [Speaker.Valid]. A
+// malformed client id or principal id is also an [ErrInvalidAuthority].
 var ErrInvalidSpeaker = errors.New("invalid speaker")
 
 // NewMCPClient returns the speaker of the MCP client with clientID (the
@@ -60,7 +59,7 @@ var ErrInvalidSpeaker = errors.New("invalid speaker")
 func NewMCPClient(clientID, principalID string, at Scope) (Speaker, error) {
 	a, err := mcpClientAuthority(clientID, principalID)
 	if err != nil {
-		return Speaker{}, err
+		return Speaker{}, fmt.Errorf("%w: %w", ErrInvalidSpeaker, err)
 	}
 	return newSpeaker(a, SourceMCP, ModeAsk, at)
 }
@@ -72,7 +71,7 @@ func NewMCPClient(clientID, principalID string, at Scope) (Speaker, error) {
 func NewOwner(principalID string, interactive bool, at Scope) (Speaker, error) {
 	a, err := ownerAuthority(principalID)
 	if err != nil {
-		return Speaker{}, err
+		return Speaker{}, fmt.Errorf("%w: %w", ErrInvalidSpeaker, err)
 	}
 	if !interactive {
 		a.Interaction = InteractionNonInteractive

@@ -114,3 +114,22 @@ func TestNewRules(t *testing.T) {
 		t.Errorf("zero Rules MarshalJSON = %s, %v; want []", b, err)
 	}
 }
+
+// Every constructor error is an ErrInvalidSpeaker; a bad id is also an
+// ErrInvalidAuthority.
+func TestConstructorErrors(t *testing.T) {
+	_, err := authz.NewMCPClient("nope", principal, authz.Scope{})
+	if !errors.Is(err, authz.ErrInvalidSpeaker) || !errors.Is(err, authz.ErrInvalidAuthority) {
+		t.Errorf("NewMCPClient(bad id) = %v, want ErrInvalidSpeaker and ErrInvalidAuthority", err)
+	}
+	_, err = authz.NewOwner(principal, true, authz.Scope{WorkDirs: []string{"rel"}})
+	if !errors.Is(err, authz.ErrInvalidSpeaker) || errors.Is(err, authz.ErrInvalidAuthority) {
+		t.Errorf("NewOwner(relative work dir) = %v, want ErrInvalidSpeaker only", err)
+	}
+	a, _ := authz.NewRules(authz.Rule{Tool: "x", Action: authz.ActionAllow})
+	b, _ := authz.NewRules(authz.Rule{Tool: "x", Action: authz.ActionAllow})
+	c, _ := authz.NewRules(authz.Rule{Tool: "x", Action: authz.ActionDeny})
+	if !a.Equal(b) || a.Equal(c) || a.Equal(authz.Rules{}) {
+		t.Errorf("Rules.Equal: same %v, different %v, empty %v", a.Equal(b), a.Equal(c), a.Equal(authz.Rules{}))
+	}
+}

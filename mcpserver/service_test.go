@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
@@ -435,15 +433,6 @@ func TestEmptyExposedToolsExposesNothing(t *testing.T) {
 			t.Errorf("tool_call = %v %q, want -32601", code, msg)
 		}
 	})
-}
-
-func mustID(t *testing.T, v any) jsonrpc.ID {
-	t.Helper()
-	id, err := jsonrpc.MakeID(v)
-	if err != nil {
-		t.Fatal(fmt.Errorf("make id %v: %w", v, err))
-	}
-	return id
 }
 
 func TestServeStopsWhenTheContextEnds(t *testing.T) {

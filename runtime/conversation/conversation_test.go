@@ -416,6 +416,17 @@ func TestApprovalsAreTheOwners(t *testing.T) {
 			t.Errorf("%s: a standing approval answered", name)
 		}
 	}
+	// Only the person at an interactive line answers questions.
+	p, err := f.qs.Register(questions.Question{SessionID: "s1", Kind: questions.KindAsk, Prompt: "?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := mcp.Question(p.ID()); ok || mcp.Answer(p.ID(), "yes", false) {
+		t.Error("the MCP client's line read or answered the owner's question")
+	}
+	if _, ok := own.Question(p.ID()); !ok || !own.Answer(p.ID(), "yes", false) {
+		t.Error("the owner's line could not answer its question")
+	}
 	got := f.records(t)
 	want := []string{sessions.AuditOwnerApproval, sessions.AuditOwnerApproval}
 	if !slices.Equal(got, want) {

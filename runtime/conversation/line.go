@@ -438,7 +438,7 @@ func (l *Line) Running(sessionID string) bool {
 func (l *Line) Close(reason string) {
 	l.mu.Lock()
 	l.closed = true
-	rs := make([]*running, 0, len(l.byID))
+	rs := make([]*running, 0, len(l.bySession))
 	for _, r := range l.bySession {
 		rs = append(rs, r)
 	}
@@ -511,19 +511,21 @@ func (l *Line) CallTool(ctx context.Context, call ToolCall) (tool.Result, error)
 // approval.
 var ErrNotOwner = errors.New("conversation: only the owner's speaker holds standing approvals")
 
-// Question returns the pending question id, for the owner to read before
-// answering.
+// Question returns the pending question id, for the person at an
+// interactive line (the owner in chat) to read before answering; other
+// lines see none.
 func (l *Line) Question(id string) (questions.Question, bool) {
-	if l.svc.qs == nil {
+	if l.svc.qs == nil || !l.sp.Interactive() {
 		return questions.Question{}, false
 	}
 	return l.svc.qs.Get(id)
 }
 
 // Answer answers the pending question id (a free answer, or with
-// declined, no answer). It reports whether the question was still open.
+// declined, no answer) for the person at an interactive line; other lines
+// answer nothing. It reports whether the question was still open.
 func (l *Line) Answer(id, value string, declined bool) bool {
-	if l.svc.qs == nil {
+	if l.svc.qs == nil || !l.sp.Interactive() {
 		return false
 	}
 	a := questions.Answer{Value: value}
