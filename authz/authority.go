@@ -18,16 +18,18 @@ const (
 	InteractionNonInteractive = "non-interactive"
 )
 
-// Speaker kinds with fixed shapes (see [Authority.Validate]). Other lowercase kinds
-// such as "agent" are accepted with no extra shape rules.
+// Speaker kinds. "owner" and "client" have fixed shapes, the ones [NewOwner] and
+// [NewMCPClient] make; no exported constructor makes an "agent" speaker.
 const (
 	SpeakerKindOwner  = "owner"
 	SpeakerKindClient = "client"
 	SpeakerKindAgent  = "agent"
 )
 
-// Authority holds the six authority fields of a speaker. Build it with
-// [MCPClientAuthority] or [OwnerAuthority] rather than by hand.
+// Authority holds the six authority fields of a speaker. It is data: a
+// [Speaker] holds the one its constructor checked ([Speaker.Authority]
+// returns it), and records and events carry copies of it. Nothing grants
+// anything to an Authority on its own.
 type Authority struct {
 	SpeakerKind    string `json:"speaker_kind"`
 	SpeakerID      string `json:"speaker_id"`
@@ -37,8 +39,9 @@ type Authority struct {
 	Interaction    string `json:"interaction"`
 }
 
-// ErrInvalidAuthority is wrapped by every error of [MCPClientAuthority],
-// [OwnerAuthority] and [Authority.Validate].
+// ErrInvalidAuthority is wrapped by the errors of [NewMCPClient] and
+// [NewOwner] about the authority: a client id or principal id that is
+// malformed.
 var ErrInvalidAuthority = errors.New("invalid authority")
 
 const (
@@ -73,11 +76,11 @@ func isHex16(s string) bool {
 	return true
 }
 
-// MCPClientAuthority returns the fixed authority of an MCP client (docs/contract.md section 3):
+// mcpClientAuthority returns the fixed authority of an MCP client (docs/contract.md section 3):
 // speaker_kind "client", speaker_id "mcp/<clientID>", speaker_display "MCP client",
 // the given principal, tier paired, non-interactive. It never makes an identity up: an
 // empty or malformed client id (not 16 lowercase hex) or principal id is an error.
-func MCPClientAuthority(clientID, principalID string) (Authority, error) {
+func mcpClientAuthority(clientID, principalID string) (Authority, error) {
 	if !IsClientID(clientID) {
 		return Authority{}, fmt.Errorf("%w: client id must be 16 lowercase hex characters (got %d bytes); authenticate the client first", ErrInvalidAuthority, len(clientID))
 	}
@@ -94,9 +97,9 @@ func MCPClientAuthority(clientID, principalID string) (Authority, error) {
 	}, nil
 }
 
-// OwnerAuthority returns the authority of the install's owner speaking interactively:
+// ownerAuthority returns the authority of the install's owner speaking interactively:
 // speaker_kind "owner", speaker_id "owner", speaker_display "Owner", tier owner.
-func OwnerAuthority(principalID string) (Authority, error) {
+func ownerAuthority(principalID string) (Authority, error) {
 	if !IsPrincipalID(principalID) {
 		return Authority{}, fmt.Errorf("%w: principal id %q is not owner/install/<16 hex>; load it with LoadOrCreateOwnerPrincipal", ErrInvalidAuthority, clip.String(principalID, msgClip))
 	}
@@ -110,13 +113,13 @@ func OwnerAuthority(principalID string) (Authority, error) {
 	}, nil
 }
 
-// Validate reports whether a is well formed: every field set, no control characters,
+// validate reports whether a is well formed: every field set, no control characters,
 // a known tier and interaction, a valid principal id; speaker_kind is lowercase
 // letters and underscores. Two kinds have fixed shapes: "client" must be exactly what
-// [MCPClientAuthority] returns (so a client can never hold the owner tier or be
-// interactive), and "owner" must have speaker_id "owner" and the owner tier.
-// [Decide] grants nothing to an authority that fails Validate.
-func (a Authority) Validate() error {
+// mcpClientAuthority returns (so a client can never hold the owner tier or be
+// interactive), and "owner" must have speaker_id "owner" and the owner tier. The
+// speaker constructor runs it, once; nothing else does.
+func (a Authority) validate() error {
 	if a.SpeakerKind == "" || strings.TrimFunc(a.SpeakerKind, func(r rune) bool { return r == '_' || (r >= 'a' && r <= 'z') }) != "" {
 		return fmt.Errorf("%w: speaker_kind %q must be lowercase letters", ErrInvalidAuthority, clip.String(a.SpeakerKind, msgClip))
 	}
@@ -140,7 +143,7 @@ func (a Authority) Validate() error {
 		if !ok || !IsClientID(id) {
 			return fmt.Errorf("%w: client speaker_id %q must be mcp/<16 hex>", ErrInvalidAuthority, clip.String(a.SpeakerID, msgClip))
 		}
-		if want, _ := MCPClientAuthority(id, a.PrincipalID); a != want {
+		if want, _ := mcpClientAuthority(id, a.PrincipalID); a != want {
 			return fmt.Errorf("%w: a client authority must be display %q, tier %q, %s", ErrInvalidAuthority, mcpSpeakerDisplay, TierPaired, InteractionNonInteractive)
 		}
 	case SpeakerKindOwner:

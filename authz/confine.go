@@ -90,7 +90,7 @@ func Confine(workDirs []string, p string) (Target, error) {
 // ConfineWrite is [Confine] for a write by a constrained source: the target must
 // also not be a dangerous file nor inside a dangerous directory ([IsDangerousPath]) or
 // inside stateDir, the state directory wherever it is (ignored when empty or relative;
-// compared both as given and resolved). It is [Request.WriteTarget] for a source
+// compared both as given and resolved). It is [Speaker.WriteTarget] for a source
 // that is not the owner's console.
 func ConfineWrite(workDirs []string, stateDir, p string) (Target, error) {
 	return confineWrite(workDirs, stateDir, p, nil)
@@ -99,19 +99,22 @@ func ConfineWrite(workDirs []string, stateDir, p string) (Target, error) {
 // WriteTarget is the one answer to "may this call of tool write p", for every
 // speaker: the gate decides with it and the file tools write through the
 // [Target] it returns. p must resolve inside the working directories
-// ([Confine]) and never inside the state directory ([Request.StateDir],
+// ([Confine]) and never inside the state directory ([Speaker.StateDir],
 // compared as given and resolved, so a symlink does not hide it), whatever
 // the source, the mode or the rules. A dangerous file or directory
 // ([IsDangerousPath]) is refused too, except for the owner's console
 // ([SourceCLI]) when an allow rule for tool names exactly that path: an
 // allow rule for the tool, a glob or a prefix is not enough. Every error is a
 // *[PathError].
-func (r Request) WriteTarget(tool, p string) (Target, error) {
-	var exception func(resolved string) bool
-	if !IsConstrained(r.Source) {
-		exception = func(resolved string) bool { return r.namesExactly(tool, resolved) }
+func (sp Speaker) WriteTarget(tool, p string) (Target, error) {
+	if !sp.made {
+		return Target{}, &PathError{Path: p, Phrase: PhraseOutside, Detail: "the speaker was not made by authz"}
 	}
-	return confineWrite(r.WorkDirs, r.StateDir, p, exception)
+	var exception func(resolved string) bool
+	if !IsConstrained(sp.source) {
+		exception = func(resolved string) bool { return sp.namesExactly(tool, resolved) }
+	}
+	return confineWrite(sp.workDirs, sp.stateDir, p, exception)
 }
 
 // confineWrite confines p and refuses the state directory always, and a

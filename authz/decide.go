@@ -28,6 +28,7 @@ func IsConstrained(source string) bool { return source != SourceCLI }
 
 // Permission modes. Bypass only skips the approval question of step 5 for an
 // interactive speaker; it never skips hard constraints, capabilities or rules.
+// [NewMCPClient] and [NewOwner] make every speaker in ask mode.
 const (
 	ModeAsk    = "ask"
 	ModeBypass = "bypass"
@@ -41,31 +42,6 @@ const (
 	ReasonApprovalUnavailable = "APPROVAL_UNAVAILABLE_NON_INTERACTIVE"
 	ReasonApprovalRequired    = "APPROVAL_REQUIRED"
 )
-
-// Request is everything the gate knows about a caller. No field widens authority beyond
-// Authority.Tier: Source and Authority.Interaction can only make the gate stricter.
-type Request struct {
-	// Source is where the call comes from: SourceMCP, SourceAgentSpawn or SourceCLI.
-	// Anything else is treated like SourceMCP.
-	Source string
-	// PermissionMode is ModeAsk or ModeBypass; anything else means ModeAsk.
-	PermissionMode string
-	// Authority is the speaker. An authority that fails Validate holds no capability.
-	Authority Authority
-	// Rules are the permission rules. A malformed rule denies every call.
-	Rules []Rule
-	// WorkDirs are the absolute working directories; relative tool paths resolve against
-	// WorkDirs[0]. With none, constrained sources cannot write at all.
-	WorkDirs []string
-	// StateDir is the absolute state directory ($OPENPROGRAM_HOME or its default). It
-	// is a protected directory for constrained sources wherever it is. Empty: only the
-	// names .openprogram and .openprogram-<profile> protect it.
-	StateDir string
-	// Logger receives, at debug level, the full resolution behind a path denial
-	// (resolved path, symlink targets), which the denial text never holds. Nil
-	// discards.
-	Logger *slog.Logger
-}
 
 // Decision is the gate's verdict on one call.
 type Decision struct {
@@ -93,43 +69,43 @@ type Decision struct {
 //  5. otherwise approval: denied at once when non-interactive, allowed in bypass mode,
 //     else NeedsApproval.
 //
+// A zero Speaker, or one no constructor made, is denied every call
+// ([ReasonCapability]).
+//
 // Decide never reads or changes anything but the filesystem metadata needed to resolve
 // paths, and it never panics.
-func Decide(req Request, tool string, args json.RawMessage) Decision {
-	return DecideTool(req, tool, "", args)
+func Decide(sp Speaker, tool string, args json.RawMessage) Decision {
+	return DecideTool(sp, tool, "", args)
 }
 
 // DecideTool is [Decide] for a tool that declares the capability it needs
 // (a runtime tool's Capability): step 2 then also requires the tier to
 // hold declared ([ToolAllowed]). Decision.Capability stays the table's.
-func DecideTool(req Request, tool string, declared Capability, args json.RawMessage) Decision {
+func DecideTool(sp Speaker, tool string, declared Capability, args json.RawMessage) Decision {
 	capab := ToolCapability(tool)
-	constrained := IsConstrained(req.Source)
-	nonInteractive := constrained || req.Authority.Interaction != InteractionInteractive
+	if !sp.made {
+		return deny(ReasonCapability, capab, fmt.Sprintf("the speaker was not made by authz, so it does not allow %s", capab))
+	}
+	constrained := IsConstrained(sp.source)
+	nonInteractive := !sp.Interactive()
 
-	if msg := hardConstraint(req, tool, args, constrained); msg != "" {
+	if msg := hardConstraint(sp, tool, args, constrained); msg != "" {
 		return deny(ReasonHardConstraint, capab, "hard constraint: "+msg)
 	}
 
-	if err := req.Authority.Validate(); err != nil {
-		return deny(ReasonCapability, capab, fmt.Sprintf("authority is invalid, so it does not allow %s: %v", capab, err))
-	}
-	if missing, ok := ToolAllowed(req.Authority.Tier, tool, declared); !ok {
-		return deny(ReasonCapability, missing, fmt.Sprintf("authority tier %s does not allow %s", show(string(req.Authority.Tier)), missing))
+	if missing, ok := ToolAllowed(sp.authority.Tier, tool, declared); !ok {
+		return deny(ReasonCapability, missing, fmt.Sprintf("authority tier %s does not allow %s", show(string(sp.authority.Tier)), missing))
 	}
 
 	var denyRule, askRule, allowRule *Rule
-	if len(req.Rules) > 0 {
-		subj := makeSubject(req, tool, args)
-		for i := range req.Rules {
-			c, err := compileRule(req.Rules[i])
-			if err != nil {
-				return deny(ReasonRuleDeny, capab, fmt.Sprintf("permission rule %d is malformed, so every call is denied until it is fixed: %v", i, err))
-			}
+	if sp.rules.Len() > 0 {
+		subj := makeSubject(sp, tool, args)
+		for i := range sp.rules.compiled {
+			c := &sp.rules.compiled[i]
 			if !c.matches(tool, subj) {
 				continue
 			}
-			r := &req.Rules[i]
+			r := &c.rule
 			switch r.Action {
 			case ActionDeny:
 				if denyRule == nil {
@@ -151,7 +127,7 @@ func DecideTool(req Request, tool string, declared Capability, args json.RawMess
 		return deny(ReasonRuleDeny, capab, fmt.Sprintf("permission rule %s denies %s", denyRule, name))
 	}
 	if askRule != nil {
-		return approval(req, nonInteractive, capab, fmt.Sprintf("permission rule %s asks before %s", askRule, name))
+		return approval(sp, nonInteractive, capab, fmt.Sprintf("permission rule %s asks before %s", askRule, name))
 	}
 	if allowRule != nil {
 		return Decision{Allowed: true, Capability: capab, Message: fmt.Sprintf("allowed: permission rule %s allows %s", allowRule, name)}
@@ -159,25 +135,21 @@ func DecideTool(req Request, tool string, declared Capability, args json.RawMess
 	if IsSafeTool(tool) {
 		return Decision{Allowed: true, Capability: capab, Message: fmt.Sprintf("allowed: %s is a safe tool", name)}
 	}
-	if !nonInteractive && req.PermissionMode == ModeBypass && req.Authority.Tier.Has(CapApprovalRequest) {
+	if !nonInteractive && sp.mode == ModeBypass && sp.authority.Tier.Has(CapApprovalRequest) {
 		return Decision{Allowed: true, Capability: capab, Message: fmt.Sprintf("allowed: %s runs without approval in bypass mode", name)}
 	}
-	return approval(req, nonInteractive, capab, fmt.Sprintf("%s needs approval", name))
+	return approval(sp, nonInteractive, capab, fmt.Sprintf("%s needs approval", name))
 }
 
 // approval turns "needs approval" into NeedsApproval or a denial.
-func approval(req Request, nonInteractive bool, capab Capability, why string) Decision {
+func approval(sp Speaker, nonInteractive bool, capab Capability, why string) Decision {
 	switch {
-	case nonInteractive && req.Source == SourceCLI:
-		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and speaker %s is non-interactive", why, show(clip.String(req.Authority.SpeakerID, msgClip))))
+	case nonInteractive && sp.source == SourceCLI:
+		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and speaker %s is non-interactive", why, show(clip.String(sp.authority.SpeakerID, msgClip))))
 	case nonInteractive:
-		src := req.Source
-		if src == "" {
-			src = "(none)"
-		}
-		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and source %s is non-interactive", why, show(clip.String(src, msgClip))))
-	case !req.Authority.Tier.Has(CapApprovalRequest):
-		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and authority tier %s cannot request approval", why, show(string(req.Authority.Tier))))
+		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and source %s is non-interactive", why, show(clip.String(sp.source, msgClip))))
+	case !sp.authority.Tier.Has(CapApprovalRequest):
+		return deny(ReasonApprovalUnavailable, capab, fmt.Sprintf("approval unavailable: %s, and authority tier %s cannot request approval", why, show(string(sp.authority.Tier))))
 	}
 	return Decision{NeedsApproval: true, ReasonCode: ReasonApprovalRequired, Capability: capab, Message: "approval required: " + why}
 }
@@ -199,15 +171,12 @@ func IsRiskyTool(tool string) bool {
 
 // hardConstraint returns why the call may not be made whatever the tier and
 // the rules say, or "". For a constrained source: a risky tool, or a write
-// that [Request.WriteTarget] refuses. For the owner's console: a write into
-// the state directory or a dangerous path ([Request.WriteTarget] again); a
+// that [Speaker.WriteTarget] refuses. For the owner's console: a write into
+// the state directory or a dangerous path ([Speaker.WriteTarget] again); a
 // write outside the working directories is left to the approval and then
 // the file tool, which refuses it.
-func hardConstraint(req Request, tool string, args json.RawMessage, constrained bool) string {
-	src := req.Source
-	if src == "" {
-		src = "(none)"
-	}
+func hardConstraint(sp Speaker, tool string, args json.RawMessage, constrained bool) string {
+	src := sp.source
 	name := show(clip.String(tool, msgClip))
 	if constrained && IsRiskyTool(tool) {
 		return fmt.Sprintf("%s is not allowed for source %s", name, show(clip.String(src, msgClip)))
@@ -241,14 +210,14 @@ func hardConstraint(req Request, tool string, args json.RawMessage, constrained 
 	default:
 		return ""
 	}
-	if len(req.WorkDirs) == 0 {
+	if len(sp.workDirs) == 0 {
 		if !constrained {
 			return ""
 		}
 		return fmt.Sprintf("%s cannot write: source %s has no working directory", name, show(clip.String(src, msgClip)))
 	}
 	for _, t := range targets {
-		if _, err := req.WriteTarget(tool, t); err != nil {
+		if _, err := sp.WriteTarget(tool, t); err != nil {
 			var pe *PathError
 			if !errors.As(err, &pe) {
 				if !constrained {
@@ -259,8 +228,8 @@ func hardConstraint(req Request, tool string, args json.RawMessage, constrained 
 			if !constrained && (pe.Phrase == PhraseOutside || pe.Phrase == PhraseUnresolvable) {
 				continue
 			}
-			if req.Logger != nil {
-				req.Logger.LogAttrs(context.Background(), slog.LevelDebug, "write target denied",
+			if sp.log != nil {
+				sp.log.LogAttrs(context.Background(), slog.LevelDebug, "write target denied",
 					slog.String("tool", tool), slog.String("path", t), slog.String("phrase", pe.Phrase), slog.String("resolution", pe.Detail))
 			}
 			return fmt.Sprintf("%s target %s", name, pe.Error())

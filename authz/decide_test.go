@@ -171,8 +171,8 @@ func TestDecideMatrix(t *testing.T) {
 		{"mcp todo", mcp, ask, mcpAuth, nil, wd, "todo_write", nil, capDenied(rtctl, "runtime.control")},
 		{"mcp agent", mcp, ask, mcpAuth, nil, wd, "agent", nil, capDenied(exec, "process.exec")},
 		{"mcp unclassified", mcp, ask, mcpAuth, rules("allow frobnicate"), wd, "frobnicate", nil, capDenied(exec, "process.exec")},
-		{"mcp forged owner tier", mcp, ask, forged, nil, wd, "memory_search", nil, capDenied(memr, "authority is invalid")},
-		{"mcp zero authority", mcp, ask, authz.Authority{}, nil, wd, "memory_search", nil, capDenied(memr, "authority is invalid")},
+		{"mcp forged owner tier", mcp, ask, forged, nil, wd, "memory_search", nil, refused("a client authority must be")},
+		{"mcp zero authority", mcp, ask, authz.Authority{}, nil, wd, "memory_search", nil, refused("speaker_kind")},
 		// --- source mcp: safe tools, rules, approval.
 		{"mcp memory_search", mcp, ask, mcpAuth, nil, wd, "memory_search", args("query", "x"), allowed(memr)},
 		{"mcp memory_status", mcp, ask, mcpAuth, nil, nil, "memory_status", nil, allowed(memr)},
@@ -185,7 +185,7 @@ func TestDecideMatrix(t *testing.T) {
 		{"mcp deny beats ask and allow", mcp, ask, mcpAuth, rules("allow memory_get", "ask memory_get", "deny memory_get"), wd, "memory_get", nil, ruleDenied(memr)},
 		{"mcp deny pattern", mcp, ask, mcpAuth, rules(`deny memory_search({"query":"secret"})`), wd, "memory_search", args("query", "secret"), ruleDenied(memr)},
 		{"mcp deny pattern other args", mcp, ask, mcpAuth, rules(`deny memory_search({"query":"secret"})`), wd, "memory_search", args("query", "public"), allowed(memr)},
-		{"mcp malformed rule", mcp, ask, mcpAuth, rules("allow memory_search", "allow bash("), wd, "memory_search", nil, want{code: authz.ReasonRuleDeny, capab: memr, msg: "malformed"}},
+		{"mcp malformed rule", mcp, ask, mcpAuth, rules("allow memory_search", "allow bash("), wd, "memory_search", nil, refused("invalid permission rule")},
 		{"mcp owner authority misuse", mcp, ask, owner, nil, wd, "write", args("path", "a.txt"), unavailable(fsw)},
 		{"mcp owner authority bypass", mcp, bypass, owner, nil, wd, "write", args("path", "a.txt"), unavailable(fsw)},
 		{"mcp owner authority bash", mcp, bypass, owner, rules("allow bash"), wd, "bash", args("command", "ls"), hard(exec, "bash")},
@@ -202,16 +202,16 @@ func TestDecideMatrix(t *testing.T) {
 		{"spawn read anywhere", spawn, ask, agent, nil, wd, "read", args("path", "/etc/hostname"), allowed(fsr)},
 		{"spawn web_fetch", spawn, ask, agent, nil, wd, "web_fetch", nil, unavailable(net)},
 		{"spawn web_fetch allow", spawn, ask, agent, rules("allow web_fetch"), wd, "web_fetch", nil, allowed(net)},
-		{"spawn paired agent write", spawn, ask, mcpAuth, allowW, wd, "write", args("path", "a.txt"), capDenied(fsw, "fs.write")},
+		{"spawn paired agent write", spawn, ask, mcpAuth, allowW, wd, "write", args("path", "a.txt"), refused("an MCP client speaks with source")},
 		// --- unknown or empty source: treated like mcp (fail closed).
-		{"empty source bash", "", bypass, owner, nil, wd, "bash", args("command", "ls"), hard(exec, "bash is not allowed for source (none)")},
-		{"unknown source write", "web", bypass, owner, nil, wd, "write", args("path", "/etc/x"), hard(fsw, "outside")},
-		{"unknown source approval", "web", bypass, owner, nil, wd, "write", args("path", "a"), unavailable(fsw)},
-		{"CLI upper case source", "CLI", bypass, owner, nil, wd, "bash", args("command", "ls"), hard(exec, "bash")},
+		{"empty source bash", "", bypass, owner, nil, wd, "bash", args("command", "ls"), refused("source \"\" is not")},
+		{"unknown source write", "web", bypass, owner, nil, wd, "write", args("path", "/etc/x"), refused("source \"web\" is not")},
+		{"unknown source approval", "web", bypass, owner, nil, wd, "write", args("path", "a"), refused("source \"web\" is not")},
+		{"CLI upper case source", "CLI", bypass, owner, nil, wd, "bash", args("command", "ls"), refused("source \"CLI\" is not")},
 		// --- source cli, interactive owner: no hard constraints; approval.
 		{"cli bash ask", cli, ask, owner, nil, wd, "bash", args("command", "ls"), needsApproval(exec)},
 		{"cli bash bypass", cli, bypass, owner, nil, wd, "bash", args("command", "ls"), allowed(exec)},
-		{"cli bash unknown mode", cli, "yolo", owner, nil, wd, "bash", args("command", "ls"), needsApproval(exec)},
+		{"cli bash unknown mode", cli, "yolo", owner, nil, wd, "bash", args("command", "ls"), refused("permission mode \"yolo\"")},
 		{"cli write outside", cli, ask, owner, nil, wd, "write", args("path", "/etc/x"), needsApproval(fsw)},
 		{"cli write .git bypass", cli, bypass, owner, nil, wd, "write", args("path", ".git/config"), hard(fsw, "a protected directory")},
 		{"cli worktree", cli, ask, owner, nil, wd, "worktree_add", nil, needsApproval(fsw)},
@@ -224,15 +224,15 @@ func TestDecideMatrix(t *testing.T) {
 		{"cli allow prefix chained", cli, ask, owner, rules("allow bash(git status:*)"), wd, "bash", args("command", "git status; rm -rf /"), needsApproval(exec)},
 		{"cli deny segment", cli, ask, owner, rules("allow bash(git status:*)", "deny bash(rm:*)"), wd, "bash", args("command", "git status && rm -rf x"), ruleDenied(exec)},
 		{"cli deny read path", cli, ask, owner, rules("deny read(" + f.outside + "/*)"), wd, "read", args("path", "link/secret"), ruleDenied(fsr)},
-		{"cli malformed rule", cli, bypass, owner, rules("allow bash", "maybe read"), wd, "read", args("path", "a"), want{code: authz.ReasonRuleDeny, capab: fsr, msg: "permission rule 1 is malformed"}},
+		{"cli malformed rule", cli, bypass, owner, rules("allow bash", "maybe read"), wd, "read", args("path", "a"), refused("invalid permission rule")},
 		// --- cli, other speakers.
 		{"cli owner non-interactive", cli, bypass, ownerNI, nil, wd, "bash", args("command", "ls"), want{code: authz.ReasonApprovalUnavailable, capab: exec, msg: "approval unavailable: bash needs approval, and speaker owner is non-interactive"}},
 		{"cli owner non-interactive ask rule", cli, ask, ownerNI, rules("ask read"), wd, "read", nil, unavailable(fsr)},
 		{"cli owner non-interactive safe", cli, ask, ownerNI, nil, wd, "read", nil, allowed(fsr)},
-		{"cli paired interactive safe", cli, ask, peer, nil, wd, "memory_search", nil, allowed(memr)},
-		{"cli paired interactive read", cli, bypass, peer, nil, wd, "read", nil, capDenied(fsr, "authority tier paired does not allow fs.read")},
-		{"cli paired interactive ask", cli, bypass, peer, rules("ask memory_search"), wd, "memory_search", nil, want{code: authz.ReasonApprovalUnavailable, capab: memr, msg: "cannot request approval"}},
-		{"cli mcp authority", cli, bypass, mcpAuth, rules("ask memory_search"), wd, "memory_search", nil, unavailable(memr)},
+		{"cli paired interactive safe", cli, ask, peer, nil, wd, "memory_search", nil, refused("source \"cli\" is only for the owner")},
+		{"cli paired interactive read", cli, bypass, peer, nil, wd, "read", nil, refused("source \"cli\" is only for the owner")},
+		{"cli paired interactive ask", cli, bypass, peer, rules("ask memory_search"), wd, "memory_search", nil, refused("source \"cli\" is only for the owner")},
+		{"cli mcp authority", cli, bypass, mcpAuth, rules("ask memory_search"), wd, "memory_search", nil, refused("source \"cli\" is only for the owner")},
 	}
 	seen := map[string]bool{}
 	for _, r := range rows {
@@ -241,7 +241,7 @@ func TestDecideMatrix(t *testing.T) {
 		}
 		seen[r.name] = true
 		req := authz.Request{Source: r.source, PermissionMode: r.mode, Authority: r.auth, Rules: r.rules, WorkDirs: r.dirs}
-		got := authz.Decide(req, r.tool, r.args)
+		got := decide(t, req, r.tool, r.args)
 		checkDecision(t, r.name, got, r.want)
 	}
 }
@@ -250,10 +250,10 @@ func TestDecideMatrix(t *testing.T) {
 func TestDecideContractExamples(t *testing.T) {
 	a, _ := authz.MCPClientAuthority(clientID, principal)
 	req := authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk, Authority: a, WorkDirs: []string{t.TempDir()}}
-	if d := authz.Decide(req, "bash", nil); d.ReasonCode != authz.ReasonHardConstraint || d.Message != "hard constraint: bash is not allowed for source mcp" {
+	if d := decide(t, req, "bash", nil); d.ReasonCode != authz.ReasonHardConstraint || d.Message != "hard constraint: bash is not allowed for source mcp" {
 		t.Errorf("bash: %+v", d)
 	}
-	if d := authz.Decide(req, "read", nil); d.ReasonCode != authz.ReasonCapability || d.Message != "authority tier paired does not allow fs.read" || d.Capability != authz.CapFSRead {
+	if d := decide(t, req, "read", nil); d.ReasonCode != authz.ReasonCapability || d.Message != "authority tier paired does not allow fs.read" || d.Capability != authz.CapFSRead {
 		t.Errorf("read: %+v", d)
 	}
 }
@@ -272,13 +272,13 @@ func TestDecideMessageHidesArguments(t *testing.T) {
 		{"web_fetch", args("url", "https://x/?key="+secret)},
 		{"frobnicate", args("token", secret)},
 	} {
-		d := authz.Decide(req, c.tool, c.args)
+		d := decide(t, req, c.tool, c.args)
 		if strings.Contains(d.Message, secret) || d.Allowed {
 			t.Errorf("Decide(%s) = %+v: leaks the argument or allows", c.tool, d)
 		}
 	}
 	mcp, _ := authz.MCPClientAuthority(clientID, principal)
-	d := authz.Decide(authz.Request{Source: authz.SourceMCP, Authority: mcp}, "bash\x1b[2J\n"+secret+strings.Repeat("x", 100), nil)
+	d := decide(t, authz.Request{Source: authz.SourceMCP, Authority: mcp}, "bash\x1b[2J\n"+secret+strings.Repeat("x", 100), nil)
 	if strings.Contains(d.Message, secret) || strings.ContainsAny(d.Message, "\x1b\n") {
 		t.Errorf("hostile tool name echoed raw: %q", d.Message)
 	}

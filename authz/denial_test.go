@@ -67,7 +67,7 @@ func TestDenialTextsRevealNothing(t *testing.T) {
 		req := authz.Request{Source: authz.SourceAgentSpawn, PermissionMode: authz.ModeAsk, Authority: agent,
 			WorkDirs: []string{f.work}, StateDir: state,
 			Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))}
-		d := authz.Decide(req, c.tool, args("path", c.path))
+		d := decide(t, req, c.tool, args("path", c.path))
 		if want := wantPrefix[c.tool] + c.want; d.Message != want || d.ReasonCode != authz.ReasonHardConstraint {
 			t.Errorf("Decide(%s %q).Message = %q (%s), want %q", c.tool, c.path, d.Message, d.ReasonCode, want)
 			continue
@@ -90,13 +90,13 @@ func TestDenialTextsRevealNothing(t *testing.T) {
 	var log bytes.Buffer
 	req := authz.Request{Source: authz.SourceAgentSpawn, PermissionMode: authz.ModeAsk, Authority: agent, WorkDirs: []string{f.work},
 		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))}
-	authz.Decide(req, "write", args("path", "link/x"))
+	decide(t, req, "write", args("path", "link/x"))
 	if !strings.Contains(log.String(), f.outside+"/x") {
 		t.Errorf("debug log = %q, want the resolved path %s", log.String(), f.outside+"/x")
 	}
 	// No logger: nothing breaks.
 	req.Logger = nil
-	if d := authz.Decide(req, "write", args("path", "link/x")); d.Allowed {
+	if d := decide(t, req, "write", args("path", "link/x")); d.Allowed {
 		t.Error("Decide without a logger allowed an escape")
 	}
 }

@@ -8,16 +8,11 @@ import (
 )
 
 func ExampleDecide() {
-	who, err := authz.MCPClientAuthority("fedcba9876543210", "owner/install/0123456789abcdef")
+	client, err := authz.NewMCPClient("fedcba9876543210", "owner/install/0123456789abcdef",
+		authz.Scope{WorkDirs: []string{"/srv/project"}})
 	if err != nil {
 		fmt.Println(err)
 		return
-	}
-	req := authz.Request{
-		Source:         authz.SourceMCP,
-		PermissionMode: authz.ModeAsk,
-		Authority:      who,
-		WorkDirs:       []string{"/srv/project"},
 	}
 	for _, call := range []struct {
 		tool string
@@ -27,7 +22,7 @@ func ExampleDecide() {
 		{"read", `{"path":"README.md"}`},
 		{"memory_search", `{"query":"deploy"}`},
 	} {
-		d := authz.Decide(req, call.tool, json.RawMessage(call.args))
+		d := authz.Decide(client, call.tool, json.RawMessage(call.args))
 		fmt.Printf("%s: allowed=%v %s %q\n", call.tool, d.Allowed, d.ReasonCode, d.Message)
 	}
 	// Output:
@@ -36,14 +31,18 @@ func ExampleDecide() {
 	// memory_search: allowed=true  "allowed: memory_search is a safe tool"
 }
 
-func ExampleMCPClientAuthority() {
-	a, err := authz.MCPClientAuthority("fedcba9876543210", "owner/install/0123456789abcdef")
-	fmt.Println(a.SpeakerKind, a.SpeakerID, a.Tier, a.Interaction, err)
-	_, err = authz.MCPClientAuthority("", "owner/install/0123456789abcdef")
+func ExampleNewMCPClient() {
+	sp, err := authz.NewMCPClient("fedcba9876543210", "owner/install/0123456789abcdef", authz.Scope{})
+	a := sp.Authority()
+	fmt.Println(a.SpeakerKind, a.SpeakerID, a.Tier, a.Interaction, sp.Source(), err)
+	_, err = authz.NewMCPClient("", "owner/install/0123456789abcdef", authz.Scope{})
 	fmt.Println(err != nil)
+	var zero authz.Speaker
+	fmt.Println(zero.Valid(), authz.Decide(zero, "memory_search", nil).Allowed)
 	// Output:
-	// client mcp/fedcba9876543210 paired non-interactive <nil>
+	// client mcp/fedcba9876543210 paired non-interactive mcp <nil>
 	// true
+	// false false
 }
 
 func ExampleParseRules() {

@@ -159,7 +159,10 @@ func FuzzDecideMCP(f *testing.F) {
 		} {
 			for _, mode := range []string{authz.ModeAsk, authz.ModeBypass} {
 				req := authz.Request{Source: c.source, PermissionMode: mode, Authority: c.auth, Rules: rules, WorkDirs: workDirs}
-				d := authz.Decide(req, tool, args)
+				d := decide(t, req, tool, args)
+				if d.ReasonCode == refusedCode {
+					t.Fatalf("the speaker of %s/%s/%s was refused: %s", c.source, c.auth.SpeakerKind, mode, d.Message)
+				}
 				if d.Message == "" {
 					t.Fatalf("Decide(%s, %q, %q) has no message", c.source, tool, rawArgs)
 				}
@@ -286,23 +289,26 @@ func FuzzParseRules(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		rules, err := authz.ParseRules(json.RawMessage(raw))
 		if err != nil {
-			if rules != nil {
-				t.Fatalf("rules %v with error %v", rules, err)
+			if rules.Len() != 0 {
+				t.Fatalf("rules %v with error %v", rules.List(), err)
 			}
 			return
 		}
-		for _, r := range rules {
+		for _, r := range rules.List() {
 			if err := r.Validate(); err != nil {
 				t.Fatalf("ParseRules accepted %v but Validate says %v", r, err)
 			}
+		}
+		if _, err := authz.NewRules(rules.List()...); err != nil {
+			t.Fatalf("NewRules refuses what ParseRules accepted (%v): %v", rules.List(), err)
 		}
 		b, err := json.Marshal(rules)
 		if err != nil {
 			t.Fatal(err)
 		}
 		again, err := authz.ParseRules(b)
-		if err != nil || len(again) != len(rules) || (len(rules) > 0 && diff(again, rules) != "") {
-			t.Fatalf("round trip of %s: %v, %v", b, again, err)
+		if err != nil || again.Len() != rules.Len() || (rules.Len() > 0 && diff(again.List(), rules.List()) != "") {
+			t.Fatalf("round trip of %s: %v, %v", b, again.List(), err)
 		}
 	})
 }
@@ -326,7 +332,7 @@ func TestPairedNeverGainsCapability(t *testing.T) {
 				for _, rs := range ruleSets {
 					for _, tool := range tools {
 						req := authz.Request{Source: src, PermissionMode: mode, Authority: a, Rules: rs, WorkDirs: []string{fx.work}}
-						d := authz.Decide(req, tool, args("path", "a.txt", "command", "ls"))
+						d := decide(t, req, tool, args("path", "a.txt", "command", "ls"))
 						n++
 						if d.Allowed && !pairedCaps[d.Capability] {
 							t.Errorf("paired %s/%s/%s/%v: %q allowed with %q", a.SpeakerKind, src, mode, rs, tool, d.Capability)

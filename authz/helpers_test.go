@@ -1,10 +1,13 @@
 package authz_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/openprogram/openprogram/authz"
 )
 
 // diff returns "" when got and want are deeply equal, else a readable description.
@@ -21,4 +24,33 @@ func mustContain(t *testing.T, what, s, sub string) {
 	if !strings.Contains(s, sub) {
 		t.Errorf("%s = %q, want it to contain %q", what, s, sub)
 	}
+}
+
+// refusedCode marks, in a test's expected decision, a speaker shape the
+// constructor refuses: no speaker exists, so nothing is decided.
+const refusedCode = "SPEAKER_REFUSED"
+
+// refused is the expected outcome of a speaker shape the constructor refuses.
+func refused(msg string) want { return want{code: refusedCode, msg: msg} }
+
+// decide makes req's speaker and decides the call with it; a shape the
+// constructor refuses comes back as a decision with reason refusedCode and
+// the constructor's error as its message.
+func decide(t *testing.T, req authz.Request, tool string, args json.RawMessage) authz.Decision {
+	t.Helper()
+	sp, err := req.Speaker()
+	if err != nil {
+		return authz.Decision{ReasonCode: refusedCode, Message: err.Error()}
+	}
+	return authz.Decide(sp, tool, args)
+}
+
+// speaker makes req's speaker or fails the test.
+func speaker(t testing.TB, req authz.Request) authz.Speaker {
+	t.Helper()
+	sp, err := req.Speaker()
+	if err != nil {
+		t.Fatalf("make the speaker: %v", err)
+	}
+	return sp
 }

@@ -140,7 +140,7 @@ func TestRuleMatching(t *testing.T) {
 	for _, r := range rows {
 		req := authz.Request{Source: authz.SourceCLI, PermissionMode: authz.ModeAsk, Authority: owner,
 			Rules: rules(r.rule), WorkDirs: []string{w}}
-		d := authz.Decide(req, r.tool, r.args)
+		d := decide(t, req, r.tool, r.args)
 		var got string
 		switch {
 		case d.Allowed:
@@ -175,7 +175,7 @@ func TestRuleMatchingNoWorkDirs(t *testing.T) {
 		if c.outcome == "deny" {
 			tool = "read"
 		}
-		d := authz.Decide(req, tool, args("path", c.path))
+		d := decide(t, req, tool, args("path", c.path))
 		got := "approval"
 		if d.Allowed {
 			got = "allow"
@@ -201,10 +201,10 @@ func TestRuleMatchingGlobCharsInWorkDir(t *testing.T) {
 	}
 	owner, _ := authz.OwnerAuthority(principal)
 	req := authz.Request{Source: authz.SourceCLI, Authority: owner, Rules: rules("allow write(*.md)"), WorkDirs: []string{wd}}
-	if d := authz.Decide(req, "write", args("path", "a.md")); !d.Allowed {
+	if d := decide(t, req, "write", args("path", "a.md")); !d.Allowed {
 		t.Errorf("write a.md in %q: %+v, want allowed", wd, d)
 	}
-	if d := authz.Decide(req, "write", args("path", "a.txt")); d.Allowed {
+	if d := decide(t, req, "write", args("path", "a.txt")); d.Allowed {
 		t.Errorf("write a.txt in %q: %+v, want not allowed", wd, d)
 	}
 }

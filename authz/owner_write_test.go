@@ -69,7 +69,7 @@ func TestDecideOwnerProtectedWrites(t *testing.T) {
 	for _, c := range cases {
 		req := authz.Request{Source: authz.SourceCLI, PermissionMode: c.mode, Authority: c.auth, Rules: c.rules,
 			WorkDirs: []string{f.work}, StateDir: state}
-		checkDecision(t, c.name, authz.Decide(req, c.tool, c.args), c.want)
+		checkDecision(t, c.name, decide(t, req, c.tool, c.args), c.want)
 	}
 }
 
@@ -107,7 +107,7 @@ func TestWriteTarget(t *testing.T) {
 	}
 	for _, c := range cases {
 		req := authz.Request{Source: c.source, Authority: c.auth, Rules: c.rules, WorkDirs: c.dirs, StateDir: state}
-		_, err := req.WriteTarget("write", c.p)
+		_, err := speaker(t, req).WriteTarget("write", c.p)
 		got := ""
 		if pe, ok := err.(*authz.PathError); ok {
 			got = pe.Phrase

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/openprogram/openprogram/internal/clip"
@@ -40,8 +41,52 @@ func (r Rule) String() string {
 	return fmt.Sprintf("{tool: %s, action: %s}", show(clip.String(r.Tool, msgClip)), show(clip.String(string(r.Action), msgClip)))
 }
 
-// ErrInvalidRule is wrapped by every error of [ParseRules] and [Rule.Validate].
+// ErrInvalidRule is wrapped by every error of [ParseRules] and [NewRules].
 var ErrInvalidRule = errors.New("invalid permission rule")
+
+// Rules are permission rules, each checked and compiled once, when the
+// value is made ([ParseRules], [NewRules]); the zero value is no rules. A
+// [Speaker] holds them and the gate matches them as they are: no rule is
+// checked or compiled again per call.
+type Rules struct {
+	list     []Rule
+	compiled []compiledRule
+}
+
+// NewRules checks and compiles rs. The error names the first malformed rule.
+func NewRules(rs ...Rule) (Rules, error) {
+	if len(rs) == 0 {
+		return Rules{}, nil
+	}
+	out := Rules{list: make([]Rule, 0, len(rs)), compiled: make([]compiledRule, 0, len(rs))}
+	for _, r := range rs {
+		c, err := compileRule(r)
+		if err != nil {
+			return Rules{}, err
+		}
+		out.list = append(out.list, r)
+		out.compiled = append(out.compiled, c)
+	}
+	return out, nil
+}
+
+// List returns the rules in order (a copy).
+func (rs Rules) List() []Rule { return slices.Clone(rs.list) }
+
+// Len returns how many rules there are.
+func (rs Rules) Len() int { return len(rs.list) }
+
+// Equal reports whether rs and o hold the same rules in the same order.
+func (rs Rules) Equal(o Rules) bool { return slices.Equal(rs.list, o.list) }
+
+// MarshalJSON writes the rules as tools.permission_rules holds them: a JSON
+// array of {"tool", "action"} objects ([] for none).
+func (rs Rules) MarshalJSON() ([]byte, error) {
+	if rs.list == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal(rs.list)
+}
 
 type patternKind int
 
@@ -58,12 +103,6 @@ type compiledRule struct {
 	name    string // tool name glob
 	kind    patternKind
 	pattern string // prefix (without ":*"), glob or exact value
-}
-
-// Validate reports whether r is well formed. The error names the rule.
-func (r Rule) Validate() error {
-	_, err := compileRule(r)
-	return err
 }
 
 func compileRule(r Rule) (compiledRule, error) {
@@ -126,32 +165,34 @@ func compileRule(r Rule) (compiledRule, error) {
 // {"tool": ..., "action": ...} objects with no other keys. null or an empty input means
 // no rules. Any malformed rule fails the whole list with an error naming it (its index
 // and text); rules are never silently dropped.
-func ParseRules(raw json.RawMessage) ([]Rule, error) {
+func ParseRules(raw json.RawMessage) (Rules, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-		return nil, nil
+		return Rules{}, nil
 	}
 	var items []json.RawMessage
 	if err := strictUnmarshal(trimmed, &items); err != nil {
-		return nil, fmt.Errorf("%w: tools.permission_rules must be a JSON array of {\"tool\", \"action\"} objects: %w", ErrInvalidRule, err)
+		return Rules{}, fmt.Errorf("%w: tools.permission_rules must be a JSON array of {\"tool\", \"action\"} objects: %w", ErrInvalidRule, err)
 	}
-	rules := make([]Rule, 0, len(items))
+	rules := Rules{list: make([]Rule, 0, len(items)), compiled: make([]compiledRule, 0, len(items))}
 	for i, item := range items {
 		var fields struct {
 			Tool   *string `json:"tool"`
 			Action *string `json:"action"`
 		}
 		if err := strictUnmarshal(item, &fields); err != nil {
-			return nil, fmt.Errorf("%w: tools.permission_rules[%d] %s: must be an object with string keys \"tool\" and \"action\" only: %w", ErrInvalidRule, i, show(clip.String(string(item), msgClip)), err)
+			return Rules{}, fmt.Errorf("%w: tools.permission_rules[%d] %s: must be an object with string keys \"tool\" and \"action\" only: %w", ErrInvalidRule, i, show(clip.String(string(item), msgClip)), err)
 		}
 		if fields.Tool == nil || fields.Action == nil {
-			return nil, fmt.Errorf("%w: tools.permission_rules[%d] %s: both \"tool\" and \"action\" are required", ErrInvalidRule, i, show(clip.String(string(item), msgClip)))
+			return Rules{}, fmt.Errorf("%w: tools.permission_rules[%d] %s: both \"tool\" and \"action\" are required", ErrInvalidRule, i, show(clip.String(string(item), msgClip)))
 		}
 		r := Rule{Tool: *fields.Tool, Action: Action(*fields.Action)}
-		if err := r.Validate(); err != nil {
-			return nil, fmt.Errorf("tools.permission_rules[%d]: %w", i, err)
+		c, err := compileRule(r)
+		if err != nil {
+			return Rules{}, fmt.Errorf("tools.permission_rules[%d]: %w", i, err)
 		}
-		rules = append(rules, r)
+		rules.list = append(rules.list, r)
+		rules.compiled = append(rules.compiled, c)
 	}
 	return rules, nil
 }
@@ -215,10 +256,10 @@ type subject struct {
 	workDir  string   // resolved first working directory, for relative path patterns
 }
 
-func makeSubject(req Request, tool string, args json.RawMessage) subject {
+func makeSubject(sp Speaker, tool string, args json.RawMessage) subject {
 	s := subject{kind: subjectKindOf(tool)}
-	if len(req.WorkDirs) > 0 {
-		if wd, err := ResolvePath("", req.WorkDirs[0]); err == nil {
+	if len(sp.workDirs) > 0 {
+		if wd, err := ResolvePath("", sp.workDirs[0]); err == nil {
 			s.workDir = wd
 		}
 	}
@@ -243,7 +284,7 @@ func makeSubject(req Request, tool string, args json.RawMessage) subject {
 		if err != nil {
 			return s
 		}
-		r, err := ResolvePath(firstWorkDir(req), ps)
+		r, err := ResolvePath(firstWorkDir(sp), ps)
 		if err != nil {
 			return s
 		}
@@ -258,7 +299,7 @@ func makeSubject(req Request, tool string, args json.RawMessage) subject {
 			return s
 		}
 		for _, t := range targets {
-			r, err := ResolvePath(firstWorkDir(req), t)
+			r, err := ResolvePath(firstWorkDir(sp), t)
 			if err != nil {
 				return subject{kind: s.kind, workDir: s.workDir}
 			}
@@ -285,11 +326,11 @@ func hasFoldedKey(obj map[string]any, key string) bool {
 	return false
 }
 
-func firstWorkDir(req Request) string {
-	if len(req.WorkDirs) == 0 {
+func firstWorkDir(sp Speaker) string {
+	if len(sp.workDirs) == 0 {
 		return ""
 	}
-	return req.WorkDirs[0]
+	return sp.workDirs[0]
 }
 
 // decodeArgs decodes a tool's arguments object. Empty or null means {}. A key that
@@ -486,16 +527,15 @@ func escapeGlob(s string) string {
 // resolved path: a rule `tool(<path>)` whose pattern is neither a prefix nor
 // a glob, relative patterns taken against the first working directory. It is
 // what lets the owner write a dangerous file: a rule naming that one path.
-func (r Request) namesExactly(tool, resolved string) bool {
+func (sp Speaker) namesExactly(tool, resolved string) bool {
 	s := subject{kind: subjectPath, values: []string{resolved}, ok: true}
-	if len(r.WorkDirs) > 0 {
-		if wd, err := ResolvePath("", r.WorkDirs[0]); err == nil {
+	if len(sp.workDirs) > 0 {
+		if wd, err := ResolvePath("", sp.workDirs[0]); err == nil {
 			s.workDir = wd
 		}
 	}
-	for _, rule := range r.Rules {
-		c, err := compileRule(rule)
-		if err != nil || rule.Action != ActionAllow || c.kind != patternExact {
+	for _, c := range sp.rules.compiled {
+		if c.rule.Action != ActionAllow || c.kind != patternExact {
 			continue
 		}
 		if ok, _ := path.Match(c.name, tool); ok && c.matchValue(s, resolved, true) {

@@ -29,13 +29,13 @@ func TestParseRules(t *testing.T) {
 		{Tool: `web_fetch({"url":"https://example.com"})`, Action: authz.ActionAllow},
 		{Tool: "read(src/[a-c]*.go)", Action: authz.ActionAsk},
 	}
-	if d := diff(got, want); d != "" {
+	if d := diff(got.List(), want); d != "" {
 		t.Errorf("ParseRules:%s", d)
 	}
 	for _, empty := range []string{"", "  ", "null", "[]"} {
 		rules, err := authz.ParseRules(json.RawMessage(empty))
-		if err != nil || len(rules) != 0 {
-			t.Errorf("ParseRules(%q) = %v, %v; want no rules", empty, rules, err)
+		if err != nil || rules.Len() != 0 {
+			t.Errorf("ParseRules(%q) = %v, %v; want no rules", empty, rules.List(), err)
 		}
 	}
 }
@@ -75,14 +75,14 @@ func TestParseRulesRejects(t *testing.T) {
 	for _, c := range cases {
 		rules, err := authz.ParseRules(json.RawMessage(c.raw))
 		if err == nil {
-			t.Errorf("ParseRules(%s) = %v, nil; want an error", c.raw, rules)
+			t.Errorf("ParseRules(%s) = %v, nil; want an error", c.raw, rules.List())
 			continue
 		}
 		if !errors.Is(err, authz.ErrInvalidRule) {
 			t.Errorf("ParseRules(%s) error %v does not wrap ErrInvalidRule", c.raw, err)
 		}
-		if rules != nil {
-			t.Errorf("ParseRules(%s) returned rules with an error: %v", c.raw, rules)
+		if rules.Len() != 0 {
+			t.Errorf("ParseRules(%s) returned rules with an error: %v", c.raw, rules.List())
 		}
 		mustContain(t, "ParseRules("+c.raw+") error", err.Error(), c.name)
 	}

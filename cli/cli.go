@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+	"github.com/openprogram/openprogram/cli/internal/console"
 )
 
 // Exit codes.
@@ -107,10 +108,10 @@ func Main(ctx context.Context, app *App, args []string) (code int) {
 		}
 		var usage usageError
 		if errors.As(err, &usage) {
-			fmt.Fprintf(app.Stderr, "Error: %s\n", oneLine(err.Error()))
+			fmt.Fprintf(app.Stderr, "Error: %s\n", console.OneLine(err.Error()))
 			return ExitUsage
 		}
-		fmt.Fprintf(app.Stderr, "Error: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(app.Stderr, "Error: %s\n", console.OneLine(err.Error()))
 		return ExitFailure
 	}
 	return ExitOK
@@ -210,10 +211,10 @@ func parseFailed(app *App, err error) int {
 		if node.Type == kong.CommandNode {
 			path += " " + node.Path()
 		}
-		fmt.Fprintf(app.Stderr, "Error: %s (see: %s --help)\n", oneLine(err.Error()), path)
+		fmt.Fprintf(app.Stderr, "Error: %s (see: %s --help)\n", console.OneLine(err.Error()), path)
 		return ExitUsage
 	}
-	fmt.Fprintf(app.Stderr, "Error: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(app.Stderr, "Error: %s\n", console.OneLine(err.Error()))
 	return ExitUsage
 }
 
@@ -256,11 +257,6 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
-
-// oneLine keeps an error message on one line so stderr stays one line per error.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
 
 type versionCmd struct{}
 

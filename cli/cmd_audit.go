@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
 )
@@ -130,7 +131,7 @@ func (c *auditReanchorCmd) Run(ctx context.Context, app *App) error {
 	path := tokenauth.AnchorPath(dir)
 	previous := ""
 	if old, err := host.ReadAnchor(path); err != nil {
-		fmt.Fprintf(app.Stderr, "note: the old anchor is unreadable and is replaced: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(app.Stderr, "note: the old anchor is unreadable and is replaced: %s\n", console.OneLine(err.Error()))
 	} else if old != nil {
 		previous = host.FormatHead(*old)
 	}

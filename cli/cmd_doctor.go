@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/sessions"
@@ -59,7 +60,7 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 
 	add(modelCheck(ctx, app, cfg))
 	// The loader checked every rule.
-	add(check{name: "permission rules", ok: true, info: fmt.Sprintf("%d rules", len(cfg.Tools.PermissionRules))})
+	add(check{name: "permission rules", ok: true, info: fmt.Sprintf("%d rules", cfg.Tools.PermissionRules.Len())})
 
 	u := cfg.StoreURL
 	// doctor reports, it does not install: no database, table or audit key
@@ -238,7 +239,7 @@ func report(app *App, checks []check) error {
 			status = "FAIL"
 			failed++
 		}
-		fmt.Fprintf(app.Stdout, "%s  %-*s %s\n", status, nameWidth, c.name, oneLine(c.info))
+		fmt.Fprintf(app.Stdout, "%s  %-*s %s\n", status, nameWidth, c.name, console.OneLine(c.info))
 		if !c.ok && c.fix != "" {
 			fmt.Fprintf(app.Stdout, "      %-*s fix: %s\n", nameWidth, "", c.fix)
 		}

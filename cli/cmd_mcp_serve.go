@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -91,7 +92,7 @@ func (c mcpServeCmd) Run(ctx context.Context, app *App) error {
 // token) and fails with exit status 1.
 func authFailed(app *App, cause error) error {
 	fmt.Fprintln(app.Stderr, "Error: MCP server authentication failed")
-	fmt.Fprintf(app.Stderr, "cause: %s\n", oneLine(cause.Error()))
+	fmt.Fprintf(app.Stderr, "cause: %s\n", console.OneLine(cause.Error()))
 	return ExitError(ExitFailure)
 }
 

@@ -27,7 +27,7 @@ func (mcpTokenCreateCmd) Run(app *App) error {
 	dir, err := app.StateDir()
 	if err != nil {
 		fmt.Fprintln(app.Stderr, "Error: could not create MCP server token")
-		fmt.Fprintf(app.Stderr, "cause: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(app.Stderr, "cause: %s\n", console.OneLine(err.Error()))
 		return ExitError(ExitFailure)
 	}
 	path := tokenauth.Path(dir)
@@ -38,7 +38,7 @@ func (mcpTokenCreateCmd) Run(app *App) error {
 		return ExitError(ExitFailure)
 	case err != nil:
 		fmt.Fprintln(app.Stderr, "Error: could not create MCP server token")
-		fmt.Fprintf(app.Stderr, "cause: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(app.Stderr, "cause: %s\n", console.OneLine(err.Error()))
 		return ExitError(ExitFailure)
 	}
 	if _, err := fmt.Fprintln(app.Stdout, token); err != nil {

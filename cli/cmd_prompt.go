@@ -2,15 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/openprogram/openprogram/cli/internal/console"
-	"github.com/openprogram/openprogram/contracts"
-	"github.com/openprogram/openprogram/runtime/events"
-	"github.com/openprogram/openprogram/sessions"
 )
 
 // maxStdinPrompt bounds a prompt read from stdin.
@@ -43,67 +38,18 @@ func (c *promptCmd) Run(ctx context.Context, app *App) error {
 	if err := validPrompt(text); err != nil {
 		return err
 	}
-	oc, err := openOwnerConsole(ctx, app, false)
+	owner, err := openOwner(ctx, app, false, "prompt")
 	if err != nil {
 		return err
 	}
-	defer oc.Close()
-
-	var s sessions.Session
-	if c.Session != "" {
-		s, err = oc.session(ctx, c.Session)
-	} else {
-		s, err = oc.newSession(ctx, text, "prompt")
-	}
+	defer owner.Close()
+	failed, err := owner.Prompt(ctx, console.PromptOptions{
+		Text: text, Session: c.Session, JSON: c.JSON, Stdout: app.Stdout, Stderr: app.Stderr, NoColor: app.Env.Get("NO_COLOR"),
+	})
 	if err != nil {
 		return err
 	}
-	// The reply streams to stdout (not with --json: there stdout is the
-	// payload alone) and each tool call is a line on stderr, through the
-	// view chat uses, so both sanitise alike.
-	reqID := newTurnID()
-	sub := oc.host.Bus().Subscribe(events.TextProgress, events.ToolStart, events.ToolEnd, events.StandingApproval)
-	defer sub.Close()
-	v := &turnView{out: app.Stdout, info: app.Stderr, style: console.NewStyle(app.Stderr, app.Env.Get("NO_COLOR")), sid: s.ID, reqID: reqID}
-	if c.JSON {
-		v.out = io.Discard
-	}
-	done := make(chan turnOutcome, 1)
-	go func() {
-		res, err := oc.turn(ctx, s, text, reqID)
-		done <- turnOutcome{res, err}
-	}()
-	out := v.follow(sub, done, nil)
-	res, err := out.res, out.err
-	if err != nil {
-		v.newline()
-		if errors.Is(err, sessions.ErrBusy) {
-			return fmt.Errorf("session %s is running another turn; wait for it, or cancel it where it runs", s.ID)
-		}
-		return fmt.Errorf("run the turn: %w", err)
-	}
-	if c.JSON {
-		payload, err := contracts.EncodePayload(contracts.PromptSendResult{
-			SessionID: s.ID, Text: res.Text, AssistantMsgID: res.AssistantMessageID, Failed: res.Failed,
-		})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(app.Stdout, payload)
-	} else {
-		v.newline()
-		if res.Failed || !v.streamed {
-			fmt.Fprintln(app.Stdout, console.Printable(res.Text))
-		}
-		if c.Session == "" {
-			fmt.Fprintf(app.Stderr, "session %s\n", s.ID)
-		}
-	}
-	if len(v.denied) > 0 {
-		fmt.Fprintf(app.Stderr, "denied in this turn: %s (the reply may not say so; see openprogram sessions show %s)\n",
-			console.Printable(strings.Join(v.denied, ", ")), s.ID)
-	}
-	if res.Failed {
+	if failed {
 		return ExitError(ExitFailure)
 	}
 	return nil

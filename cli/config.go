@@ -11,12 +11,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/mcpserver"
+	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/secretenv"
+	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
 )
 
@@ -38,10 +42,18 @@ type configKey struct {
 	apply  func(c *Config, v any) error
 }
 
-// validToolName reports whether s matches ^[A-Za-z0-9_.-]{1,128}$.
-func validToolName(s string) bool {
-	isToolByte := func(c byte) bool { return isAlnum(c) || c == '_' || c == '.' || c == '-' }
-	return validName(s, 128, isToolByte, isToolByte)
+// defaultNumber is a default given by a library constant, as config.json
+// holds it.
+func defaultNumber(n int) json.Number { return json.Number(strconv.Itoa(n)) }
+
+// durationText is a default given by a library constant, as a person
+// writes it: whole hours in hours ("24h"), anything else in seconds
+// ("120s").
+func durationText(d time.Duration) string {
+	if d%time.Hour == 0 {
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	}
+	return strconv.FormatInt(int64(d/time.Second), 10) + "s"
 }
 
 // configKeys is every key config.json may hold, in `config list` order:
@@ -52,11 +64,11 @@ var configKeys = []configKey{
 		into(parseToolList, func(c *Config, v []string) { c.MCPServer.ExposedTools = v })},
 	{"mcp_server.tasks.enabled", "whether mcp serve offers durable MCP tasks for prompt_send (each task's turn runs in a detached runner process that outlives the client; read when `mcp serve` starts)", false, false,
 		into(parseBool, func(c *Config, v bool) { c.MCPServer.Tasks.Enabled = v })},
-	{"mcp_server.tasks.max_working", "the most tasks one client identity may have working at once", json.Number("4"), false,
+	{"mcp_server.tasks.max_working", "the most tasks one client identity may have working at once", defaultNumber(mcpserver.DefaultTaskMaxWorking), false,
 		into(parseTasksWorking, func(c *Config, v int) { c.MCPServer.Tasks.MaxWorking = v })},
-	{"mcp_server.tasks.default_ttl", `how long a task and its result are kept when the client asks for no ttl ("1h"; at most mcp_server.tasks.max_ttl)`, "1h", false,
+	{"mcp_server.tasks.default_ttl", `how long a task and its result are kept when the client asks for no ttl ("1h"; at most mcp_server.tasks.max_ttl)`, durationText(mcpserver.DefaultTaskTTL), false,
 		into(parseTaskTTL, func(c *Config, v time.Duration) { c.MCPServer.Tasks.DefaultTTL = v })},
-	{"mcp_server.tasks.max_ttl", `the longest a client may ask a task and its result to be kept ("24h" at most)`, "24h", false,
+	{"mcp_server.tasks.max_ttl", `the longest a client may ask a task and its result to be kept ("24h" at most)`, durationText(mcpserver.DefaultTaskMaxTTL), false,
 		into(parseTaskTTL, func(c *Config, v time.Duration) { c.MCPServer.Tasks.MaxTTL = v })},
 	{"audit.on_failure", "what mcp serve does with a prompt_send or tool_call whose audit record cannot be written: refuse (before anything runs) or log (run it unaudited)", "refuse", false,
 		into(parseEnum("refuse", "log"), func(c *Config, v string) { c.Audit.LogFailures = v == "log" })},
@@ -78,7 +90,7 @@ var configKeys = []configKey{
 		into(parseFloat(0, 1, false), func(c *Config, v *float64) { c.Model.TopP = v })},
 	{"model.max_output_tokens", "the longest reply in tokens (null: the server's default; anthropic: 8192)", nil, false,
 		into(parseInt(1, 1<<24), func(c *Config, v int) { c.Model.MaxOutputTokens = v })},
-	{"model.timeout", `the longest silence of one model request: the wait for the response and each gap in the stream ("90s", "5m")`, "120s", false,
+	{"model.timeout", `the longest silence of one model request: the wait for the response and each gap in the stream ("90s", "5m")`, durationText(runtime.DefaultModelTimeout), false,
 		into(parseDuration, func(c *Config, v time.Duration) { c.Model.Timeout = v })},
 	{"model.turn_timeout", `the longest a whole prompt may take, model calls, retries and tools together (null: no limit)`, nil, false,
 		into(parseDuration, func(c *Config, v time.Duration) { c.Agent.TurnTimeout = v })},
@@ -87,12 +99,12 @@ var configKeys = []configKey{
 	{"model.context_tokens", "the model's context window in tokens: older turns are left out of what is sent to fit it (null: send the whole session)", nil, false,
 		into(parseInt(256, 1<<24), func(c *Config, v int) { c.Agent.ContextTokens = v })},
 	{"tools.permission_rules", `permission rules: [{"tool":"name or name(pattern)","action":"allow|ask|deny"}]`, []any{}, false,
-		into(parseRules, func(c *Config, v []authz.Rule) { c.Tools.PermissionRules = v })},
+		into(parseRules, func(c *Config, v authz.Rules) { c.Tools.PermissionRules = v })},
 	{"agent.system_prompt", "the system prompt of the main agent", "", false,
 		into(parseString, func(c *Config, v string) { c.Agent.SystemPrompt = v })},
 	{"agent.work_dirs", "absolute directories the runtime's file tools are confined to", []any{}, false,
 		into(parseWorkDirs, func(c *Config, v []string) { c.Agent.WorkDirs = v })},
-	{"agent.max_steps", "the most model calls one prompt may make", json.Number("20"), false,
+	{"agent.max_steps", "the most model calls one prompt may make", defaultNumber(runtime.DefaultMaxSteps), false,
 		into(parseInt(1, 1000), func(c *Config, v int) { c.Agent.MaxSteps = v })},
 }
 
@@ -554,7 +566,7 @@ func parseToolList(v any) ([]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("entry %d: want a tool name string, got %s", i, jsonKind(e))
 		}
-		if !validToolName(s) {
+		if !tool.ValidName(s) {
 			return nil, fmt.Errorf("entry %d: %q is not a valid tool name", i, s)
 		}
 		out = append(out, s)
@@ -593,13 +605,13 @@ func parseEnvName(v any) (string, error) {
 	return s, nil
 }
 
-func parseRules(v any) ([]authz.Rule, error) {
+func parseRules(v any) (authz.Rules, error) {
 	if _, ok := v.([]any); !ok {
-		return nil, fmt.Errorf("want a JSON list of rules, got %s", jsonKind(v))
+		return authz.Rules{}, fmt.Errorf("want a JSON list of rules, got %s", jsonKind(v))
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return nil, err
+		return authz.Rules{}, err
 	}
 	return authz.ParseRules(raw)
 }

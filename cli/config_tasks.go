@@ -3,15 +3,18 @@ package cli
 import (
 	"fmt"
 	"time"
+
+	"github.com/openprogram/openprogram/mcpserver"
 )
 
 // maxTasksWorking bounds mcp_server.tasks.max_working: every working task
 // is a runner process.
 const maxTasksWorking = 64
 
-// Bounds of mcp_server.tasks.default_ttl and max_ttl.
+// Bounds of mcp_server.tasks.default_ttl and max_ttl: what the MCP server
+// keeps a task for at least, and the longest a task may be kept.
 const (
-	minTaskTTL = time.Second
+	minTaskTTL = mcpserver.MinTaskTTL
 	maxTaskTTL = 24 * time.Hour
 )
 

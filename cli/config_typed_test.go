@@ -41,6 +41,10 @@ func TestConfigFileLoadsTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := func(v float64) *float64 { return &v }
+	rules, err := authz.NewRules(authz.Rule{Tool: "bash(git *)", Action: authz.ActionAllow}, authz.Rule{Tool: "write_file", Action: authz.ActionDeny})
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := host.Config{
 		StateDir: dir,
 		StoreURL: "postgres://u:pw@127.0.0.1:5432/db",
@@ -52,7 +56,7 @@ func TestConfigFileLoadsTyped(t *testing.T) {
 		Agent: host.AgentConfig{SystemPrompt: "Be brief.", WorkDirs: []string{"/tmp/work"}, MaxSteps: 7, ContextTokens: 16000, TurnTimeout: 30 * time.Minute},
 		MCPServer: host.MCPServerConfig{ExposedTools: []string{"memory_search", "bash"},
 			Tasks: host.TasksConfig{Enabled: true, MaxWorking: 2, DefaultTTL: 30 * time.Minute, MaxTTL: 2 * time.Hour}},
-		Tools: host.ToolsConfig{PermissionRules: []authz.Rule{{Tool: "bash(git *)", Action: authz.ActionAllow}, {Tool: "write_file", Action: authz.ActionDeny}}},
+		Tools: host.ToolsConfig{PermissionRules: rules},
 		Audit: host.AuditConfig{LogFailures: true},
 	}
 	if diff := cmp.Diff(want, cfg.Config); diff != "" {

@@ -14,7 +14,7 @@ require (
 	github.com/openprogram/openprogram/mcpserver v0.0.0-00010101000000-000000000000
 	github.com/openprogram/openprogram/runtime v0.0.0
 	github.com/openprogram/openprogram/sessions v0.0.0
-	github.com/openprogram/openprogram/tokenauth v0.0.0-00010101000000-000000000000
+	github.com/openprogram/openprogram/tokenauth v0.0.0
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/tailscale/hujson v0.0.0-20260727124030-b80ff77dac4f
 	go.uber.org/goleak v1.3.0

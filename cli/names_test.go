@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/openprogram/openprogram/runtime/secretenv"
+	"github.com/openprogram/openprogram/runtime/tool"
 )
 
 // The hand-written name checks must accept exactly what the patterns they
@@ -16,12 +17,12 @@ func FuzzNameChecks(f *testing.F) {
 		strings.Repeat("a", 127), strings.Repeat("a", 128), strings.Repeat("a", 129)} {
 		f.Add(s)
 	}
-	tool := regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+	toolName := regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 	env := regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 	profile := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := validToolName(s), tool.MatchString(s); got != want {
-			t.Errorf("validToolName(%q) = %v, want %v", s, got, want)
+		if got, want := tool.ValidName(s), toolName.MatchString(s); got != want {
+			t.Errorf("tool.ValidName(%q) = %v, want %v", s, got, want)
 		}
 		if got, want := secretenv.ValidName(s), env.MatchString(s); got != want {
 			t.Errorf("secretenv.ValidName(%q) = %v, want %v", s, got, want)

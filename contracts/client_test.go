@@ -311,7 +311,7 @@ func TestClientUnexpectedResult(t *testing.T) {
 func TestClientContextCancelled(t *testing.T) {
 	started := make(chan struct{})
 	srv := newCannedServer(map[string]handler{
-		contracts.PromptSend: func(ctx context.Context, _ *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, error) {
+		contracts.PromptSend: func(ctx context.Context, _ *mcp.CallToolRequest, _ contracts.Args) (*mcp.CallToolResult, error) {
 			close(started)
 			<-ctx.Done()
 			return nil, ctx.Err()

@@ -3,8 +3,9 @@
 // validation, the payload types and their JSON text form, the fixed error
 // texts, and a typed client for MCP client projects.
 //
-// It depends only on the MCP Go SDK and two JSON Schema libraries, so client
-// projects can import it cheaply.
+// It depends only on the MCP Go SDK and the repository's internal helpers
+// (its JSON Schema validator among them), so client projects can import it
+// cheaply.
 //
 //	// Connect with go-sdk, routing progress to this package.
 //	client := mcp.NewClient(&mcp.Implementation{Name: "my-client", Version: "v1"},
@@ -35,12 +36,16 @@
 //
 // # Validation
 //
-// [Validate] checks tools/call arguments and returns the *jsonrpc.Error the
-// server must answer with: -32601 for an unknown tool, -32602
-// "invalid arguments at <path>: <keyword>" for arguments that fail, naming
-// the property concerned ("$.session_id: required"). Package
+// [Validate] checks tools/call arguments and returns them typed, as the
+// tool's own arguments value ([Args]: a [PromptSendArgs] for prompt_send,
+// ...), decoded once; or the *jsonrpc.Error the server must answer with:
+// -32601 for an unknown tool, -32602 "invalid arguments at <path>:
+// <keyword>" for arguments that fail, naming the property concerned
+// ("$.session_id: required"). Package
 // [github.com/openprogram/openprogram/internal/schema] is the validator
-// behind it, also used for runtime tool arguments.
+// behind it, also used for runtime tool arguments. [CheckPrompt] applies
+// prompt_send's prompt rule to a prompt that does not arrive as JSON (the
+// owner's console): [ErrBlankPrompt], [ErrNULPrompt].
 //
 // # Payloads
 //

@@ -91,7 +91,7 @@ func ExampleValidate() {
 	fmt.Println(err)
 
 	// Output:
-	// map[arguments:map[] name:memory_search] <nil>
+	// {memory_search map[]} <nil>
 	// invalid arguments at $.session_id: pattern
 	// unknown tool "session_delete"
 }

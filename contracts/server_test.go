@@ -14,7 +14,7 @@ import (
 // A cannedServer stands in for `openprogram mcp serve` in the client tests
 // and examples: the six tools from contracts.Tools(), arguments checked with
 // contracts.Validate, canned answers keyed by the arguments.
-type handler func(ctx context.Context, req *mcp.CallToolRequest, args map[string]any) (*mcp.CallToolResult, error)
+type handler func(ctx context.Context, req *mcp.CallToolRequest, args contracts.Args) (*mcp.CallToolResult, error)
 
 const (
 	sessionOK      = "mcp_0123456789abcdef0123456789abcdef"
@@ -33,11 +33,11 @@ var pngBytes = []byte("\x89PNG\r\n\x1a\n")
 
 func cannedHandlers() map[string]handler {
 	return map[string]handler{
-		contracts.SessionsList: func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, error) {
+		contracts.SessionsList: func(context.Context, *mcp.CallToolRequest, contracts.Args) (*mcp.CallToolResult, error) {
 			return contracts.TextResult([]contracts.SessionSummary{{ID: sessionOK, Title: "Greeting", UpdatedAt: 1700000000}})
 		},
-		contracts.SessionGet: func(_ context.Context, _ *mcp.CallToolRequest, args map[string]any) (*mcp.CallToolResult, error) {
-			switch args["session_id"] {
+		contracts.SessionGet: func(_ context.Context, _ *mcp.CallToolRequest, args contracts.Args) (*mcp.CallToolResult, error) {
+			switch args.(contracts.SessionGetArgs).SessionID {
 			case sessionOK:
 				return contracts.TextResult([]contracts.Message{
 					{ID: "m1", Role: "user", Content: "Say hello", Timestamp: 1700000000},
@@ -55,8 +55,9 @@ func cannedHandlers() map[string]handler {
 				return contracts.ErrorResult(contracts.ErrorPayload{Error: contracts.TextSessionNotFound}), nil
 			}
 		},
-		contracts.PromptSend: func(ctx context.Context, req *mcp.CallToolRequest, args map[string]any) (*mcp.CallToolResult, error) {
-			id, _ := args["session_id"].(string)
+		contracts.PromptSend: func(ctx context.Context, req *mcp.CallToolRequest, args contracts.Args) (*mcp.CallToolResult, error) {
+			a := args.(contracts.PromptSendArgs)
+			id := a.SessionID
 			switch id {
 			case sessionUnknown:
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: contracts.TextInvalidPromptSession}
@@ -71,23 +72,24 @@ func cannedHandlers() map[string]handler {
 				return nil, err
 			}
 			return contracts.TextResult(contracts.PromptSendResult{
-				SessionID: id, Text: "Hello! You said: " + args["prompt"].(string), AssistantMsgID: "m2",
+				SessionID: id, Text: "Hello! You said: " + a.Prompt, AssistantMsgID: "m2",
 			})
 		},
-		contracts.PromptCancel: func(_ context.Context, _ *mcp.CallToolRequest, args map[string]any) (*mcp.CallToolResult, error) {
-			id := args["session_id"].(string)
+		contracts.PromptCancel: func(_ context.Context, _ *mcp.CallToolRequest, args contracts.Args) (*mcp.CallToolResult, error) {
+			id := args.(contracts.PromptCancelArgs).SessionID
 			return contracts.TextResult(contracts.PromptCancelResult{SessionID: id, Cancelled: id == sessionRunning})
 		},
-		contracts.ToolsList: func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, error) {
+		contracts.ToolsList: func(context.Context, *mcp.CallToolRequest, contracts.Args) (*mcp.CallToolResult, error) {
 			return contracts.TextResult([]contracts.RuntimeTool{{
 				Name:        "memory_search",
 				Description: "Search memory.",
 				InputSchema: json.RawMessage(`{"properties":{"query":{"type":"string"}},"required":["query"],"type":"object"}`),
 			}})
 		},
-		contracts.ToolCall: func(ctx context.Context, req *mcp.CallToolRequest, args map[string]any) (*mcp.CallToolResult, error) {
-			inner := args["arguments"].(map[string]any)
-			switch args["name"] {
+		contracts.ToolCall: func(ctx context.Context, req *mcp.CallToolRequest, args contracts.Args) (*mcp.CallToolResult, error) {
+			a := args.(contracts.ToolCallArgs)
+			inner := a.Arguments
+			switch a.Name {
 			case "echo":
 				if err := sendProgress(ctx, req, "reading", "done"); err != nil {
 					return nil, err

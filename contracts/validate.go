@@ -15,8 +15,23 @@ import (
 	"github.com/openprogram/openprogram/internal/schema"
 )
 
-// Validate checks the arguments of a call to one of the six tools and returns
-// them as a fresh map that the caller owns.
+// Args are the validated arguments of one of the six tools, as [Validate]
+// returns them: a [SessionsListArgs], [SessionGetArgs], [PromptSendArgs],
+// [PromptCancelArgs], [ToolsListArgs] or [ToolCallArgs] value.
+type Args interface{ tool() string }
+
+func (SessionsListArgs) tool() string { return SessionsList }
+func (SessionGetArgs) tool() string   { return SessionGet }
+func (PromptSendArgs) tool() string   { return PromptSend }
+func (PromptCancelArgs) tool() string { return PromptCancel }
+func (ToolsListArgs) tool() string    { return ToolsList }
+func (ToolCallArgs) tool() string     { return ToolCall }
+
+// Validate checks the arguments of a call to one of the six tools and
+// decodes them, in the one pass, into the tool's typed arguments (an [Args]
+// of the tool's own type, which the caller owns): the JSON is decoded once,
+// checked against the frozen schema, and the checked value's members are
+// taken over as they are, never encoded and decoded again.
 //
 // Errors are *jsonrpc.Error values:
 //   - an unknown name: code -32601 ([jsonrpc.CodeMethodNotFound]), whose
@@ -35,8 +50,8 @@ import (
 // Missing arguments (nil or empty args) and a JSON null both mean {}: MCP
 // lets clients omit tools/call arguments. Apart from that, the only
 // normalisation is tool_call's own "arguments" member: when it is missing or
-// null the returned map holds an empty object there. Nothing is trimmed,
-// coerced or defaulted.
+// null, ToolCallArgs.Arguments is an empty map. Nothing is trimmed, coerced
+// or defaulted.
 //
 // Arguments that pass the schema but hold U+0000 in any string or key
 // (prompt, session_id, name, anything inside tool_call's arguments) are
@@ -44,14 +59,14 @@ import (
 // first such field in key order: no store can keep NUL, so every backend
 // behaves alike.
 //
-// Numbers in the returned map are json.Number, so re-encoding them (for
-// example tool_call arguments on their way to a runtime tool) loses no
-// precision. Validate never modifies args.
+// Numbers in ToolCallArgs.Arguments are json.Number, so re-encoding them
+// (on their way to a runtime tool) loses no precision. Validate never
+// modifies args.
 //
 // Validity is decided by the [schema] package (JSON Schema 2020-12, patterns
 // with their ECMA-262 meaning, so a string of only no-break or other Unicode
 // spaces is blank) against schemas compiled once, on their first use.
-func Validate(name string, args json.RawMessage) (map[string]any, error) {
+func Validate(name string, args json.RawMessage) (Args, error) {
 	t, ok := lookup(name)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("unknown tool %q", clip.String(name, maxNameExcerpt))}
@@ -89,7 +104,60 @@ func Validate(name string, args json.RawMessage) (map[string]any, error) {
 	if err := checkNUL(m); err != nil { // nul.go
 		return nil, err
 	}
-	return m, nil
+	return typed(name, m), nil
+}
+
+// typed takes the members of a checked arguments object over into the
+// tool's arguments type. The schema fixed every member's type (and allows
+// no other member), so each is read as what it is.
+func typed(name string, m map[string]any) Args {
+	str := func(k string) string { s, _ := m[k].(string); return s }
+	switch name {
+	case SessionGet:
+		return SessionGetArgs{SessionID: str("session_id")}
+	case PromptSend:
+		return PromptSendArgs{Prompt: str("prompt"), SessionID: str("session_id")}
+	case PromptCancel:
+		return PromptCancelArgs{SessionID: str("session_id")}
+	case ToolsList:
+		return ToolsListArgs{}
+	case ToolCall:
+		a, _ := m["arguments"].(map[string]any)
+		return ToolCallArgs{Name: str("name"), Arguments: a}
+	default:
+		return SessionsListArgs{}
+	}
+}
+
+// Errors of [CheckPrompt].
+var (
+	// ErrBlankPrompt: the prompt is empty or only white space (Unicode's,
+	// as the schema's pattern means it: no-break spaces and a byte order
+	// mark too).
+	ErrBlankPrompt = errors.New("the prompt is blank")
+	// ErrNULPrompt: the prompt holds U+0000, which no store can keep.
+	ErrNULPrompt = errors.New("the prompt holds U+0000")
+)
+
+// CheckPrompt applies to text the rule prompt_send applies to its prompt,
+// for a front end whose prompt does not arrive as JSON (the owner's
+// console): the same frozen schema and the same U+0000 check as
+// [Validate], so what an MCP client cannot send nobody can. It returns nil,
+// [ErrBlankPrompt] or [ErrNULPrompt].
+func CheckPrompt(text string) error {
+	t, _ := lookup(PromptSend)
+	compiled, err := t.compiled()
+	if err != nil {
+		panic(fmt.Sprintf("contracts: %v", err))
+	}
+	args := map[string]any{"prompt": text}
+	if v := compiled.Validate(args); v != nil {
+		return ErrBlankPrompt
+	}
+	if checkNUL(args) != nil {
+		return ErrNULPrompt
+	}
+	return nil
 }
 
 // maxNameExcerpt bounds how much of an unknown tool name an error repeats.

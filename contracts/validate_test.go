@@ -121,6 +121,28 @@ var validateCases = []struct {
 	{name: "tool_call array", tool: ToolCall, args: `[{"name":"read"}]`, code: -32602, err: "invalid arguments at $: type"},
 }
 
+// asMap is a, typed, as the arguments object it was taken from: every
+// member the schema allows and the call sent (session_id is never sent
+// empty), and tool_call's arguments always.
+func asMap(a Args) map[string]any {
+	m := map[string]any{}
+	switch a := a.(type) {
+	case SessionGetArgs:
+		m["session_id"] = a.SessionID
+	case PromptSendArgs:
+		m["prompt"] = a.Prompt
+		if a.SessionID != "" {
+			m["session_id"] = a.SessionID
+		}
+	case PromptCancelArgs:
+		m["session_id"] = a.SessionID
+	case ToolCallArgs:
+		m["name"] = a.Name
+		m["arguments"] = a.Arguments
+	}
+	return m
+}
+
 func TestValidate(t *testing.T) {
 	for _, tt := range validateCases {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,7 +159,10 @@ func TestValidate(t *testing.T) {
 				if err != nil {
 					t.Fatalf("bad want %s: %v", tt.want, err)
 				}
-				if diff := cmp.Diff(want, any(got)); diff != "" {
+				if got.tool() != tt.tool {
+					t.Errorf("Validate(%q, %s) = %T, the arguments of %s", tt.tool, tt.args, got, got.tool())
+				}
+				if diff := cmp.Diff(want, any(asMap(got))); diff != "" {
 					t.Errorf("Validate(%q, %s) mismatch (-want +got):\n%s", tt.tool, tt.args, diff)
 				}
 				return
@@ -167,8 +192,8 @@ func TestValidateUnknownToolMessage(t *testing.T) {
 	}
 }
 
-// The returned map is fresh: changing it changes neither the input nor the
-// next result.
+// The returned arguments are fresh: changing them changes neither the
+// input nor the next result.
 func TestValidateFresh(t *testing.T) {
 	args := json.RawMessage(`{"name":"read","arguments":{"path":"a"}}`)
 	keep := slices.Clone(args)
@@ -176,24 +201,49 @@ func TestValidateFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first["name"] = "changed"
-	first["arguments"].(map[string]any)["path"] = "changed"
+	first.(ToolCallArgs).Arguments["path"] = "changed"
 	second, err := Validate(ToolCall, args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"name": "read", "arguments": map[string]any{"path": "a"}}
-	if diff := cmp.Diff(want, second); diff != "" {
+	want := ToolCallArgs{Name: "read", Arguments: map[string]any{"path": "a"}}
+	if diff := cmp.Diff(Args(want), second); diff != "" {
 		t.Errorf("second Validate mismatch (-want +got):\n%s", diff)
 	}
 	if !bytes.Equal(args, keep) {
 		t.Errorf("Validate changed its input: %s, want %s", args, keep)
 	}
 	empty, _ := Validate(ToolCall, json.RawMessage(`{"name":"x"}`))
-	empty["arguments"].(map[string]any)["k"] = 1
+	empty.(ToolCallArgs).Arguments["k"] = 1
 	again, _ := Validate(ToolCall, json.RawMessage(`{"name":"x"}`))
-	if n := len(again["arguments"].(map[string]any)); n != 0 {
+	if n := len(again.(ToolCallArgs).Arguments); n != 0 {
 		t.Errorf("normalised arguments shared between calls: got %d keys, want 0", n)
+	}
+}
+
+// CheckPrompt is prompt_send's rule for its prompt, exactly: what Validate
+// refuses in a prompt it refuses, with the reason.
+func TestCheckPrompt(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want error
+	}{
+		{"hi", nil},
+		{"\u00a0hi", nil},
+		{" a ", nil},
+		{"", ErrBlankPrompt},
+		{" \t\n", ErrBlankPrompt},
+		{"\u00a0\u3000", ErrBlankPrompt},
+		{"\ufeff", ErrBlankPrompt},
+		{"a\x00b", ErrNULPrompt},
+	} {
+		if err := CheckPrompt(c.text); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+			t.Errorf("CheckPrompt(%q) = %v, want %v", c.text, err, c.want)
+		}
+		args, _ := json.Marshal(PromptSendArgs{Prompt: c.text})
+		if _, err := Validate(PromptSend, args); (err == nil) != (c.want == nil) {
+			t.Errorf("Validate(prompt_send, %q) = %v, but CheckPrompt says %v", c.text, err, c.want)
+		}
 	}
 }
 
@@ -362,7 +412,7 @@ func FuzzValidate(f *testing.F) {
 				t.Fatalf("Validate(%q, %q) accepted arguments the contract rejects with %q", tool, args, want)
 			}
 			// The result must itself be valid, and stable under re-encoding.
-			enc, err := json.Marshal(got)
+			enc, err := json.Marshal(asMap(got))
 			if err != nil {
 				t.Fatalf("marshal result of Validate(%q, %q): %v", tool, args, err)
 			}
@@ -370,12 +420,12 @@ func FuzzValidate(f *testing.F) {
 			if err != nil {
 				t.Fatalf("Validate(%q, %s) (its own result) = %v", tool, enc, err)
 			}
-			if diff := cmp.Diff(got, again); diff != "" {
+			if diff := cmp.Diff(asMap(got), asMap(again)); diff != "" {
 				t.Fatalf("Validate(%q) not stable under re-encoding (-first +second):\n%s", tool, diff)
 			}
 			if tool == ToolCall {
-				if _, ok := got["arguments"].(map[string]any); !ok {
-					t.Fatalf("Validate(tool_call, %q) arguments = %#v, want an object", args, got["arguments"])
+				if got.(ToolCallArgs).Arguments == nil {
+					t.Fatalf("Validate(tool_call, %q) arguments = nil, want an object", args)
 				}
 			}
 			return

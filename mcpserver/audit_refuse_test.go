@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/sessions"
 )
 
@@ -23,7 +24,7 @@ func (s *refusingAuditStore) AppendAudit(context.Context, sessions.NewAuditRecor
 	return sessions.AuditRecord{}, errAuditRefused
 }
 
-func refuseAudit(o *Options) { o.Store = &refusingAuditStore{memStore: o.Store.(*memStore)} }
+func refuseAudit(o *envConfig) { o.Store = &refusingAuditStore{memStore: o.Store.(*memStore)} }
 
 // TestUnauditableRequestsAreRefused: a prompt_send or tool_call whose
 // audit record cannot be written is refused before any side effect: no
@@ -66,9 +67,9 @@ func TestUnauditableRequestsAreRefused(t *testing.T) {
 // TestUnauditableRequestsRunUnderAuditLog: with AuditLog (config
 // audit.on_failure = log) the same requests run, unaudited.
 func TestUnauditableRequestsRunUnderAuditLog(t *testing.T) {
-	logOnly := func(o *Options) {
+	logOnly := func(o *envConfig) {
 		refuseAudit(o)
-		o.OnAuditFailure = AuditLog
+		o.OnAuditFailure = conversation.AuditLog
 	}
 	session(t, logOnly, func(t *testing.T, e *env, s *stepper) {
 		if text, isErr := resultText(t, s.call(1, contracts.PromptSend, map[string]any{"prompt": "hi"})); isErr {
@@ -99,14 +100,14 @@ func TestRequestRecordsComeFirst(t *testing.T) {
 				t.Errorf("audit record %s holds the prompt: %s", r.Type, r.Payload)
 			}
 		}
-		want := []string{AuditServerStart, AuditPromptRequested, AuditPromptCompleted, AuditToolRequested}
+		want := []string{AuditServerStart, sessions.AuditPromptRequested, sessions.AuditPromptCompleted, sessions.AuditToolRequested}
 		if !slices.Equal(types, want) {
 			t.Errorf("audit records = %v, want %v", types, want)
 		}
-		if got := e.store.auditOf(AuditPromptRequested); len(got) != 1 || got[0]["session_id"] != firstSession || got[0]["new_session"] != true || got[0]["request_id"] != float64(1) {
+		if got := e.store.auditOf(sessions.AuditPromptRequested); len(got) != 1 || got[0]["session_id"] != firstSession || got[0]["new_session"] != true || got[0]["request_id"] != float64(1) {
 			t.Errorf("prompt request record = %v", got)
 		}
-		if got := e.store.auditOf(AuditToolRequested); len(got) != 1 || got[0]["tool"] != "memory_status" || got[0]["request_id"] != "t" || got[0]["client_id"] != testClientID {
+		if got := e.store.auditOf(sessions.AuditToolRequested); len(got) != 1 || got[0]["tool"] != "memory_status" || got[0]["request_id"] != "t" || got[0]["client_id"] != testClientID {
 			t.Errorf("tool request record = %v", got)
 		}
 	})

@@ -31,7 +31,7 @@ func (s *slowStartStore) AppendAudit(ctx context.Context, r sessions.NewAuditRec
 func TestStartAuditDoesNotDelayInitialize(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var store *slowStartStore
-		e, err := newEnv(func(o *Options) {
+		e, err := newEnv(func(o *envConfig) {
 			store = &slowStartStore{memStore: o.Store.(*memStore), gate: make(chan struct{})}
 			o.Store = store
 		})
@@ -63,7 +63,7 @@ func TestStartAuditDoesNotDelayInitialize(t *testing.T) {
 		for _, r := range store.allAudit() {
 			types = append(types, r.Type)
 		}
-		if want := []string{AuditServerStart, AuditToolRequested, AuditToolDenied, AuditServerStop}; !slices.Equal(types, want) {
+		if want := []string{AuditServerStart, sessions.AuditToolRequested, sessions.AuditToolDenied, AuditServerStop}; !slices.Equal(types, want) {
 			t.Errorf("audit types = %v, want %v", types, want)
 		}
 	})
@@ -74,7 +74,7 @@ func TestStartAuditDoesNotDelayInitialize(t *testing.T) {
 func TestStopAuditWaitsForStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var store *slowStartStore
-		e, err := newEnv(func(o *Options) {
+		e, err := newEnv(func(o *envConfig) {
 			store = &slowStartStore{memStore: o.Store.(*memStore), gate: make(chan struct{})}
 			o.Store = store
 		})

@@ -18,6 +18,8 @@ import (
 
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/mcpserver/schemacheck"
+	"github.com/openprogram/openprogram/runtime/conversation"
+	"github.com/openprogram/openprogram/sessions"
 )
 
 // recorder is a client transport that keeps every message the client reads.
@@ -240,7 +242,7 @@ func TestClientHandshakeAndIdentity(t *testing.T) {
 		}
 	}
 	calls := e.turns.calls()
-	if len(calls) != 2 || calls[0].Authority != calls[1].Authority || calls[0].Authority.SpeakerID != "mcp/"+testClientID {
+	if len(calls) != 2 || calls[0].Speaker.Authority() != calls[1].Speaker.Authority() || calls[0].Speaker.ID() != "mcp/"+testClientID {
 		t.Errorf("turn authorities differ by clientInfo or are wrong: %+v", calls)
 	}
 	for _, r := range e.store.allAudit() {
@@ -384,13 +386,13 @@ func TestClientCancellation(t *testing.T) {
 	}
 	// go-sdk's client retires the call at once; the server still answers it
 	// with the code-0 error, never a result.
-	waitFor(t, "the cancellation audit record", func() bool { return len(e.store.auditOf(AuditRequestCancelled)) == 1 })
+	waitFor(t, "the cancellation audit record", func() bool { return len(e.store.auditOf(sessions.AuditRequestCancelled)) == 1 })
 	waitFor(t, "the cancellation response", func() bool {
 		_, err := cc.c.SessionsList(t.Context()) // a round trip: everything before it was read
 		return err == nil && cc.rec.cancelledResponses() == 1
 	})
-	got := e.store.auditOf(AuditRequestCancelled)[0]
-	if got["reason"] != ReasonRequestCancelled || got["session_id"] != sessionID || got["client_id"] != testClientID {
+	got := e.store.auditOf(sessions.AuditRequestCancelled)[0]
+	if got["reason"] != conversation.ReasonRequestCancelled || got["session_id"] != sessionID || got["client_id"] != testClientID {
 		t.Errorf("audit = %v", got)
 	}
 	if e.store.leaseHeld(sessionID) {
@@ -463,7 +465,7 @@ func TestClientPromptCancelOwnership(t *testing.T) {
 	if err := <-errc; !errors.As(err, &pe) || pe.Code != 0 || pe.Message != contracts.TextRequestCancelled {
 		t.Errorf("the cancelled PromptSend = %v, want protocol error 0 %q", err, contracts.TextRequestCancelled)
 	}
-	if got := e.store.auditOf(AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != ReasonPromptCancel {
+	if got := e.store.auditOf(sessions.AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != conversation.ReasonPromptCancel {
 		t.Errorf("audit = %v, want one prompt_cancel record", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/sessions"
 )
 
@@ -37,7 +38,7 @@ func (s settlingStore) AppendMessages(ctx context.Context, sessionID, parentID s
 func TestPromptCancelCommitRace(t *testing.T) {
 	const rounds = 1000 // a longer soak: -count=N
 	var store *memStore
-	e, err := newEnv(func(o *Options) {
+	e, err := newEnv(func(o *envConfig) {
 		store = o.Store.(*memStore)
 		o.Store = settlingStore{memStore: store, latency: 200 * time.Microsecond}
 		withRuntime(t, `{"turns":[]}`)(o)
@@ -74,7 +75,7 @@ func TestPromptCancelCommitRace(t *testing.T) {
 		// A session of its own per round keeps every round's history, and
 		// so its cost, the same.
 		sid := fmt.Sprintf("race_%d", i)
-		if _, err := store.CreateSession(ctx, sessions.Session{ID: sid, AgentID: mainAgent, Source: "mcp"}); err != nil {
+		if _, err := store.CreateSession(ctx, sessions.Session{ID: sid, AgentID: conversation.Agent, Source: "mcp"}); err != nil {
 			t.Fatal(err)
 		}
 		prevHead := ""
@@ -110,9 +111,9 @@ func TestPromptCancelCommitRace(t *testing.T) {
 		cancelled, completed := 0, 0
 		for _, r := range store.allAudit()[auditBefore:] {
 			switch r.Type {
-			case AuditRequestCancelled:
+			case sessions.AuditRequestCancelled:
 				cancelled++
-			case AuditPromptCompleted:
+			case sessions.AuditPromptCompleted:
 				completed++
 			}
 		}

@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,35 +10,27 @@ import (
 	"sync"
 
 	"github.com/openprogram/openprogram/internal/clip"
+	"github.com/openprogram/openprogram/runtime/conversation"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
-	"github.com/openprogram/openprogram/runtime/events"
-	"github.com/openprogram/openprogram/runtime/questions"
 )
 
 // errRequestCancelled answers a request whose work was cancelled.
 var errRequestCancelled = &jsonrpc.Error{Code: stdio.CodeRequestCancelled, Message: contracts.TextRequestCancelled}
 
-// connection is the state of one Serve call: the prompt_send requests
-// running on it and the question subscription that declines their
-// questions.
+// connection is the state of one Serve call: the client's line into the
+// conversation service (its running prompt_send turns), the wire, and the
+// task watchers.
 type connection struct {
-	s *Server
+	s    *Server
+	line *conversation.Line
 
-	mu        sync.Mutex
-	byID      map[jsonrpc.ID]*promptRecord
-	bySession map[string]*promptRecord
-	closed    bool // no new prompt_send once the connection is closing
-
-	questionSub *events.Subscription
-	questionsWG sync.WaitGroup
-
-	// conn is the wire (nil in a task's runner); done is closed when the
-	// connection stops, ending the task watchers counted in watchers.
+	// conn is the wire; done is closed when the connection stops, ending
+	// the task watchers counted in watchers.
 	conn     *stdio.Conn
 	done     chan struct{}
 	watchers sync.WaitGroup
@@ -51,57 +42,18 @@ type connection struct {
 	startAudited chan struct{}
 }
 
-func newConnection(s *Server) *connection {
-	return &connection{
-		s:            s,
-		byID:         map[jsonrpc.ID]*promptRecord{},
-		bySession:    map[string]*promptRecord{},
-		startAudited: make(chan struct{}),
-		done:         make(chan struct{}),
+func newConnection(s *Server) (*connection, error) {
+	line, err := s.conv.Open(s.speaker, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: open the client's line: %w", err)
 	}
+	return &connection{s: s, line: line, startAudited: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
-// start subscribes to question.asked: a question raised on a session with
-// a prompt_send running on this connection is declined at once, since no
-// one on an MCP connection can answer it. Questions of other sessions are
-// left alone.
-func (c *connection) start() {
-	c.questionSub = c.s.bus.Subscribe(events.QuestionAsked)
-	c.questionsWG.Add(1)
-	go func() {
-		defer c.questionsWG.Done()
-		for ev := range c.questionSub.C() {
-			c.declineIfActive(ev)
-		}
-	}()
-}
-
-// stop ends the question subscription and the task watchers.
+// stop ends the task watchers.
 func (c *connection) stop() {
 	close(c.done)
 	c.watchers.Wait()
-	c.questionSub.Close()
-	c.questionsWG.Wait()
-}
-
-func (c *connection) declineIfActive(ev events.Event) {
-	if !c.hasActive(ev.SessionID) {
-		return
-	}
-	q, _ := ev.Data.(events.QuestionData)
-	id := q.QuestionID
-	if id == "" {
-		return
-	}
-	if c.s.questions.Resolve(id, questions.Answer{Status: questions.StatusDeclined}) {
-		c.s.log.Info("declined a question on an MCP turn", "session_id", ev.SessionID, "question_id", id)
-	}
-}
-
-func (c *connection) hasActive(sessionID string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.bySession[sessionID] != nil
 }
 
 // middleware wraps every request go-sdk dispatches: it recovers panics,
@@ -143,7 +95,7 @@ func (c *connection) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if verr != nil {
 				return nil, verr
 			}
-			// From here on the handlers read the validated arguments
+			// From here on the handlers read the validated, typed arguments
 			// (withArgs), never the raw ones. Dropping go-sdk's reference
 			// frees them only where nothing else holds them: over stdio the
 			// connection's record of the request keeps the raw params
@@ -258,51 +210,37 @@ func contractToolList(list *mcp.ListToolsResult, tasks bool) *listToolsResult {
 
 type argsKey struct{}
 
+// heldArgs carries the validated arguments from the middleware to the tool
+// handler, which takes them out ([takeArgs]) so that nothing else keeps
+// them alive while the call runs (a maximal tool_call argument, say).
+type heldArgs struct {
+	mu   sync.Mutex
+	args contracts.Args
+}
+
 // withArgs carries the validated arguments from the middleware to the tool
 // handler.
-func withArgs(ctx context.Context, args map[string]any) context.Context {
-	return context.WithValue(ctx, argsKey{}, args)
+func withArgs(ctx context.Context, args contracts.Args) context.Context {
+	return context.WithValue(ctx, argsKey{}, &heldArgs{args: args})
 }
 
-// decodeArgs decodes the validated arguments into a contracts args struct.
-func decodeArgs(ctx context.Context, v any) error {
-	args, ok := ctx.Value(argsKey{}).(map[string]any)
+// takeArgs returns the validated arguments of the call, of the type A of
+// its tool, and lets go of them.
+func takeArgs[A contracts.Args](ctx context.Context) (A, error) {
+	var zero A
+	h, ok := ctx.Value(argsKey{}).(*heldArgs)
 	if !ok {
-		return errors.New("tool arguments were not validated")
+		return zero, errors.New("tool arguments were not validated")
 	}
-	data, err := json.Marshal(args)
-	if err != nil {
-		return fmt.Errorf("encode validated arguments: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber() // numbers stay as the client wrote them
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("decode validated arguments: %w", err)
-	}
-	return nil
-}
-
-// toolCallArgs returns the validated arguments of a tool_call as they are:
-// unlike [decodeArgs], no round trip through JSON, so a maximal runtime tool
-// argument (a 16 MiB memory content, say) is not copied twice more. The
-// validated value already has the shape: a non-blank string "name" and an
-// "arguments" object ([contracts.Validate] puts {} for a missing or null
-// one), its numbers json.Number as the client wrote them.
-func toolCallArgs(ctx context.Context) (contracts.ToolCallArgs, error) {
-	args, ok := ctx.Value(argsKey{}).(map[string]any)
+	h.mu.Lock()
+	args := h.args
+	h.args = nil
+	h.mu.Unlock()
+	a, ok := args.(A)
 	if !ok {
-		return contracts.ToolCallArgs{}, errors.New("tool arguments were not validated")
+		return zero, fmt.Errorf("tool arguments are %T, not %T", args, zero)
 	}
-	name, ok := args["name"].(string)
-	if !ok {
-		return contracts.ToolCallArgs{}, errors.New("validated tool_call arguments have no string name")
-	}
-	arguments, _ := args["arguments"].(map[string]any)
-	// The caller encodes the arguments for the runtime once: taking them
-	// out of the validated value lets the collector free them (a maximal
-	// memory content, say) while the runtime tool runs.
-	delete(args, "arguments")
-	return contracts.ToolCallArgs{Name: name, Arguments: arguments}, nil
+	return a, nil
 }
 
 // toolHandler returns the handler of one of the six tools.
@@ -317,24 +255,24 @@ func (c *connection) toolHandler(name string) mcp.ToolHandler {
 			res, err = c.sessionsList(ctx)
 		case contracts.SessionGet:
 			var a contracts.SessionGetArgs
-			if err = decodeArgs(ctx, &a); err == nil {
+			if a, err = takeArgs[contracts.SessionGetArgs](ctx); err == nil {
 				res, err = c.sessionGet(ctx, req, a.SessionID)
 			}
 		case contracts.PromptSend:
 			var a contracts.PromptSendArgs
-			if err = decodeArgs(ctx, &a); err == nil {
+			if a, err = takeArgs[contracts.PromptSendArgs](ctx); err == nil {
 				res, err = c.promptSend(ctx, req, a)
 			}
 		case contracts.PromptCancel:
 			var a contracts.PromptCancelArgs
-			if err = decodeArgs(ctx, &a); err == nil {
+			if a, err = takeArgs[contracts.PromptCancelArgs](ctx); err == nil {
 				res, err = c.promptCancel(ctx, a.SessionID)
 			}
 		case contracts.ToolsList:
 			res, err = c.toolsList()
 		case contracts.ToolCall:
 			var a contracts.ToolCallArgs
-			if a, err = toolCallArgs(ctx); err == nil {
+			if a, err = takeArgs[contracts.ToolCallArgs](ctx); err == nil {
 				res, err = c.toolCall(ctx, req, a)
 			}
 		default:

@@ -3,24 +3,23 @@
 // tools_list, tool_call) served over stdio with
 // github.com/modelcontextprotocol/go-sdk.
 //
-// The CLI authenticates the client first (tokenauth), builds the runtime,
-// and hands everything to [New]; [Server.Serve] then speaks MCP on stdin and
-// stdout until stdin ends:
+// The CLI authenticates the client first (tokenauth), builds the runtime and
+// the conversation service over it (runtime/conversation), makes the
+// client's speaker, and hands them to [New]; [Server.Serve] then speaks MCP
+// on stdin and stdout until stdin ends. The server is an adapter: every
+// prompt_send and tool_call goes through the client's conversation.Line.
 //
-//	authority, err := authz.MCPClientAuthority(clientID, ownerPrincipal)
+//	client, err := authz.NewMCPClient(clientID, ownerPrincipal, // clientID: tokenauth.Authenticate
+//		authz.Scope{Rules: rules, WorkDirs: []string{cwd}, StateDir: stateDir})
 //	if err != nil {
 //		return err
 //	}
 //	srv, err := mcpserver.New(mcpserver.Options{
-//		Store:        store,           // sessions.Store
-//		Runtime:      rt,              // *runtime.Runtime (with a Bus and Questions)
-//		ClientID:     clientID,        // tokenauth.Authenticate
-//		Authority:    authority,
-//		ExposedTools: cfg.ExposedTools, // mcp_server.exposed_tools
-//		Rules:        cfg.Rules,        // tools.permission_rules
-//		WorkDirs:     []string{cwd},
-//		Version:      version,
-//		Logger:       slog.New(slog.NewTextHandler(os.Stderr, nil)),
+//		Conversations: conv,             // *conversation.Service
+//		Speaker:       client,
+//		ExposedTools:  cfg.ExposedTools, // mcp_server.exposed_tools
+//		Version:       version,
+//		Logger:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
 //	})
 //	if err != nil {
 //		return err
@@ -29,10 +28,12 @@
 //
 // # Authority
 //
-// Every request runs with one authority, fixed by New: source "mcp",
-// permission mode "ask", and the paired, non-interactive MCP client
-// authority of the authenticated client id. Nothing a client sends
-// (clientInfo, _meta, arguments) changes it; clientInfo is only logged.
+// Every request runs with one speaker, fixed by New: [Options.Speaker], an
+// MCP client's made by authz.NewMCPClient (source "mcp", permission mode
+// "ask", the paired, non-interactive authority of the authenticated client
+// id, the permission rules, working directories and state directory); New
+// refuses any other. Nothing a client sends (clientInfo, _meta, arguments)
+// changes it; clientInfo is only logged.
 //
 // # Wire behaviour
 //
@@ -52,23 +53,35 @@
 // tools/list returns the six tools in contract order with their frozen
 // schemas; tools/call arguments are validated with contracts.Validate
 // before any handler runs, so schema failures are JSON-RPC -32602 and
-// unknown tools -32601.
+// unknown tools -32601, and the handlers read the typed arguments it
+// returns (contracts.Args), never the raw ones.
 //
 // # Requests, cancellation and questions
 //
-// A prompt_send is recorded per connection by its JSON-RPC id and session.
-// notifications/cancelled, prompt_cancel (same connection only) and stdin
-// EOF cancel its turn; the cleanup (turn context cancelled, the session's
-// questions declined, record removed, audit record written) runs once.
-// While a prompt_send runs, every question the runtime raises on its
-// session is declined at once; questions of other sessions are untouched.
+// A prompt_send is a turn on the connection's line (conversation.Line),
+// known there by its JSON-RPC id and its session. notifications/cancelled,
+// prompt_cancel (same connection only) and stdin EOF cancel it at the
+// turn's commit point, so a cancel and the final write never both win; the
+// cleanup (the turn stopped, the session's questions declined, the turn
+// removed, the mcp.request.cancelled record written) runs once. A question
+// the turn raises is declined at once: nobody can answer an MCP client's.
 //
 // # Progress and audit
 //
 // With a _meta.progressToken, tool_call sends each runtime tool update and
-// prompt_send sends turn events (turn started, tool started/finished, text
-// progress coalesced, turn finished) as notifications/progress numbered
-// 1, 2, 3, ..., all before the response. Audit records (see the Audit
-// constants) never hold prompt text, message content, tool arguments or
-// the token.
+// prompt_send sends its turn's events (turn started, tool started/finished,
+// text progress coalesced, turn finished), which it follows through the
+// turn's own observer (conversation.SendOptions.Observe), as
+// notifications/progress numbered 1, 2, 3, ..., all before the response. A
+// client slow to read never slows the turn: turn events that do not fit a
+// buffer of 256 are dropped.
+//
+// prompt_send and tool_call write their request record through the line
+// before anything runs (mcp.prompt.requested, mcp.tool.requested), and a
+// refused append refuses the request (conversation.AuditRefuse); the
+// records of a turn and a call, their payloads and the cancel reasons are
+// runtime/conversation's. This package writes the server's own records
+// (the Audit constants: start, stop, and with [Options.Tasks] the tasks').
+// No record holds prompt text, message content, tool arguments or the
+// token.
 package mcpserver

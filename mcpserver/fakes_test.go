@@ -12,6 +12,7 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/runtime/tool"
@@ -288,19 +289,23 @@ func (m *memStore) leaseHeld(id string) bool {
 // Every turn takes the session's turn lease like the runtime does.
 type fakeTurns struct {
 	store     *memStore
-	bus       *events.Bus
 	questions *questions.Registry
 
 	mu       sync.Mutex
 	requests []runtime.TurnRequest
 	started  chan string // receives the session id of each started turn, if set
+	// instead, when set, runs the turns instead (a test's own stand-in).
+	instead conversation.TurnRunner
 }
 
 func (f *fakeTurns) ProcessUserTurn(ctx context.Context, req runtime.TurnRequest) (runtime.TurnResult, error) {
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
-	started := f.started
+	started, instead := f.started, f.instead
 	f.mu.Unlock()
+	if instead != nil {
+		return instead.ProcessUserTurn(ctx, req)
+	}
 	// Like the runtime, the fake stops when a cancel wins its commit point.
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -318,10 +323,8 @@ func (f *fakeTurns) ProcessUserTurn(ctx context.Context, req runtime.TurnRequest
 		return runtime.TurnResult{}, err
 	}
 	defer f.store.ReleaseTurn(context.WithoutCancel(ctx), req.SessionID, owner)
-	// Events carry what the runtime's carry.
-	publish := func(typ string, data any) {
-		f.bus.Publish(events.Event{Type: typ, SessionID: req.SessionID, Data: data})
-	}
+	// Events carry what the runtime's carry, to the turn's observer.
+	publish := func(typ string, data any) { req.Observe.Emit(typ, req.SessionID, data) }
 	rid, sid := req.RequestID, req.SessionID
 	publish(events.TurnStart, events.TurnStartData{RequestID: rid, SessionID: sid})
 	if started != nil {
@@ -344,11 +347,14 @@ func (f *fakeTurns) ProcessUserTurn(ctx context.Context, req runtime.TurnRequest
 		<-ctx.Done()
 		return runtime.TurnResult{}, context.Cause(ctx)
 	case "ask":
-		ans, err := f.questions.Ask(ctx, questions.Question{SessionID: req.SessionID, Kind: questions.KindAsk, Prompt: "which one?"})
+		// As the gate asks: register, tell the observer, wait.
+		p, err := f.questions.Register(questions.Question{SessionID: req.SessionID, Kind: questions.KindAsk, Prompt: "which one?"})
 		if err != nil {
 			return runtime.TurnResult{}, err
 		}
-		answer = "question " + string(ans.Status)
+		q := p.Question()
+		publish(events.QuestionAsked, events.QuestionData{QuestionID: q.ID, Kind: string(q.Kind), SessionID: q.SessionID})
+		answer = "question " + string(p.Wait(ctx).Status)
 	case "slow":
 		select {
 		case <-time.After(time.Second):
@@ -529,18 +535,31 @@ const (
 // real runtime (registry, executor, bus, question registry, RunTool).
 type env struct {
 	srv       *Server
+	conv      *conversation.Service
 	store     *memStore
 	turns     *fakeTurns
-	bus       *events.Bus
 	questions *questions.Registry
 	tools     map[string]*fakeTool
 }
 
+// envConfig is what a test may change in its environment: the server's
+// options (Conversations and Speaker are filled in unless set), and what
+// the conversation service is built from.
+type envConfig struct {
+	Options
+	// Store is the conversation service's store (default the memStore).
+	Store sessions.Store
+	// Runtime runs the tool calls, and the turns when it is not the
+	// default one (a test that runs real turns sets its own).
+	Runtime *runtime.Runtime
+	// OnAuditFailure is the service's audit failure mode.
+	OnAuditFailure conversation.AuditFailure
+}
+
 // newEnv builds the environment. Session ids are mcp_ followed by a
 // counter, so runs are reproducible.
-func newEnv(tweak func(*Options)) (*env, error) {
-	bus := events.NewBus(nil)
-	qs := questions.New(&questions.Options{Bus: bus})
+func newEnv(tweak func(*envConfig)) (*env, error) {
+	qs := questions.New(nil)
 	store := newMemStore(time.Now)
 	reg := tool.NewRegistry()
 	tools := testTools()
@@ -549,36 +568,48 @@ func newEnv(tweak func(*Options)) (*env, error) {
 			return nil, err
 		}
 	}
-	turns := &fakeTurns{store: store, bus: bus, questions: qs}
-	authority, err := authz.MCPClientAuthority(testClientID, testPrincipal)
+	turns := &fakeTurns{store: store, questions: qs}
+	rules, err := authz.NewRules(testRules...)
 	if err != nil {
 		return nil, err
 	}
-	rt := runtime.New(runtime.Options{Store: store, Registry: reg, Bus: bus, Questions: qs,
+	speaker, err := authz.NewMCPClient(testClientID, testPrincipal, authz.Scope{Rules: rules, WorkDirs: []string{"/work/dir"}})
+	if err != nil {
+		return nil, err
+	}
+	rt := runtime.New(runtime.Options{Store: store, Registry: reg, Questions: qs,
 		Executor: tool.NewExecutor(&tool.ExecutorOptions{StopGrace: time.Second})})
-	opts := Options{
-		Store: store, Runtime: rt,
-		ClientID: testClientID, Authority: authority,
-		ExposedTools: testExposed, Rules: testRules, WorkDirs: []string{"/work/dir"},
-		Version: "1.2.3-test",
+	cfg := envConfig{
+		Options: Options{Speaker: speaker, ExposedTools: testExposed, Version: "1.2.3-test"},
+		Store:   store, Runtime: rt,
 	}
 	if tweak != nil {
-		tweak(&opts)
-	}
-	srv, err := New(opts)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Runtime == rt { // unless a test runs real turns
-		srv.turns = turns
+		tweak(&cfg)
 	}
 	var n int
 	var mu sync.Mutex
-	srv.newSessionID = func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
-		return fmt.Sprintf("mcp_%032x", n)
+	co := conversation.Options{
+		Store: cfg.Store, Runtime: cfg.Runtime, Questions: qs, OnAuditFailure: cfg.OnAuditFailure,
+		NewSessionID: func(prefix string) string {
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			return fmt.Sprintf("%s%032x", prefix, n)
+		},
 	}
-	return &env{srv: srv, store: store, turns: turns, bus: bus, questions: qs, tools: tools}, nil
+	if cfg.Runtime == rt { // unless a test runs real turns
+		co.Turns = turns
+	}
+	conv, err := conversation.New(co)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Conversations == nil {
+		cfg.Conversations = conv
+	}
+	srv, err := New(cfg.Options)
+	if err != nil {
+		return nil, err
+	}
+	return &env{srv: srv, conv: conv, store: store, turns: turns, questions: qs, tools: tools}, nil
 }

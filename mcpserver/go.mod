@@ -13,6 +13,8 @@ require (
 	golang.org/x/tools v0.52.0
 )
 
+require github.com/openprogram/openprogram/tokenauth v0.0.0 // indirect
+
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
@@ -63,3 +65,5 @@ replace (
 )
 
 replace github.com/openprogram/openprogram/internal => ../internal
+
+replace github.com/openprogram/openprogram/tokenauth => ../tokenauth

@@ -40,12 +40,12 @@ func serveStdio(drain string) int {
 		te *taskEnv
 	)
 	if os.Getenv(runAsServerTasks) != "" {
-		if te, err = newTaskEnvErr(nil); err == nil {
+		if te, err = newTaskEnvErr(nil, nil); err == nil {
 			e = te.env
 			e.srv.drain = d
 		}
 	} else {
-		e, err = newEnv(func(o *Options) { o.DrainTimeout = d })
+		e, err = newEnv(func(o *envConfig) { o.DrainTimeout = d })
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -79,10 +79,10 @@ func TestPromptCancelAfterTheCommitPoint(t *testing.T) {
 		if isErr || !strings.Contains(text, "echo: commit-wait") {
 			t.Errorf("prompt_send after a late prompt_cancel = %s (isError %v), want its result", text, isErr)
 		}
-		if got := e.store.auditOf(AuditRequestCancelled); len(got) != 0 {
+		if got := e.store.auditOf(sessions.AuditRequestCancelled); len(got) != 0 {
 			t.Errorf("a completed turn was audited as cancelled: %v", got)
 		}
-		if got := e.store.auditOf(AuditPromptCompleted); len(got) != 1 {
+		if got := e.store.auditOf(sessions.AuditPromptCompleted); len(got) != 1 {
 			t.Errorf("prompt completed records = %v, want one", got)
 		}
 	})
@@ -101,12 +101,12 @@ func TestTurnDenialsAreAudited(t *testing.T) {
 			{"tool": "bash", "reason_code": authz.ReasonHardConstraint, "capability": string(authz.CapProcessExec), "client_id": testClientID, "in_turn": true},
 			{"tool": "read", "reason_code": authz.ReasonCapability, "capability": string(authz.CapFSRead), "client_id": testClientID},
 		}
-		if diff := cmp.Diff(want, e.store.auditOf(AuditToolDenied)); diff != "" {
+		if diff := cmp.Diff(want, e.store.auditOf(sessions.AuditToolDenied)); diff != "" {
 			t.Errorf("denial audit (-want +got):\n%s", diff)
 		}
 		var sessionsOf []string
 		for _, r := range e.store.allAudit() {
-			if r.Type == AuditToolDenied {
+			if r.Type == sessions.AuditToolDenied {
 				sessionsOf = append(sessionsOf, r.SessionID+"|"+r.Origin)
 			}
 		}

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,14 +12,21 @@ import (
 )
 
 // TestToolCallReleasesArguments: once validated, a tools/call's raw
-// arguments are dropped from go-sdk's request, and a tool_call's runtime
-// arguments are taken out of the validated value by toolCallArgs, so that
+// arguments are dropped from go-sdk's request, and the handler takes the
+// typed arguments out of the request's context (takeArgs), so that
 // neither of these copies of a maximal argument (16 MiB) stays reachable
 // while the runtime tool runs. (Over stdio the connection's own record of
 // the request still holds the raw params until the answer is written; this
 // test builds the request without one.)
 func TestToolCallReleasesArguments(t *testing.T) {
-	c := newConnection(&Server{log: slog.New(slog.DiscardHandler)})
+	e, err := newEnv(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := newConnection(e.srv)
+	if err != nil {
+		t.Fatal(err)
+	}
 	close(c.startAudited)
 	call := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{
 		Name:      contracts.ToolCall,
@@ -32,16 +38,16 @@ func TestToolCallReleasesArguments(t *testing.T) {
 		if call.Params.Arguments != nil {
 			t.Errorf("the handler's request still holds the raw arguments %s", call.Params.Arguments)
 		}
-		a, err := toolCallArgs(ctx)
+		a, err := takeArgs[contracts.ToolCallArgs](ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := contracts.ToolCallArgs{Name: "memory_update", Arguments: map[string]any{"path": "p", "content": "x"}}
 		if diff := cmp.Diff(want, a); diff != "" {
-			t.Errorf("toolCallArgs (-want +got):\n%s", diff)
+			t.Errorf("takeArgs (-want +got):\n%s", diff)
 		}
-		if v, ok := ctx.Value(argsKey{}).(map[string]any)["arguments"]; ok {
-			t.Errorf("the validated value still holds the runtime arguments %v after toolCallArgs", v)
+		if h := ctx.Value(argsKey{}).(*heldArgs); h.args != nil {
+			t.Errorf("the request's context still holds the arguments %v after takeArgs", h.args)
 		}
 		return &mcp.CallToolResult{}, nil
 	}

@@ -7,22 +7,24 @@ import (
 
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/runtime/provider/scripted"
 	"github.com/openprogram/openprogram/runtime/tool"
+	"github.com/openprogram/openprogram/sessions"
 )
 
 // withRuntime replaces the fake turns with the real runtime answering from
 // a scripted model.
-func withRuntime(t *testing.T, script string) func(*Options) {
+func withRuntime(t *testing.T, script string) func(*envConfig) {
 	t.Helper()
 	s, err := scripted.Parse([]byte(script))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(o *Options) {
+	return func(o *envConfig) {
 		o.Runtime = runtime.New(runtime.Options{
 			Store: o.Store, Registry: o.Runtime.Registry(), Executor: tool.NewExecutor(&tool.ExecutorOptions{StopGrace: time.Second}),
-			Bus: o.Runtime.Bus(), Questions: o.Runtime.Questions(), Provider: scripted.New(s),
+			Questions: o.Runtime.Questions(), Provider: scripted.New(s),
 		})
 	}
 }
@@ -89,7 +91,7 @@ func TestRealRuntimeCancellation(t *testing.T) {
 		if len(msgs) != 1 || msgs[0].Role != "user" {
 			t.Errorf("session after cancellation = %+v, want only the user message", msgs)
 		}
-		if got := e.store.auditOf(AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != ReasonRequestCancelled {
+		if got := e.store.auditOf(sessions.AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != conversation.ReasonRequestCancelled {
 			t.Errorf("audit = %v", got)
 		}
 		text, isErr := resultText(t, s.call(3, contracts.PromptSend, map[string]any{"prompt": "now", "session_id": firstSession}))

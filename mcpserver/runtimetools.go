@@ -15,8 +15,7 @@ import (
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
-	"github.com/openprogram/openprogram/runtime"
-	"github.com/openprogram/openprogram/runtime/events"
+	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
 
@@ -27,7 +26,7 @@ func (s *Server) exposedTool(name string) (tool.Tool, bool) {
 	if !slices.Contains(s.exposed, name) {
 		return nil, false
 	}
-	return s.rt.Registry().Get(name)
+	return s.conv.Registry().Get(name)
 }
 
 // Exposure is how one mcp_server.exposed_tools entry resolves for MCP
@@ -72,7 +71,7 @@ func ResolveExposed(reg *tool.Registry, exposed []string) []Exposure {
 // may use, in configured order.
 func (c *connection) toolsList() (*mcp.CallToolResult, error) {
 	out := []contracts.RuntimeTool{}
-	for _, e := range ResolveExposed(c.s.rt.Registry(), c.s.exposed) {
+	for _, e := range ResolveExposed(c.s.conv.Registry(), c.s.exposed) {
 		if e.Hidden != "" {
 			continue
 		}
@@ -94,8 +93,8 @@ func (c *connection) toolCall(ctx context.Context, req *mcp.CallToolRequest, a c
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: contracts.TextRuntimeToolNotFound}
 	}
-	// a.Arguments holds numbers as json.Number (toolCallArgs), so every number
-	// encodes again with the digits the client sent.
+	// a.Arguments holds numbers as json.Number (contracts.Validate), so
+	// every number encodes again with the digits the client sent.
 	raw := json.RawMessage("{}")
 	if a.Arguments != nil {
 		b, err := encodeArgs(a.Arguments)
@@ -108,14 +107,16 @@ func (c *connection) toolCall(ctx context.Context, req *mcp.CallToolRequest, a c
 	if r := stdio.RequestOf(req); r != nil {
 		requestID = r.ID().Raw()
 	}
-	// The request record comes first: a refused append means nothing ran.
-	if !s.auditRequest(AuditToolRequested, "", ToolRequestedPayload{RequestID: requestID, Tool: t.Name(), ClientID: s.clientID}) {
+	// The line writes the request record first (a refused append means
+	// nothing ran), then runs the one tool path, and records a denial.
+	a.Arguments = nil // encoded once: free them while the tool runs
+	progress := newProgress(ctx, req)
+	res, err := c.line.CallTool(ctx, conversation.ToolCall{
+		RequestID: requestID, ID: newCallID(), Name: t.Name(), Arguments: raw, Update: progress.send,
+	})
+	if err != nil {
 		return textError(contracts.TextAuditUnavailable), nil
 	}
-	progress := newProgress(ctx, req)
-	res := s.rt.RunTool(ctx, s.authzRequest(), runtime.ToolCall{
-		ID: newCallID(), Name: t.Name(), Arguments: raw, Update: progress.send, ArgsFirst: true,
-	})
 	if ctx.Err() != nil {
 		return nil, errRequestCancelled
 	}
@@ -123,7 +124,6 @@ func (c *connection) toolCall(ctx context.Context, req *mcp.CallToolRequest, a c
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: contracts.TextInvalidRuntimeToolArguments}
 	}
 	if d, denied := res.Denial(); denied {
-		s.auditDenial("", events.ToolEndData{Tool: t.Name(), ReasonCode: d.ReasonCode, Capability: string(d.Capability)})
 		return textError(deniedText(d)), nil
 	}
 	if res.IsError {

@@ -102,8 +102,8 @@ func TestResolveExposed(t *testing.T) {
 
 // echoEnv exposes one runtime tool, memory_status, that records the raw
 // arguments it ran with and returns result.
-func echoEnv(got *string, schema string, result tool.Result) func(*Options) {
-	return func(o *Options) {
+func echoEnv(got *string, schema string, result tool.Result) func(*envConfig) {
+	return func(o *envConfig) {
 		reg := tool.NewRegistry()
 		echo := &fakeTool{name: "memory_status", cap: authz.CapMemoryRead, schema: schema,
 			run: func(_ context.Context, args json.RawMessage, _ func(string)) (tool.Result, error) {
@@ -113,7 +113,7 @@ func echoEnv(got *string, schema string, result tool.Result) func(*Options) {
 		if err := reg.Register(echo); err != nil {
 			panic(err)
 		}
-		o.Runtime = runtime.New(runtime.Options{Store: o.Store, Registry: reg, Bus: o.Runtime.Bus(), Questions: o.Runtime.Questions()})
+		o.Runtime = runtime.New(runtime.Options{Store: o.Store, Registry: reg, Questions: o.Runtime.Questions()})
 		o.ExposedTools = []string{"memory_status"}
 	}
 }

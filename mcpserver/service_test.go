@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -14,18 +13,17 @@ import (
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
-	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/sessions"
 )
 
 // session runs fn against a fresh environment inside a synctest bubble,
 // after the handshake. Each sent line is followed by synctest.Wait.
-func session(t *testing.T, tweak func(*Options), fn func(t *testing.T, e *env, s *stepper)) {
+func session(t *testing.T, tweak func(*envConfig), fn func(t *testing.T, e *env, s *stepper)) {
 	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
 		e, err := newEnv(tweak)
@@ -126,10 +124,10 @@ func TestCancellationAuditAndCleanup(t *testing.T) {
 		{"notifications/cancelled", func(s *stepper) []map[string]any {
 			s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"p1"}}`)
 			return s.frames()
-		}, ReasonRequestCancelled},
+		}, conversation.ReasonRequestCancelled},
 		{"prompt_cancel", func(s *stepper) []map[string]any {
 			return s.call(2, contracts.PromptCancel, map[string]any{"session_id": firstSession})
-		}, ReasonPromptCancel},
+		}, conversation.ReasonPromptCancel},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			session(t, nil, func(t *testing.T, e *env, s *stepper) {
@@ -153,10 +151,10 @@ func TestCancellationAuditAndCleanup(t *testing.T) {
 				want := []map[string]any{{
 					"request_id": "p1", "session_id": firstSession, "client_id": testClientID, "reason": tc.reason,
 				}}
-				if diff := cmp.Diff(want, e.store.auditOf(AuditRequestCancelled)); diff != "" {
+				if diff := cmp.Diff(want, e.store.auditOf(sessions.AuditRequestCancelled)); diff != "" {
 					t.Errorf("cancellation audit (-want +got):\n%s", diff)
 				}
-				if got := e.store.auditOf(AuditPromptCompleted); len(got) != 0 {
+				if got := e.store.auditOf(sessions.AuditPromptCompleted); len(got) != 0 {
 					t.Errorf("a cancelled prompt was audited as completed: %v", got)
 				}
 				if len(e.questions.Pending("elsewhere")) != 1 {
@@ -195,9 +193,9 @@ func TestConnectionClosedCancelsRunningTurns(t *testing.T) {
 			}
 		}
 		want := []map[string]any{{
-			"request_id": float64(7), "session_id": firstSession, "client_id": testClientID, "reason": ReasonConnectionClosed,
+			"request_id": float64(7), "session_id": firstSession, "client_id": testClientID, "reason": conversation.ReasonConnectionClosed,
 		}}
-		if diff := cmp.Diff(want, e.store.auditOf(AuditRequestCancelled)); diff != "" {
+		if diff := cmp.Diff(want, e.store.auditOf(sessions.AuditRequestCancelled)); diff != "" {
 			t.Errorf("cancellation audit (-want +got):\n%s", diff)
 		}
 		if e.store.hasSession(firstSession) {
@@ -207,7 +205,7 @@ func TestConnectionClosedCancelsRunningTurns(t *testing.T) {
 		for _, r := range e.store.allAudit() {
 			types = append(types, r.Type)
 		}
-		wantTypes := []string{AuditServerStart, AuditPromptRequested, AuditRequestCancelled, AuditServerStop}
+		wantTypes := []string{AuditServerStart, sessions.AuditPromptRequested, sessions.AuditRequestCancelled, AuditServerStop}
 		if diff := cmp.Diff(wantTypes, types); diff != "" {
 			t.Errorf("audit record types (-want +got):\n%s", diff)
 		}
@@ -230,12 +228,12 @@ func TestAuditNeverHoldsPromptTextOrContent(t *testing.T) {
 				t.Errorf("audit record %s holds prompt text or content: %s", r.Type, r.Payload)
 			}
 		}
-		if got := e.store.auditOf(AuditPromptCompleted); !cmp.Equal(got, []map[string]any{{
+		if got := e.store.auditOf(sessions.AuditPromptCompleted); !cmp.Equal(got, []map[string]any{{
 			"request_id": float64(1), "session_id": firstSession, "client_id": testClientID, "failed": false,
 		}}) {
 			t.Errorf("completed audit = %v", got)
 		}
-		if got := e.store.auditOf(AuditToolDenied); !cmp.Equal(got, []map[string]any{{
+		if got := e.store.auditOf(sessions.AuditToolDenied); !cmp.Equal(got, []map[string]any{{
 			"tool": "bash", "reason_code": authz.ReasonHardConstraint, "capability": string(authz.CapProcessExec), "client_id": testClientID,
 		}}) {
 			t.Errorf("denial audit = %v", got)
@@ -281,16 +279,16 @@ func TestTurnsRunWithTheFixedAuthority(t *testing.T) {
 		if len(calls) != 1 {
 			t.Fatalf("%d turns ran, want 1", len(calls))
 		}
-		want, err := authz.MCPClientAuthority(testClientID, testPrincipal)
+		want, err := authz.NewMCPClient(testClientID, testPrincipal, authz.Scope{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := calls[0]
-		if got.Authority != want || got.Source != authz.SourceMCP || got.PermissionMode != authz.ModeAsk {
-			t.Errorf("turn request authority = %+v source %q mode %q, want %+v mcp ask", got.Authority, got.Source, got.PermissionMode, want)
+		got := calls[0].Speaker
+		if got.Authority() != want.Authority() || got.Source() != authz.SourceMCP || got.Mode() != authz.ModeAsk {
+			t.Errorf("turn speaker authority = %+v source %q mode %q, want %+v mcp ask", got.Authority(), got.Source(), got.Mode(), want.Authority())
 		}
-		if !slices.Equal(got.WorkDirs, []string{"/work/dir"}) || !slices.Equal(got.Rules, testRules) {
-			t.Errorf("turn request workdirs %v rules %v", got.WorkDirs, got.Rules)
+		if !slices.Equal(got.WorkDirs(), []string{"/work/dir"}) || !slices.Equal(got.Rules().List(), testRules) {
+			t.Errorf("turn speaker workdirs %v rules %v", got.WorkDirs(), got.Rules().List())
 		}
 	})
 }
@@ -387,7 +385,7 @@ func TestPromptSendKeepsTheSessionsAgent(t *testing.T) {
 		resultText(t, s.call(1, contracts.PromptSend, map[string]any{"prompt": "new"}))
 		resultText(t, s.call(2, contracts.PromptSend, map[string]any{"prompt": "old", "session_id": "seeded"}))
 		created := e.store.sessions[firstSession]
-		if created.AgentID != mainAgent || created.Source != authz.SourceMCP || created.Title != "new" {
+		if created.AgentID != conversation.Agent || created.Source != authz.SourceMCP || created.Title != "new" {
 			t.Errorf("created session = %+v, want agent main, source mcp, title new", created)
 		}
 		if got := e.store.sessions["seeded"].AgentID; got != "researcher" {
@@ -396,77 +394,23 @@ func TestPromptSendKeepsTheSessionsAgent(t *testing.T) {
 	})
 }
 
-func TestDuplicateRequestIDs(t *testing.T) {
-	e, err := newEnv(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newConnection(e.srv)
-	id := mustID(t, float64(4))
-	first := &promptRecord{id: id, sessionID: "a", commit: runtime.NewCommit()}
-	if why := c.register(first); why != "" {
-		t.Fatalf("register = %q", why)
-	}
-	for _, tc := range []struct {
-		rec  *promptRecord
-		want string
-	}{
-		{&promptRecord{id: id, sessionID: "b"}, reasonDuplicateRequest},
-		{&promptRecord{id: mustID(t, float64(5)), sessionID: "a"}, reasonSessionBusy},
-	} {
-		if why := c.register(tc.rec); why != tc.want {
-			t.Errorf("register(%v, %s) = %q, want %q", tc.rec.id.Raw(), tc.rec.sessionID, why, tc.want)
-		}
-	}
-	c.cancelAll(ReasonConnectionClosed)
-	if why := c.register(&promptRecord{id: mustID(t, float64(6)), sessionID: "c"}); why != reasonServiceClosed {
-		t.Errorf("register after close = %q, want %q", why, reasonServiceClosed)
-	}
-	if c.cancelPrompt(first, ReasonPromptCancel) {
-		t.Error("a second cancellation did something")
-	}
-	if n := len(e.store.auditOf(AuditRequestCancelled)); n != 1 {
-		t.Errorf("%d cancellation records, want 1 (cleanup is idempotent)", n)
-	}
-}
-
 func TestNewRefusesAnythingButTheMCPClientAuthority(t *testing.T) {
-	owner, err := authz.OwnerAuthority(testPrincipal)
+	// Every field of a speaker was checked by authz when it was made (its
+	// tests try the forged tiers, client ids and rules); the server takes
+	// only a speaker authz made, and only an MCP client's.
+	owner, err := authz.NewOwner(testPrincipal, false, authz.Scope{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, err := authz.MCPClientAuthority(testClientID, testPrincipal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := authz.MCPClientAuthority("ffffffffffffffff", testPrincipal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	widened := good
-	widened.Tier = authz.TierOwner
-	interactive := good
-	interactive.Interaction = authz.InteractionInteractive
 	tests := []struct {
 		name  string
-		tweak func(*Options)
+		tweak func(*envConfig)
 	}{
-		{"empty client id", func(o *Options) { o.ClientID = "" }},
-		{"malformed client id", func(o *Options) { o.ClientID = "ABCDEF0123456789" }},
-		{"owner authority", func(o *Options) { o.Authority = owner }},
-		{"another client's authority", func(o *Options) { o.Authority = other }},
-		{"owner tier", func(o *Options) { o.Authority = widened }},
-		{"interactive", func(o *Options) { o.Authority = interactive }},
-		{"zero authority", func(o *Options) { o.Authority = authz.Authority{} }},
-		{"no store", func(o *Options) { o.Store = nil }},
-		{"no runtime", func(o *Options) { o.Runtime = nil }},
-		{"a runtime without a bus", func(o *Options) {
-			o.Runtime = runtime.New(runtime.Options{Store: o.Store, Questions: o.Runtime.Questions()})
-		}},
-		{"a runtime without questions", func(o *Options) { o.Runtime = runtime.New(runtime.Options{Store: o.Store, Bus: o.Runtime.Bus()}) }},
-		{"relative workdir", func(o *Options) { o.WorkDirs = []string{"rel"} }},
-		{"bad rule", func(o *Options) { o.Rules = []authz.Rule{{Tool: "x", Action: "maybe"}} }},
-		{"empty exposed name", func(o *Options) { o.ExposedTools = []string{""} }},
+		{"the owner's speaker", func(o *envConfig) { o.Speaker = owner }},
+		{"a speaker authz did not make", func(o *envConfig) { o.Speaker = authz.Speaker{} }},
+		{"no store", func(o *envConfig) { o.Store = nil }},
+		{"no runtime", func(o *envConfig) { o.Runtime = nil }},
+		{"empty exposed name", func(o *envConfig) { o.ExposedTools = []string{""} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -481,7 +425,7 @@ func TestNewRefusesAnythingButTheMCPClientAuthority(t *testing.T) {
 }
 
 func TestEmptyExposedToolsExposesNothing(t *testing.T) {
-	session(t, func(o *Options) { o.ExposedTools = nil }, func(t *testing.T, e *env, s *stepper) {
+	session(t, func(o *envConfig) { o.ExposedTools = nil }, func(t *testing.T, e *env, s *stepper) {
 		if text, _ := resultText(t, s.call(1, contracts.ToolsList, map[string]any{})); text != "[]" {
 			t.Errorf("tools_list = %s, want []", text)
 		}
@@ -489,15 +433,6 @@ func TestEmptyExposedToolsExposesNothing(t *testing.T) {
 			t.Errorf("tool_call = %v %q, want -32601", code, msg)
 		}
 	})
-}
-
-func mustID(t *testing.T, v any) jsonrpc.ID {
-	t.Helper()
-	id, err := jsonrpc.MakeID(v)
-	if err != nil {
-		t.Fatal(fmt.Errorf("make id %v: %w", v, err))
-	}
-	return id
 }
 
 func TestServeStopsWhenTheContextEnds(t *testing.T) {
@@ -520,7 +455,7 @@ func TestServeStopsWhenTheContextEnds(t *testing.T) {
 		}
 		<-w.readerDone
 		w.inW.Close()
-		if got := e.store.auditOf(AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != ReasonConnectionClosed {
+		if got := e.store.auditOf(sessions.AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != conversation.ReasonConnectionClosed {
 			t.Errorf("cancellation audit = %v, want connection_closed", got)
 		}
 		if got := e.store.auditOf(AuditServerStop); len(got) != 1 || got[0]["reason"] != "cancelled" {
@@ -564,7 +499,7 @@ func TestClientInfoIsOnlyLogged(t *testing.T) {
 		defer mu.Unlock()
 		return logs.Write(p)
 	}), nil))
-	session(t, func(o *Options) { o.Logger = logger }, func(t *testing.T, e *env, s *stepper) {
+	session(t, func(o *envConfig) { o.Logger = logger }, func(t *testing.T, e *env, s *stepper) {
 		mu.Lock()
 		got := logs.String()
 		mu.Unlock()

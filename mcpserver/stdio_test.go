@@ -18,6 +18,7 @@ import (
 
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/mcpserver/schemacheck"
+	"github.com/openprogram/openprogram/sessions"
 )
 
 // serverCommand returns a command that runs this test binary as an MCP
@@ -117,8 +118,8 @@ func TestStdioWithCommandTransport(t *testing.T) {
 	}
 	// The prompt_send request and its turn's denied bash call, then
 	// tool_call's request and its denied read.
-	want := []string{AuditServerStart, AuditPromptRequested, AuditToolDenied, AuditPromptCompleted,
-		AuditToolRequested, AuditToolDenied, AuditServerStop}
+	want := []string{AuditServerStart, sessions.AuditPromptRequested, sessions.AuditToolDenied, sessions.AuditPromptCompleted,
+		sessions.AuditToolRequested, sessions.AuditToolDenied, AuditServerStop}
 	if got := auditTypes(auditLines(t, stderr.String())); !slices.Equal(got, want) {
 		t.Errorf("audit types = %v, want %v", got, want)
 	}
@@ -226,7 +227,7 @@ func TestStdioRawLines(t *testing.T) {
 	}
 	var cancelled []map[string]any
 	for _, r := range auditLines(t, stderr.String()) {
-		if r["type"] == AuditRequestCancelled {
+		if r["type"] == sessions.AuditRequestCancelled {
 			cancelled = append(cancelled, r)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/openprogram/openprogram/internal/schema"
 	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
 	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/sessions"
 )
 
@@ -242,28 +243,24 @@ func (c *connection) createTask(ctx context.Context, req *mcp.CallToolRequest, t
 	if r == nil {
 		return nil, errors.New("prompt_send: the request did not come through the stdio connection")
 	}
-	var a contracts.PromptSendArgs
-	if err := decodeArgs(ctx, &a); err != nil {
+	a, err := takeArgs[contracts.PromptSendArgs](ctx)
+	if err != nil {
 		return nil, err
 	}
-	created := a.SessionID == ""
-	sessionID := a.SessionID
-	if created {
-		sessionID = s.newSessionID()
-	} else if _, err := s.store.GetSession(ctx, a.SessionID); err != nil {
-		if errors.Is(err, sessions.ErrNotFound) {
+	turn := c.line.NewTurn(r.ID().Raw(), a.SessionID, a.Prompt)
+	if !turn.NewSession {
+		if _, err := s.conv.Session(ctx, turn.SessionID); errors.Is(err, conversation.ErrSessionNotFound) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: contracts.TextInvalidPromptSession}
+		} else if err != nil {
+			return nil, taskStoreError()
 		}
-		s.log.Warn("prompt_send task: load session failed", "session_id", a.SessionID, "error", err)
-		return nil, taskStoreError()
 	}
 	id := s.newTaskID()
-	if !s.auditRequest(AuditPromptRequested, sessionID, PromptRequestedPayload{
-		RequestID: r.ID().Raw(), SessionID: sessionID, ClientID: s.clientID, NewSession: created, TaskID: id,
-	}) {
+	turn.TaskID = id
+	if err := c.line.Admit(ctx, turn); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "task refused: its audit record could not be written (audit_unavailable)"}
 	}
-	body, err := json.Marshal(taskRequest{RequestID: r.ID().Raw(), SessionID: sessionID, NewSession: created, Prompt: a.Prompt})
+	body, err := json.Marshal(taskRequest{RequestID: turn.RequestID, SessionID: turn.SessionID, NewSession: turn.NewSession, Prompt: turn.Text})
 	if err != nil {
 		return nil, fmt.Errorf("encode task request: %w", err)
 	}
@@ -278,7 +275,7 @@ func (c *connection) createTask(ctx context.Context, req *mcp.CallToolRequest, t
 		s.log.Warn("prompt_send task: create task failed", "error", err)
 		return nil, taskStoreError()
 	}
-	s.audit(AuditTaskCreated, sessionID, TaskCreatedPayload{TaskID: id, RequestID: r.ID().Raw(), ClientID: s.clientID, TTLMs: ttl.Milliseconds()})
+	c.line.Record(ctx, AuditTaskCreated, turn.SessionID, TaskCreatedPayload{TaskID: id, RequestID: turn.RequestID, ClientID: s.clientID, TTLMs: ttl.Milliseconds()})
 	if err := tc.start(ctx, id); err != nil {
 		s.log.Error("start the task's runner failed", "task_id", id, "error", err)
 		task = c.failUnstarted(task)
@@ -315,7 +312,7 @@ func (c *connection) failUnstarted(task sessions.Task) sessions.Task {
 		c.s.log.Warn("fail an unstarted task", "task_id", task.ID, "error", err)
 		return task
 	}
-	c.s.audit(AuditTaskFinished, "", TaskFinishedPayload{TaskID: task.ID, ClientID: c.s.clientID, Status: done.Status})
+	c.line.Record(ctx, AuditTaskFinished, "", TaskFinishedPayload{TaskID: task.ID, ClientID: c.s.clientID, Status: done.Status})
 	return done
 }
 
@@ -514,7 +511,7 @@ func (c *connection) tasksCancel(ctx context.Context, r *stdio.Request, params j
 		c.s.log.Warn("cancel task failed", "task_id", clipID(id), "error", err)
 		return nil, taskStoreError()
 	}
-	c.s.audit(AuditTaskCancelled, "", TaskCancelledPayload{TaskID: task.ID, RequestID: r.ID().Raw(), ClientID: c.s.clientID})
+	c.line.Record(ctx, AuditTaskCancelled, "", TaskCancelledPayload{TaskID: task.ID, RequestID: r.ID().Raw(), ClientID: c.s.clientID})
 	return encodeResult(c.s.tasks.wire(task))
 }
 
@@ -614,9 +611,9 @@ func SweepTasks(ctx context.Context, store sessions.TaskStore, unclaimed time.Du
 }
 
 // RunTask runs task taskID to its end: it claims the task's runner lease,
-// runs its prompt_send turn through the same path as a plain prompt_send
-// (opts.Authority, which must be that of the task's client, the session
-// lease, audit with the task id, progress stored in the task), renews the
+// runs its prompt_send turn through the conversation service like a plain
+// prompt_send (opts.Speaker, which must be the task's client's, the
+// session lease, audit with the task id, progress stored in the task), renews the
 // lease and watches for tasks/cancel while the turn runs, and finishes the
 // task with the exact result the prompt_send would have answered. opts
 // must carry Tasks with its Store (Start is not used). It never leaves a
@@ -633,9 +630,16 @@ func RunTask(ctx context.Context, opts Options, taskID string) error {
 	return s.runTask(ctx, taskID, newRunnerID())
 }
 
-// runTask is RunTask with a given runner id.
+// runTask is RunTask with a given runner id. It runs the task's turn on a
+// line of its own, through the conversation service like a plain
+// prompt_send's, and stores the answer that prompt_send would have given.
 func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 	tc := s.tasks
+	line, err := s.conv.Open(s.speaker, nil)
+	if err != nil {
+		return fmt.Errorf("mcpserver: open the task's line: %w", err)
+	}
+	defer line.Close(conversation.ReasonRunnerStopped)
 	task, err := tc.store.ClaimTask(ctx, taskID, runner, taskLeaseTTL)
 	if err != nil {
 		return fmt.Errorf("mcpserver: claim task %q: %w", taskID, err)
@@ -661,29 +665,29 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 		if err != nil {
 			return fmt.Errorf("mcpserver: finish task %q: %w", taskID, err)
 		}
-		s.audit(AuditTaskFinished, "", TaskFinishedPayload{TaskID: taskID, ClientID: task.ClientID, Status: done.Status})
+		line.Record(ctx, AuditTaskFinished, "", TaskFinishedPayload{TaskID: taskID, ClientID: task.ClientID, Status: done.Status})
 		return nil
 	}
 	if task.ClientID != s.clientID {
 		ferr := finish(sessions.TaskFailed, "the task's runner was built for another client", failedOutcome())
-		return errors.Join(fmt.Errorf("mcpserver: task %q belongs to another client than Options.ClientID; build the runner's options for the task's client", taskID), ferr)
+		return errors.Join(fmt.Errorf("mcpserver: task %q belongs to another client than the speaker's; build the runner's options for the task's client", taskID), ferr)
 	}
 	var req taskRequest
 	if err := json.Unmarshal(task.Request, &req); err != nil || strings.TrimSpace(req.Prompt) == "" || req.SessionID == "" {
 		ferr := finish(sessions.TaskFailed, "the task's request cannot be read", failedOutcome())
 		return errors.Join(fmt.Errorf("mcpserver: task %q has an unreadable request", taskID), ferr)
 	}
-	reqID, err := jsonrpc.MakeID(req.RequestID)
-	if err != nil {
-		reqID, _ = jsonrpc.MakeID(taskID)
+	// The turn as it was admitted when the task was created: its request
+	// record is written already.
+	requestID := req.RequestID
+	if _, err := jsonrpc.MakeID(requestID); err != nil {
+		requestID = taskID
 	}
-
-	c := newConnection(s)
-	c.start()
-	defer c.stop()
-	close(c.startAudited)
+	turn := conversation.Turn{RequestID: requestID, SessionID: req.SessionID, NewSession: req.NewSession, Text: req.Prompt, TaskID: taskID}
 
 	sink := &progressSink{}
+	prog := &progress{ctx: context.WithoutCancel(ctx), notify: sink.notify, token: taskID}
+	fwd := startTurnProgress(prog)
 	commit := runtime.NewDurableCommit(func() error {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
@@ -719,33 +723,26 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 			case now.Status != sessions.TaskWorking:
 				// A tasks/cancel, or a sweep that failed the task while this
 				// runner stalled: either way its turn must stop.
-				reason, cause := ReasonTaskCancel, errTaskCancelled
+				reason := conversation.ReasonTaskCancel
 				if now.Status != sessions.TaskCancelled {
-					reason, cause = ReasonRunnerStopped, errTaskEnded
+					reason = conversation.ReasonRunnerStopped
 				}
-				c.mu.Lock()
-				rec := c.byID[reqID]
-				c.mu.Unlock()
-				if rec != nil {
-					c.cancelPrompt(rec, reason)
-				} else {
-					commit.Cancel(cause)
+				if !line.Cancel(requestID, reason) {
+					commit.Cancel(&conversation.CancelledError{Reason: reason})
 				}
 				return
 			}
 		}
 	})
-	res, rerr := c.runPrompt(runCtx, promptRun{
-		id: reqID, taskID: taskID, sessionID: req.SessionID, created: req.NewSession, prompt: req.Prompt,
-		answered: answered, prog: &progress{ctx: context.WithoutCancel(ctx), notify: sink.notify, token: taskID},
-		commit: commit, endReason: func() string { return ReasonRunnerStopped }, refused: ReasonTaskCancel,
+	reply, rerr := line.Send(runCtx, turn, conversation.SendOptions{
+		Observe: fwd.observe, OnCancel: prog.close, Commit: commit, Answered: answered,
+		EndReason: func() string { return conversation.ReasonRunnerStopped }, Refused: conversation.ReasonTaskCancel,
 	})
+	fwd.finish(errors.Is(rerr, conversation.ErrCancelled))
 	close(answered)
 	wg.Wait()
 
-	var werr *jsonrpc.Error
-	switch {
-	case rerr != nil && errors.As(rerr, &werr) && werr == errRequestCancelled:
+	if errors.Is(rerr, conversation.ErrCancelled) {
 		if lostLease {
 			return fmt.Errorf("mcpserver: task %q: the runner lost its lease", taskID)
 		}
@@ -754,10 +751,14 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 		}
 		// A tasks/cancel won: the task is cancelled in the store already.
 		return finish(sessions.TaskCancelled, "", taskOutcome{Error: errRequestCancelled})
-	case rerr != nil && errors.As(rerr, &werr):
+	}
+	res, perr := promptAnswer(reply, rerr)
+	var werr *jsonrpc.Error
+	switch {
+	case perr != nil && errors.As(perr, &werr):
 		return finish(sessions.TaskFailed, werr.Message, taskOutcome{Error: werr})
-	case rerr != nil:
-		s.log.Error("task turn failed", "task_id", taskID, "error", rerr)
+	case perr != nil:
+		s.log.Error("task turn failed", "task_id", taskID, "error", perr)
 		return finish(sessions.TaskFailed, contracts.TextToolExecutionFailed, failedOutcome())
 	}
 	body := mustResult(res)
@@ -766,12 +767,6 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 	}
 	return finish(sessions.TaskCompleted, "", taskOutcome{Result: body})
 }
-
-// Causes a task's runner gives its turn's Commit.
-var (
-	errTaskCancelled = errors.New("cancelled by tasks/cancel")
-	errTaskEnded     = errors.New("the task ended while its turn ran (its runner lease lapsed)")
-)
 
 // statusText is the first text of an isError result, clipped, for the
 // task's statusMessage.

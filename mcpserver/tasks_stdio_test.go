@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openprogram/openprogram/mcpserver/schemacheck"
+	"github.com/openprogram/openprogram/sessions"
 )
 
 // TestTasksOverCommandTransport drives a task through a real server
@@ -101,7 +102,7 @@ func TestTasksOverCommandTransport(t *testing.T) {
 		t.Logf("close: %v", err)
 	}
 	types := auditTypes(auditLines(t, stderr.String()))
-	for _, want := range []string{AuditPromptRequested, AuditTaskCreated, AuditPromptCompleted, AuditTaskFinished} {
+	for _, want := range []string{sessions.AuditPromptRequested, AuditTaskCreated, sessions.AuditPromptCompleted, AuditTaskFinished} {
 		if !slices.Contains(types, want) {
 			t.Errorf("audit %v lacks %s", types, want)
 		}

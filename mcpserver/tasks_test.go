@@ -17,6 +17,7 @@ import (
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/mcpserver/internal/stdio"
+	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/sessions"
 )
 
@@ -34,14 +35,14 @@ type taskEnv struct {
 
 func newTaskEnv(t testing.TB, tweak func(*TaskOptions)) *taskEnv {
 	t.Helper()
-	te, err := newTaskEnvErr(tweak)
+	te, err := newTaskEnvErr(tweak, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return te
 }
 
-func newTaskEnvErr(tweak func(*TaskOptions)) (*taskEnv, error) {
+func newTaskEnvErr(tweak func(*TaskOptions), envTweak func(*envConfig)) (*taskEnv, error) {
 	te := &taskEnv{tasks: newMemTasks(time.Now)}
 	opts := &TaskOptions{Store: te.tasks, Start: func(_ context.Context, id string) error {
 		te.runners.Go(func() {
@@ -55,7 +56,12 @@ func newTaskEnvErr(tweak func(*TaskOptions)) (*taskEnv, error) {
 	if tweak != nil {
 		tweak(opts)
 	}
-	e, err := newEnv(func(o *Options) { o.Tasks = opts })
+	e, err := newEnv(func(o *envConfig) {
+		o.Tasks = opts
+		if envTweak != nil {
+			envTweak(o)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +79,13 @@ func newTaskEnvErr(tweak func(*TaskOptions)) (*taskEnv, error) {
 
 // call sends one request on a connection of te's server the way the
 // stdio connection does, without a wire: the handler of a tasks/* method.
-func (te *taskEnv) conn() *connection { return newConnection(te.srv) }
+func (te *taskEnv) conn() *connection {
+	c, err := newConnection(te.srv)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
 
 func rawParams(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
@@ -181,16 +193,19 @@ func TestTaskClientIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := "fedcba9876543210"
-	authority, err := authz.MCPClientAuthority(other, testPrincipal)
+	speaker, err := authz.NewMCPClient(other, testPrincipal, authz.Scope{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Store: te.store, Runtime: te.srv.rt, ClientID: other, Authority: authority,
+	srv, err := New(Options{Conversations: te.conv, Speaker: speaker,
 		Tasks: &TaskOptions{Store: te.tasks, Start: func(context.Context, string) error { return nil }}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newConnection(srv)
+	c, err := newConnection(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p := rawParams(map[string]string{"taskId": "task_a"})
 	for name, h := range c.taskHandlers() {
 		if name == "tasks/list" {
@@ -372,7 +387,7 @@ func TestRunTaskStoppedFailsTask(t *testing.T) {
 		if te.store.hasSession("mcp_s") {
 			t.Error("the stopped task's new session was left behind")
 		}
-		if got := te.store.auditOf(AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != ReasonRunnerStopped || got[0]["task_id"] != "task_s" {
+		if got := te.store.auditOf(sessions.AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != conversation.ReasonRunnerStopped || got[0]["task_id"] != "task_s" {
 			t.Errorf("cancel audit = %v", got)
 		}
 	})
@@ -465,11 +480,11 @@ func TestTaskProgressStatusAndCancel(t *testing.T) {
 		if got := te.store.auditOf(AuditTaskCancelled); len(got) != 1 || got[0]["task_id"] != "task_0001" {
 			t.Errorf("%s records = %v", AuditTaskCancelled, got)
 		}
-		if got := te.store.auditOf(AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != ReasonTaskCancel || got[0]["task_id"] != "task_0001" {
-			t.Errorf("%s records = %v", AuditRequestCancelled, got)
+		if got := te.store.auditOf(sessions.AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != conversation.ReasonTaskCancel || got[0]["task_id"] != "task_0001" {
+			t.Errorf("%s records = %v", sessions.AuditRequestCancelled, got)
 		}
-		if got := te.store.auditOf(AuditPromptRequested); len(got) != 1 || got[0]["task_id"] != "task_0001" {
-			t.Errorf("%s records = %v", AuditPromptRequested, got)
+		if got := te.store.auditOf(sessions.AuditPromptRequested); len(got) != 1 || got[0]["task_id"] != "task_0001" {
+			t.Errorf("%s records = %v", sessions.AuditPromptRequested, got)
 		}
 		if got := te.store.auditOf(AuditTaskCreated); len(got) != 1 || got[0]["task_id"] != "task_0001" {
 			t.Errorf("%s records = %v", AuditTaskCreated, got)
@@ -498,8 +513,8 @@ func TestTaskAuditCompleted(t *testing.T) {
 		w.send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"hello"},"task":{}}}`)
 		synctest.Wait()
 		te.runners.Wait()
-		if got := te.store.auditOf(AuditPromptCompleted); len(got) != 1 || got[0]["task_id"] != "task_0001" || got[0]["request_id"] != "a" {
-			t.Errorf("%s records = %v", AuditPromptCompleted, got)
+		if got := te.store.auditOf(sessions.AuditPromptCompleted); len(got) != 1 || got[0]["task_id"] != "task_0001" || got[0]["request_id"] != "a" {
+			t.Errorf("%s records = %v", sessions.AuditPromptCompleted, got)
 		}
 		if got := te.store.auditOf(AuditTaskFinished); len(got) != 1 || got[0]["status"] != sessions.TaskCompleted {
 			t.Errorf("%s records = %v", AuditTaskFinished, got)
@@ -514,8 +529,10 @@ func TestTaskAuditCompleted(t *testing.T) {
 // before anything is created or started.
 func TestTaskAuditRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		te := newTaskEnv(t, nil)
-		te.srv.store = &refusingAuditStore{memStore: te.store}
+		te, err := newTaskEnvErr(nil, refuseAudit)
+		if err != nil {
+			t.Fatal(err)
+		}
 		w := startWire(t.Context(), t, te.env)
 		for _, l := range handshake {
 			w.send(l)
@@ -595,7 +612,7 @@ func TestRunTaskStopsWhenTaskEnded(t *testing.T) {
 		if te.store.hasSession("mcp_e") {
 			t.Error("the stopped turn's new session was left behind")
 		}
-		if got := te.store.auditOf(AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != ReasonRunnerStopped {
+		if got := te.store.auditOf(sessions.AuditRequestCancelled); len(got) != 1 || got[0]["reason"] != conversation.ReasonRunnerStopped {
 			t.Errorf("cancel audit = %v", got)
 		}
 	})

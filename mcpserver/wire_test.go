@@ -13,6 +13,7 @@ import (
 
 	"github.com/openprogram/openprogram/mcpserver/schemacheck"
 	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/conversation"
 )
 
 // wire drives Serve over pipes with raw lines, like a client process would,
@@ -183,7 +184,7 @@ func (s stuckTurns) ProcessUserTurn(context.Context, runtime.TurnRequest) (runti
 
 // TestStuckTurnIsAbandoned pins the bounded abandon path: at stdin EOF a
 // turn that ignores its cancelled context is awaited for the drain timeout,
-// then for abandonAfter, and then given up: Serve returns, the request is
+// then for AbandonAfter, and then given up: Serve returns, the request is
 // never answered with the turn's late result, and nothing waits for it.
 func TestStuckTurnIsAbandoned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -193,7 +194,7 @@ func TestStuckTurnIsAbandoned(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.srv.turns = stuckTurns{started: started, release: release}
+		e.turns.instead = stuckTurns{started: started, release: release}
 		w := startWire(t.Context(), t, e)
 		for _, l := range handshake {
 			w.send(l)
@@ -204,8 +205,8 @@ func TestStuckTurnIsAbandoned(t *testing.T) {
 		if err := w.close(); err != nil {
 			t.Errorf("Serve after EOF with a stuck turn = %v, want nil", err)
 		}
-		if got, want := time.Since(begin), DefaultDrainTimeout+abandonAfter; got != want {
-			t.Errorf("Serve returned %s after EOF, want drain timeout + abandonAfter = %s", got, want)
+		if got, want := time.Since(begin), DefaultDrainTimeout+conversation.AbandonAfter; got != want {
+			t.Errorf("Serve returned %s after EOF, want drain timeout + AbandonAfter = %s", got, want)
 		}
 		for _, line := range w.all() {
 			if bytes.Contains(line, []byte("too late")) {

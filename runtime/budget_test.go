@@ -20,7 +20,7 @@ import (
 // returns the first user message's text.
 func longSession(t testing.TB, store sessions.Store, sid string, turns, chars int) string {
 	t.Helper()
-	auth := clientAuthority(t)
+	auth := client(t, authz.Scope{}).Authority()
 	meta := func(m runtime.Metadata) json.RawMessage {
 		data, err := json.Marshal(m)
 		if err != nil {

@@ -30,15 +30,12 @@ func TestCancelKillsBashGroup(t *testing.T) {
 	}
 	pidFile := filepath.Join(work, "child.pid")
 	p := script(t, `{"turns":[{"tool_calls":[{"name":"bash","arguments":{"command":"sleep 60 & echo $! > child.pid; wait","timeout_ms":120000}}]},{"text":"never"}]}`)
-	bus := events.NewBus(nil)
-	defer bus.Close()
-	started := bus.Subscribe(events.ToolStart)
-	defer started.Close()
-	rt := runtime.New(runtime.Options{Store: store, Registry: reg, Provider: p, Bus: bus})
+	started := make(chan struct{}, 1)
+	rt := runtime.New(runtime.Options{Store: store, Registry: reg, Provider: p})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go func() {
-		<-started.C()
+		<-started
 		// Wait until the child is running, then cancel the turn.
 		for range 500 {
 			if data, err := os.ReadFile(pidFile); err == nil && strings.TrimSpace(string(data)) != "" {
@@ -48,8 +45,15 @@ func TestCancelKillsBashGroup(t *testing.T) {
 		}
 		cancel()
 	}()
-	req := runtime.TurnRequest{SessionID: "s1", Text: "run it", Request: authz.Request{Source: authz.SourceCLI, PermissionMode: authz.ModeBypass,
-		Authority: ownerAuthority(t), WorkDirs: []string{work}}}
+	req := runtime.TurnRequest{SessionID: "s1", Text: "run it", Speaker: owner(t, authz.Scope{Rules: allow(t, "bash"), WorkDirs: []string{work}}),
+		Observe: func(e events.Event) {
+			if e.Type == events.ToolStart {
+				select {
+				case started <- struct{}{}:
+				default:
+				}
+			}
+		}}
 	start := time.Now()
 	_, err := rt.ProcessUserTurn(ctx, req)
 	if !errors.Is(err, context.Canceled) {

@@ -31,10 +31,9 @@ func ExampleRuntime_ProcessUserTurn() {
 
 	script, _ := scripted.Parse([]byte(`{"turns":[{"text":"Hello from the script."}]}`))
 	rt := runtime.New(runtime.Options{Store: store, Provider: scripted.New(script)})
-	auth, _ := authz.MCPClientAuthority("0123456789abcdef", "owner/install/fedcba9876543210")
+	client, _ := authz.NewMCPClient("0123456789abcdef", "owner/install/fedcba9876543210", authz.Scope{})
 	res, err := rt.ProcessUserTurn(ctx, runtime.TurnRequest{
-		SessionID: "demo", Text: "Hi!", AgentID: "main",
-		Request: authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk, Authority: auth},
+		SessionID: "demo", Text: "Hi!", AgentID: "main", Speaker: client,
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -29,6 +29,7 @@ require (
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/openprogram/openprogram/internal v0.0.0
+	github.com/openprogram/openprogram/tokenauth v0.0.0
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
@@ -57,3 +58,5 @@ replace (
 )
 
 replace github.com/openprogram/openprogram/internal => ../internal
+
+replace github.com/openprogram/openprogram/tokenauth => ../tokenauth

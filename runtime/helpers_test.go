@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -26,28 +27,49 @@ const (
 	clientID  = "fedcba9876543210"
 )
 
-func clientAuthority(t testing.TB) authz.Authority {
+// client is the MCP client's speaker in scope.
+func client(t testing.TB, at authz.Scope) authz.Speaker {
 	t.Helper()
-	a, err := authz.MCPClientAuthority(clientID, principal)
+	sp, err := authz.NewMCPClient(clientID, principal, at)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a
+	return sp
 }
 
-func ownerAuthority(t testing.TB) authz.Authority {
+// owner is the interactive owner's speaker in scope.
+func owner(t testing.TB, at authz.Scope) authz.Speaker {
 	t.Helper()
-	a, err := authz.OwnerAuthority(principal)
+	sp, err := authz.NewOwner(principal, true, at)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a
+	return sp
+}
+
+// allow is the permission rules allowing each tool named.
+func allow(t testing.TB, tools ...string) authz.Rules {
+	t.Helper()
+	var rs []authz.Rule
+	for _, name := range tools {
+		rs = append(rs, authz.Rule{Tool: name, Action: authz.ActionAllow})
+	}
+	rules, err := authz.NewRules(rs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}
+
+// observed is req with its events going to observe.
+func observed(req runtime.TurnRequest, observe events.Observer) runtime.TurnRequest {
+	req.Observe = observe
+	return req
 }
 
 // mcpRequest is a turn as the MCP server makes it.
 func mcpRequest(t testing.TB, sid, text string) runtime.TurnRequest {
-	return runtime.TurnRequest{SessionID: sid, Text: text, AgentID: "main", RequestID: "req-1",
-		Request: authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk, Authority: clientAuthority(t)}}
+	return runtime.TurnRequest{SessionID: sid, Text: text, AgentID: "main", RequestID: "req-1", Speaker: client(t, authz.Scope{})}
 }
 
 // openStore opens an SQLite store in dir (a fresh temp dir when empty).
@@ -146,20 +168,19 @@ func registry(t testing.TB, tools ...tool.Tool) *tool.Registry {
 	return reg
 }
 
-// collect subscribes to every event on bus; drain returns what arrived.
-func collect(bus *events.Bus) (drain func() []events.Event) {
-	sub := bus.Subscribe()
-	return func() []events.Event {
-		var out []events.Event
-		for {
-			select {
-			case e := <-sub.C():
-				out = append(out, e)
-			default:
-				sub.Close()
-				return out
-			}
-		}
+// collect records the events its observer receives; drain returns them.
+func collect() (observe events.Observer, drain func() []events.Event) {
+	var mu sync.Mutex
+	var out []events.Event
+	observe = func(e events.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		out = append(out, e)
+	}
+	return observe, func() []events.Event {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(out)
 	}
 }
 

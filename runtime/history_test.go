@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/sessions"
@@ -24,7 +25,7 @@ func TestHistoryFromStoredBranch(t *testing.T) {
 		{ID: "b", Name: "memory_get", Arguments: json.RawMessage(`"not json"`)},
 	}}
 	result := runtime.Metadata{ToolCallID: "a", ToolName: "memory_get", IsError: true}
-	owner := ownerAuthority(t)
+	owner := owner(t, authz.Scope{}).Authority()
 	enc := func(m runtime.Metadata) json.RawMessage {
 		data, err := json.Marshal(m)
 		if err != nil {

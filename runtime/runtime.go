@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/gate"
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/questions"
@@ -40,10 +39,6 @@ type Options struct {
 	// Executor runs tool calls, for turns and [Runtime.RunTool] (nil:
 	// tool.NewExecutor(nil)).
 	Executor *tool.Executor
-	// Bus receives turn.start, turn.text (every streamed fragment), tool.start,
-	// tool.end and turn.end events (nil: none). tool.end says whether the
-	// call was denied.
-	Bus *events.Bus
 	// Questions is used for approval questions of interactive speakers, and
 	// its pending questions of a session are declined when a turn there is
 	// cancelled (nil: approvals are denied).

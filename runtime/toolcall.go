@@ -34,35 +34,39 @@ type ToolCall struct {
 	// ArgsFirst checks the arguments against the tool's schema before the
 	// gate (see [tool.Call]); by default the gate decides first.
 	ArgsFirst bool
+	// Observe receives tool.start, question.asked, approval.standing and
+	// tool.end of the call (nil: none). tool.end says whether the call was
+	// denied.
+	Observe events.Observer
 }
 
-// RunTool runs one tool call for req: the one place where the gate and the
+// RunTool runs one tool call for sp: the one place where the gate and the
 // executor are put together. It looks call.Name up in Options.Registry (an
 // unregistered name is an UNKNOWN_TOOL result), runs the gate
-// ([gate.Guard]: authz.Decide for req, the tool's declared capability,
+// ([gate.Guard]: authz.Decide for sp, the tool's declared capability,
 // approval through Options.Questions) and the argument check in call's
 // order, then the tool through Options.Executor, with a [tool.CallInfo]
-// of req and call.SessionID. A denial is an IsError result:
+// of sp and call.SessionID. A denial is an IsError result:
 // [tool.Result.Denial] reads it; arguments the schema refused are
 // [tool.Result.ArgumentsRejected]. tool.start and tool.end events frame
-// the call (tool.end says whether it was denied).
-func (r *Runtime) RunTool(ctx context.Context, req authz.Request, call ToolCall) tool.Result {
+// the call for call.Observe (tool.end says whether it was denied).
+func (r *Runtime) RunTool(ctx context.Context, sp authz.Speaker, call ToolCall) tool.Result {
 	name, callID := clip.String(call.Name, events.MaxToolLen), clip.String(call.ID, events.MaxCallIDLen)
-	r.publish(events.ToolStart, call.SessionID, events.ToolStartData{RequestID: call.RequestID, CallID: callID, Tool: name})
+	call.Observe.Emit(events.ToolStart, call.SessionID, events.ToolStartData{RequestID: call.RequestID, CallID: callID, Tool: name})
 	var res tool.Result
 	tl, ok := r.registry().Get(call.Name)
 	if !ok {
 		res = tool.ErrorResult(reasonUnknownTool, fmt.Sprintf("tool %q is not available; use one of the tools you were given", name))
 	} else {
-		guard := gate.Guard(tl, req, &gate.Options{Questions: r.opts.Questions, SessionID: call.SessionID, Standing: r.opts.Standing})
-		cctx := tool.WithCall(ctx, tool.CallInfo{SessionID: call.SessionID, Authority: req.Authority, Source: req.Source, WorkDirs: req.WorkDirs, Rules: req.Rules, StateDir: req.StateDir})
+		guard := gate.Guard(tl, sp, &gate.Options{Questions: r.opts.Questions, SessionID: call.SessionID, Standing: r.opts.Standing, Observe: call.Observe})
+		cctx := tool.WithCall(ctx, tool.CallInfo{SessionID: call.SessionID, Speaker: sp})
 		res = r.exec.Run(cctx, tl, tool.Call{ID: call.ID, Args: call.Arguments, Update: call.Update, Guard: guard, ArgsFirst: call.ArgsFirst})
 	}
 	end := events.ToolEndData{RequestID: call.RequestID, CallID: callID, Tool: name, IsError: res.IsError}
 	if d, denied := res.Denial(); denied {
 		end.Denied, end.ReasonCode, end.Capability = true, d.ReasonCode, string(d.Capability)
 	}
-	r.publish(events.ToolEnd, call.SessionID, end)
+	call.Observe.Emit(events.ToolEnd, call.SessionID, end)
 	return res
 }
 
@@ -79,9 +83,6 @@ var emptyRegistry = tool.NewRegistry()
 // Registry returns the runtime's tool registry (Options.Registry; an empty
 // one when none was given).
 func (r *Runtime) Registry() *tool.Registry { return r.registry() }
-
-// Bus returns Options.Bus (nil when none was given).
-func (r *Runtime) Bus() *events.Bus { return r.opts.Bus }
 
 // Questions returns Options.Questions (nil when none was given).
 func (r *Runtime) Questions() *questions.Registry { return r.opts.Questions }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -18,12 +17,10 @@ import (
 )
 
 // TurnRequest is one user message to answer. Everything the turn may do
-// follows from its authz.Request, used whole for every tool call of the
-// turn: Authority (validated, used as is), Source (required: authz.SourceMCP,
-// authz.SourceAgentSpawn or authz.SourceCLI), PermissionMode ("" means
-// ask), Rules and absolute WorkDirs. No field can raise the authority tier,
-// and Source "cli" (the one source without hard constraints) is refused for
-// anyone but the owner.
+// follows from its Speaker, made by authz and used whole for every tool
+// call of the turn: its authority, source, rules, working directories and
+// state directory. The turn checks no field of it; a Speaker that authz did
+// not make is refused.
 type TurnRequest struct {
 	// SessionID names an existing session. Required.
 	SessionID string
@@ -31,11 +28,18 @@ type TurnRequest struct {
 	Text string
 	// AgentID is recorded with the user message.
 	AgentID string
-	// Request is the authorization of the turn's speaker and every tool
-	// call it makes.
-	authz.Request
+	// Speaker is who speaks: the authority of the user message and of every
+	// tool call the turn makes. Required (authz.NewMCPClient,
+	// authz.NewOwner).
+	Speaker authz.Speaker
 	// RequestID is an opaque id copied into every event of the turn.
 	RequestID string
+	// Observe receives the turn's events as they happen, in order and one
+	// at a time: turn.start, turn.text (every streamed fragment),
+	// tool.start, question.asked, approval.standing, tool.end and turn.end
+	// (nil: none). The turn waits while it runs. No event holds the user's
+	// text or a tool's arguments.
+	Observe events.Observer
 	// Commit, when set, is the turn's commit point (see [Commit]): the
 	// caller keeps it to cancel the turn and learn, atomically, whether the
 	// cancel won over the final write. Nil: the turn makes its own, and
@@ -84,31 +88,8 @@ func (req TurnRequest) validate() error {
 	if strings.TrimSpace(req.Text) == "" {
 		return bad("text is blank")
 	}
-	if err := req.Authority.Validate(); err != nil {
+	if err := req.Speaker.Check(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidTurn, err)
-	}
-	switch req.Source {
-	case "":
-		return bad("source is empty; use %q, %q or %q", authz.SourceMCP, authz.SourceAgentSpawn, authz.SourceCLI)
-	case authz.SourceCLI:
-		if req.Authority.SpeakerKind != authz.SpeakerKindOwner {
-			return bad("source %q is only for the owner, not speaker kind %q", authz.SourceCLI, req.Authority.SpeakerKind)
-		}
-	}
-	switch req.PermissionMode {
-	case "", authz.ModeAsk, authz.ModeBypass:
-	default:
-		return bad("permission mode %q is not %q or %q", req.PermissionMode, authz.ModeAsk, authz.ModeBypass)
-	}
-	for _, r := range req.Rules {
-		if err := r.Validate(); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidTurn, err)
-		}
-	}
-	for _, d := range req.WorkDirs {
-		if !filepath.IsAbs(d) {
-			return bad("working directory %q is not absolute", d)
-		}
 	}
 	return nil
 }
@@ -131,7 +112,7 @@ var errStopped = errors.New("turn stopped")
 //     chain under the user message and move the head, in one transaction;
 //  6. release the lease.
 //
-// Events: turn.start, turn.text (coalesced text progress), tool.start,
+// Events, to req.Observe: turn.start, turn.text, tool.start,
 // tool.end and turn.end, each with the request id; none holds user text or
 // tool arguments.
 //
@@ -183,7 +164,7 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 
 	declineOnCancel := context.AfterFunc(turnCtx, func() { r.cancelQuestions(sid) })
 	stopRenew := r.keepLease(turnCtx, cancelTurn, sid, owner)
-	r.publish(events.TurnStart, sid, events.TurnStartData{RequestID: req.RequestID, SessionID: sid})
+	req.Observe.Emit(events.TurnStart, sid, events.TurnStartData{RequestID: req.RequestID, SessionID: sid})
 
 	cleaned := false
 	cleanup := func() {
@@ -208,7 +189,7 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 	if stopped {
 		r.cancelQuestions(sid)
 	}
-	r.publish(events.TurnEnd, sid, events.TurnEndData{
+	req.Observe.Emit(events.TurnEnd, sid, events.TurnEndData{
 		RequestID: req.RequestID, SessionID: sid,
 		Failed: res.Failed, ErrorClass: res.ErrorClass, Cancelled: stopped,
 	})
@@ -226,12 +207,6 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 func (r *Runtime) cancelQuestions(sid string) {
 	if r.opts.Questions != nil {
 		r.opts.Questions.CancelSession(sid)
-	}
-}
-
-func (r *Runtime) publish(typ, sid string, data any) {
-	if r.opts.Bus != nil {
-		r.opts.Bus.Publish(events.Event{Type: typ, SessionID: sid, Data: data})
 	}
 }
 
@@ -310,9 +285,9 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 	if ctx.Err() != nil {
 		return TurnResult{}, errStopped
 	}
-	auth := t.req.Authority
+	auth := t.req.Speaker.Authority()
 	user := sessions.NewMessage{Role: sessions.RoleUser, Content: t.req.Text,
-		Metadata: metadata{Authority: &auth, Source: t.req.Source, AgentID: t.req.AgentID}.encode()}
+		Metadata: metadata{Authority: &auth, Source: t.req.Speaker.Source(), AgentID: t.req.AgentID}.encode()}
 	saved, err := store.AppendMessages(ctx, sid, parent, storable([]sessions.NewMessage{user}), true)
 	if err != nil {
 		return t.storeErr(ctx, "store the user message", err)
@@ -342,7 +317,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 				return
 			}
 			chars += utf8.RuneCountInString(d.Text)
-			t.r.publish(events.TextProgress, sid, events.TextData{RequestID: t.req.RequestID, Text: d.Text, Chars: chars})
+			t.req.Observe.Emit(events.TextProgress, sid, events.TextData{RequestID: t.req.RequestID, Text: d.Text, Chars: chars})
 		})
 		if ctx.Err() != nil {
 			return TurnResult{}, errStopped // a late answer is discarded
@@ -378,8 +353,8 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 				if ctx.Err() != nil {
 					return TurnResult{}, errStopped
 				}
-				res = t.r.RunTool(tctx, t.req.Request, ToolCall{SessionID: sid, RequestID: t.req.RequestID,
-					ID: c.ID, Name: c.Name, Arguments: resp.ToolCalls[i].Arguments})
+				res = t.r.RunTool(tctx, t.req.Speaker, ToolCall{SessionID: sid, RequestID: t.req.RequestID,
+					ID: c.ID, Name: c.Name, Arguments: resp.ToolCalls[i].Arguments, Observe: t.req.Observe})
 				if ctx.Err() != nil {
 					return TurnResult{}, errStopped
 				}
@@ -399,7 +374,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 func (t *turn) offer() []provider.ToolSpec {
 	var specs []provider.ToolSpec
 	for _, tl := range t.r.registry().List() {
-		if _, ok := authz.ToolAllowed(t.req.Authority.Tier, tl.Name(), tl.Capability()); !ok {
+		if _, ok := authz.ToolAllowed(t.req.Speaker.Authority().Tier, tl.Name(), tl.Capability()); !ok {
 			continue
 		}
 		specs = append(specs, provider.ToolSpec{Name: tl.Name(), Description: tl.Description(), InputSchema: tl.InputSchema()})

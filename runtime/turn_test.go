@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,20 +27,18 @@ import (
 func TestPlainReply(t *testing.T) {
 	store := openStore(t, "")
 	createSession(t, store, "s1")
-	bus := events.NewBus(nil)
-	defer bus.Close()
-	drain := collect(bus)
+	observe, drain := collect()
 	p := script(t, `{"turns":[{"text":"Hello there."}]}`)
-	rt := runtime.New(runtime.Options{Store: store, Provider: p, Bus: bus, SystemPrompt: "Be kind."})
+	rt := runtime.New(runtime.Options{Store: store, Provider: p, SystemPrompt: "Be kind."})
 
-	res, err := rt.ProcessUserTurn(t.Context(), mcpRequest(t, "s1", "hi <there> & you"))
+	res, err := rt.ProcessUserTurn(t.Context(), observed(mcpRequest(t, "s1", "hi <there> & you"), observe))
 	if err != nil {
 		t.Fatalf("ProcessUserTurn: %v", err)
 	}
 	if res.Text != "[scripted] Hello there." || res.Failed || res.ErrorClass != "" || res.UserMessageID == "" || res.AssistantMessageID == "" {
 		t.Errorf("ProcessUserTurn = %+v", res)
 	}
-	auth := clientAuthority(t)
+	auth := client(t, authz.Scope{}).Authority()
 	want := []stored{
 		{Role: "user", Content: "hi <there> & you", Meta: runtime.Metadata{Authority: &auth, Source: "mcp", AgentID: "main"}},
 		{Role: "assistant", Content: "[scripted] Hello there.", Meta: runtime.Metadata{Provider: "scripted", StopReason: provider.StopEnd}},
@@ -83,7 +82,7 @@ func TestOwnerSeesNoEnvelope(t *testing.T) {
 	if _, err := rt.ProcessUserTurn(t.Context(), mcpRequest(t, "s1", "from the client")); err != nil {
 		t.Fatal(err)
 	}
-	owner := runtime.TurnRequest{SessionID: "s1", Text: "from the owner", Request: authz.Request{Source: authz.SourceCLI, Authority: ownerAuthority(t)}}
+	owner := runtime.TurnRequest{SessionID: "s1", Text: "from the owner", Speaker: owner(t, authz.Scope{})}
 	if _, err := rt.ProcessUserTurn(t.Context(), owner); err != nil {
 		t.Fatal(err)
 	}
@@ -100,18 +99,16 @@ func TestOwnerSeesNoEnvelope(t *testing.T) {
 func TestToolCallSucceeds(t *testing.T) {
 	store := openStore(t, "")
 	createSession(t, store, "s1")
-	bus := events.NewBus(nil)
-	defer bus.Close()
-	drain := collect(bus)
+	observe, drain := collect()
 	rec := &recorder{}
 	p := script(t, `{"turns":[
 		{"text":"Searching.","tool_calls":[{"id":"c1","name":"memory_search","arguments":{"query":"secret-arg"}}]},
 		{"text":"Found it."}
 	]}`)
-	rt := runtime.New(runtime.Options{Store: store, Provider: p, Bus: bus,
+	rt := runtime.New(runtime.Options{Store: store, Provider: p,
 		Registry: registry(t, rec.tool("memory_search", authz.CapMemoryRead, nil), rec.tool("bash", authz.CapProcessExec, nil))})
 
-	res, err := rt.ProcessUserTurn(t.Context(), mcpRequest(t, "s1", "find it"))
+	res, err := rt.ProcessUserTurn(t.Context(), observed(mcpRequest(t, "s1", "find it"), observe))
 	if err != nil {
 		t.Fatalf("ProcessUserTurn: %v", err)
 	}
@@ -166,17 +163,15 @@ func TestGateDeniesForMCP(t *testing.T) {
 	store := openStore(t, "")
 	createSession(t, store, "s1")
 	rec := &recorder{}
-	bus := events.NewBus(nil)
-	defer bus.Close()
-	drain := collect(bus)
+	observe, drain := collect()
 	p := script(t, `{"turns":[
 		{"tool_calls":[{"id":"c1","name":"bash","arguments":{"query":"rm -rf /"}},{"id":"c2","name":"read","arguments":{"query":"/etc/passwd"}},{"id":"c3","name":"nope"}]},
 		{"text":"I may not."}
 	]}`)
 	rt := runtime.New(runtime.Options{Store: store, Provider: p,
-		Registry: registry(t, rec.tool("bash", authz.CapProcessExec, nil), rec.tool("read", authz.CapFSRead, nil)), Bus: bus})
+		Registry: registry(t, rec.tool("bash", authz.CapProcessExec, nil), rec.tool("read", authz.CapFSRead, nil))})
 
-	res, err := rt.ProcessUserTurn(t.Context(), mcpRequest(t, "s1", "clean up"))
+	res, err := rt.ProcessUserTurn(t.Context(), observed(mcpRequest(t, "s1", "clean up"), observe))
 	if err != nil || res.Failed {
 		t.Fatalf("ProcessUserTurn = %+v, %v", res, err)
 	}
@@ -300,13 +295,11 @@ func TestMaxSteps(t *testing.T) {
 func TestTextProgressEveryFragment(t *testing.T) {
 	store := openStore(t, "")
 	createSession(t, store, "s1")
-	bus := events.NewBus(nil)
-	defer bus.Close()
-	drain := collect(bus)
+	observe, drain := collect()
 	text := strings.Repeat("word ", 90) // 450 characters
 	p := script(t, `{"turns":[{"text":"`+text+`"}]}`)
-	rt := runtime.New(runtime.Options{Store: store, Provider: p, Bus: bus})
-	res, err := rt.ProcessUserTurn(t.Context(), mcpRequest(t, "s1", "talk"))
+	rt := runtime.New(runtime.Options{Store: store, Provider: p})
+	res, err := rt.ProcessUserTurn(t.Context(), observed(mcpRequest(t, "s1", "talk"), observe))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,19 +326,13 @@ func TestInvalidRequests(t *testing.T) {
 	createSession(t, store, "s1")
 	rt := runtime.New(runtime.Options{Store: store, Provider: script(t, `{"turns":[]}`)})
 	good := mcpRequest(t, "s1", "hi")
-	forged := clientAuthority(t)
-	forged.Tier = authz.TierOwner
+	// A speaker authz did not make (the zero value: its fields cannot be
+	// set by hand) is refused; every field of a made one was checked by
+	// its constructor (authz's tests), and the turn checks none again.
 	tests := map[string]func(r *runtime.TurnRequest){
-		"no session":          func(r *runtime.TurnRequest) { r.SessionID = "" },
-		"blank text":          func(r *runtime.TurnRequest) { r.Text = " \n" },
-		"forged tier":         func(r *runtime.TurnRequest) { r.Authority = forged },
-		"no authority":        func(r *runtime.TurnRequest) { r.Authority = authz.Authority{} },
-		"no source":           func(r *runtime.TurnRequest) { r.Source = "" },
-		"client as cli":       func(r *runtime.TurnRequest) { r.Source = authz.SourceCLI },
-		"bad mode":            func(r *runtime.TurnRequest) { r.PermissionMode = "yolo" },
-		"relative work dir":   func(r *runtime.TurnRequest) { r.WorkDirs = []string{"src"} },
-		"malformed rule":      func(r *runtime.TurnRequest) { r.Rules = []authz.Rule{{Tool: "", Action: "maybe"}} },
-		"interactive client ": func(r *runtime.TurnRequest) { r.Authority.Interaction = authz.InteractionInteractive },
+		"no session": func(r *runtime.TurnRequest) { r.SessionID = "" },
+		"blank text": func(r *runtime.TurnRequest) { r.Text = " \n" },
+		"no speaker": func(r *runtime.TurnRequest) { r.Speaker = authz.Speaker{} },
 	}
 	for name, mutate := range tests {
 		req := good
@@ -392,18 +379,16 @@ func TestCancelWhileModelStreams(t *testing.T) {
 	store := openStore(t, "")
 	createSession(t, store, "s1")
 	p := script(t, `{"turns":[{"text":"a slow answer that never really ends at all","delay_ms":50}]}`)
-	bus := events.NewBus(nil)
-	defer bus.Close()
-	progress := bus.Subscribe(events.TextProgress)
-	defer progress.Close()
-	rt := runtime.New(runtime.Options{Store: store, Provider: p, Bus: bus})
+	rt := runtime.New(runtime.Options{Store: store, Provider: p})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	go func() {
-		<-progress.C() // the model is streaming
-		cancel()
-	}()
-	res, err := rt.ProcessUserTurn(ctx, mcpRequest(t, "s1", "talk slowly"))
+	var once sync.Once
+	streaming := func(e events.Event) {
+		if e.Type == events.TextProgress {
+			once.Do(cancel) // the model is streaming
+		}
+	}
+	res, err := rt.ProcessUserTurn(ctx, observed(mcpRequest(t, "s1", "talk slowly"), streaming))
 	if !errors.Is(err, context.Canceled) || res != (runtime.TurnResult{}) {
 		t.Fatalf("ProcessUserTurn = %+v, %v; want zero and context.Canceled", res, err)
 	}

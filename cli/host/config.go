@@ -85,6 +85,7 @@ type TasksConfig struct {
 
 // ToolsConfig configures the gate.
 type ToolsConfig struct {
-	// PermissionRules is tools.permission_rules, parsed.
-	PermissionRules []authz.Rule
+	// PermissionRules is tools.permission_rules, parsed and checked once
+	// (authz.ParseRules).
+	PermissionRules authz.Rules
 }

@@ -7,11 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/cli/host"
-	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/runtime/provider"
-	"github.com/openprogram/openprogram/sessions"
 )
 
 // A program embeds the host: one typed configuration, one Open, then a turn
@@ -44,16 +42,21 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := h.Store().CreateSession(ctx, sessions.Session{ID: "cli_00000000000000000000000000000001", AgentID: "main", Title: "Example", Source: authz.SourceCLI})
+	line, err := h.Conversations().Open(owner, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	res, err := h.Runtime().ProcessUserTurn(ctx, runtime.TurnRequest{SessionID: s.ID, Text: "hi", AgentID: "main", Request: owner.Request, RequestID: "example"})
+	defer line.Close(conversation.ReasonConnectionClosed)
+	turn := line.NewTurn("example", "", "hi") // a new session
+	if err := line.Admit(ctx, turn); err != nil {
+		log.Fatal(err)
+	}
+	reply, err := line.Send(ctx, turn, conversation.SendOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(res.Text)
-	fmt.Println(owner.Request.StateDir == state)
+	fmt.Println(reply.Text)
+	fmt.Println(owner.StateDir() == state)
 	// Output:
 	// [scripted] Hello from the host.
 	// true

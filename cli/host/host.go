@@ -11,7 +11,7 @@ import (
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/builtin"
-	"github.com/openprogram/openprogram/runtime/events"
+	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
@@ -28,10 +28,6 @@ type Options struct {
 	// Logger receives the runtime's and the tools' diagnostics. Nil
 	// discards.
 	Logger *slog.Logger
-	// EventBuffer is each event subscription's capacity (0:
-	// events.DefaultBuffer). A terminal that may be slower than the model
-	// wants room for long replies.
-	EventBuffer int
 	// StartTask launches the runner of task taskID, just created by the MCP
 	// service of the client with clientID ([Host.MCPServer]); the runner
 	// calls [Host.RunTask]. It must not tie the runner's life to ctx (the
@@ -39,16 +35,17 @@ type Options struct {
 	StartTask func(ctx context.Context, clientID, taskID string) error
 }
 
-// Host is the runtime built once: the store, the tool registry, the event
-// bus, the question registry and the turn loop with its model provider. It
-// hands out speakers ([Host.Owner], [Host.MCPClient]). Close it when done.
+// Host is the runtime built once: the store, the tool registry, the
+// question registry, the turn loop with its model provider, and the
+// conversation service over them. It hands out speakers ([Host.Owner],
+// [Host.MCPClient]). Close it when done.
 type Host struct {
 	cfg         Config
 	store       sessions.Store
 	reg         *tool.Registry
-	bus         *events.Bus
 	qs          *questions.Registry
 	rt          *runtime.Runtime
+	conv        *conversation.Service
 	principal   string
 	providerErr error
 	version     string
@@ -88,8 +85,7 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 		st.Close()
 		return nil, err
 	}
-	bus := events.NewBus(&events.BusOptions{Buffer: opts.EventBuffer, Logger: log})
-	qs := questions.New(&questions.Options{Bus: bus})
+	qs := questions.New(nil)
 	pc := cfg.Model
 	pc.Version = opts.Version
 	getenv := opts.Getenv
@@ -97,15 +93,14 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 		getenv = func(string) string { return "" }
 	}
 	prov, provErr := runtime.NewProvider(pc, getenv)
-	h := &Host{cfg: cfg, store: st, reg: reg, bus: bus, qs: qs, principal: principal,
+	h := &Host{cfg: cfg, store: st, reg: reg, qs: qs, principal: principal,
 		providerErr: provErr, version: opts.Version, log: log, startTask: opts.StartTask}
 	h.rt = runtime.New(runtime.Options{
 		Store:           st,
 		Registry:        reg,
 		Executor:        tool.NewExecutor(&tool.ExecutorOptions{Logger: log}),
-		Bus:             bus,
 		Questions:       qs,
-		Standing:        h.standing,
+		Standing:        conversation.StandingApprovals(st, log),
 		Provider:        prov,
 		ProviderErr:     provErr,
 		SystemPrompt:    cfg.Agent.SystemPrompt,
@@ -115,6 +110,15 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 		TurnTimeout:     cfg.Agent.TurnTimeout,
 		Logger:          log,
 	})
+	onAuditFailure := conversation.AuditRefuse
+	if cfg.Audit.LogFailures {
+		onAuditFailure = conversation.AuditLog
+	}
+	h.conv, err = conversation.New(conversation.Options{Store: st, Runtime: h.rt, Questions: qs, OnAuditFailure: onAuditFailure, Logger: log})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -134,11 +138,8 @@ func NewRegistry(store sessions.Store, cfg Config, log *slog.Logger) (*tool.Regi
 	return reg, nil
 }
 
-// Close stops the event bus and closes the store.
-func (h *Host) Close() error {
-	h.bus.Close()
-	return h.store.Close()
-}
+// Close closes the store.
+func (h *Host) Close() error { return h.store.Close() }
 
 // Config returns the configuration the host was built from.
 func (h *Host) Config() Config { return h.cfg }
@@ -152,12 +153,9 @@ func (h *Host) Runtime() *runtime.Runtime { return h.rt }
 // Registry returns the runtime tool registry.
 func (h *Host) Registry() *tool.Registry { return h.reg }
 
-// Bus returns the event bus the runtime publishes on.
-func (h *Host) Bus() *events.Bus { return h.bus }
-
-// Questions returns the question registry (approvals of an interactive
-// owner; MCP connections decline the questions of their sessions).
-func (h *Host) Questions() *questions.Registry { return h.qs }
+// Conversations returns the conversation service: every speaker's turns,
+// cancels, approvals and their audit go through a line of it.
+func (h *Host) Conversations() *conversation.Service { return h.conv }
 
 // ProviderErr is why the runtime has no model provider (usually a
 // *runtime.ConfigError naming the keys to set), or nil.
@@ -165,15 +163,6 @@ func (h *Host) ProviderErr() error { return h.providerErr }
 
 // Principal returns the install's owner principal (owner.json).
 func (h *Host) Principal() string { return h.principal }
-
-// Speaker is one party that talks to the runtime: its gate request is the
-// authority, source, rules, working directories and state directory every
-// turn and tool call it makes runs with.
-type Speaker struct {
-	// Request is the speaker's gate request. The state directory is always
-	// set: no speaker's tool writes it.
-	Request authz.Request
-}
 
 // OwnerOptions choose the owner's speaker.
 type OwnerOptions struct {
@@ -185,48 +174,43 @@ type OwnerOptions struct {
 	WorkDir string
 }
 
-// Owner returns the owner's speaker: source cli, the owner tier, the
-// principal of owner.json, the permission rules, agent.work_dirs (or
-// o.WorkDir) and the state directory.
-func (h *Host) Owner(o OwnerOptions) (Speaker, error) {
-	authority, err := authz.OwnerAuthority(h.principal)
-	if err != nil {
-		return Speaker{}, fmt.Errorf("build the owner authority: %w", err)
-	}
-	if !o.Interactive {
-		authority.Interaction = authz.InteractionNonInteractive
-	}
+// Owner returns the owner's speaker (authz.NewOwner): source cli, the
+// owner tier, the principal of owner.json, the permission rules,
+// agent.work_dirs (or o.WorkDir) and the state directory.
+func (h *Host) Owner(o OwnerOptions) (authz.Speaker, error) {
 	dirs := h.cfg.Agent.WorkDirs
 	if len(dirs) == 0 {
 		if o.WorkDir == "" || !filepath.IsAbs(o.WorkDir) {
-			return Speaker{}, errors.New("host: the owner needs a working directory: set agent.work_dirs, or start from an absolute directory")
+			return authz.Speaker{}, errors.New("host: the owner needs a working directory: set agent.work_dirs, or start from an absolute directory")
 		}
 		dirs = []string{o.WorkDir}
 	}
-	return Speaker{Request: h.request(authz.SourceCLI, authority, dirs)}, nil
+	sp, err := authz.NewOwner(h.principal, o.Interactive, h.scope(dirs))
+	if err != nil {
+		return authz.Speaker{}, fmt.Errorf("build the owner's speaker: %w", err)
+	}
+	return sp.WithLogger(h.log), nil
 }
 
 // MCPClient returns the speaker of the MCP client with clientID (the token
-// fingerprint): source mcp, the paired tier, non-interactive, as docs/contract.md
-// section 3 fixes it.
-func (h *Host) MCPClient(clientID string) (Speaker, error) {
-	authority, err := authz.MCPClientAuthority(clientID, h.principal)
+// fingerprint, authz.NewMCPClient): source mcp, the paired tier,
+// non-interactive, as docs/contract.md section 3 fixes it.
+func (h *Host) MCPClient(clientID string) (authz.Speaker, error) {
+	sp, err := authz.NewMCPClient(clientID, h.principal, h.scope(h.cfg.Agent.WorkDirs))
 	if err != nil {
-		return Speaker{}, fmt.Errorf("build the MCP client authority: %w", err)
+		return authz.Speaker{}, fmt.Errorf("build the MCP client's speaker: %w", err)
 	}
-	return Speaker{Request: h.request(authz.SourceMCP, authority, h.cfg.Agent.WorkDirs)}, nil
+	return sp.WithLogger(h.log), nil
 }
 
-// request is the one place a speaker's gate request is made.
-func (h *Host) request(source string, authority authz.Authority, workDirs []string) authz.Request {
-	return authz.Request{
-		Source: source, PermissionMode: authz.ModeAsk, Authority: authority,
-		Rules: h.cfg.Tools.PermissionRules, WorkDirs: workDirs, StateDir: h.cfg.StateDir,
-	}
+// scope is where every speaker of this host acts: the permission rules,
+// workDirs and the state directory, which no speaker's tool writes.
+func (h *Host) scope(workDirs []string) authz.Scope {
+	return authz.Scope{Rules: h.cfg.Tools.PermissionRules, WorkDirs: workDirs, StateDir: h.cfg.StateDir}
 }
 
 // MCPServer returns the MCP service for the client with clientID, over this
-// host's store and runtime, with the client's speaker,
+// host's conversation service, with the client's speaker,
 // mcp_server.exposed_tools and, when mcp_server.tasks.enabled and
 // [Options.StartTask] is set, durable tasks. logger receives its
 // diagnostics (it adds the client id itself); nil uses the host's.
@@ -252,21 +236,11 @@ func (h *Host) mcpOptions(clientID string, logger *slog.Logger) (mcpserver.Optio
 	if logger == nil {
 		logger = h.log
 	}
-	onAuditFailure := mcpserver.AuditRefuse
-	if h.cfg.Audit.LogFailures {
-		onAuditFailure = mcpserver.AuditLog
-	}
 	return mcpserver.Options{
-		Store:          h.store,
-		Runtime:        h.rt,
-		ClientID:       clientID,
-		Authority:      sp.Request.Authority,
-		ExposedTools:   h.cfg.MCPServer.ExposedTools,
-		Rules:          sp.Request.Rules,
-		WorkDirs:       sp.Request.WorkDirs,
-		StateDir:       sp.Request.StateDir,
-		OnAuditFailure: onAuditFailure,
-		Version:        h.version,
-		Logger:         logger,
+		Conversations: h.conv,
+		Speaker:       sp,
+		ExposedTools:  h.cfg.MCPServer.ExposedTools,
+		Version:       h.version,
+		Logger:        logger,
 	}, nil
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/runtime/provider"
-	"github.com/openprogram/openprogram/sessions"
 )
 
 // fixture is a git work tree whose state directory lies inside it, as with
@@ -57,15 +57,19 @@ func newFixture(t *testing.T, script []map[string]any) fixture {
 	if err := os.WriteFile(scriptPath, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	rules, err := authz.NewRules(
+		authz.Rule{Tool: "write", Action: authz.ActionAllow}, authz.Rule{Tool: "edit", Action: authz.ActionAllow},
+		authz.Rule{Tool: "apply_patch", Action: authz.ActionAllow}, authz.Rule{Tool: "bash", Action: authz.ActionAllow},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.cfg = host.Config{
 		StateDir: f.state,
 		StoreURL: "sqlite:" + filepath.Join(root, "openprogram.db"),
 		Model:    provider.Config{Provider: "scripted", Script: scriptPath},
 		Agent:    host.AgentConfig{WorkDirs: []string{f.work}},
-		Tools: host.ToolsConfig{PermissionRules: []authz.Rule{
-			{Tool: "write", Action: authz.ActionAllow}, {Tool: "edit", Action: authz.ActionAllow},
-			{Tool: "apply_patch", Action: authz.ActionAllow}, {Tool: "bash", Action: authz.ActionAllow},
-		}},
+		Tools:    host.ToolsConfig{PermissionRules: rules},
 	}
 	return f
 }
@@ -117,16 +121,16 @@ func TestEverySpeakerIsKeptOutOfTheStateDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, sp := range map[string]host.Speaker{"mcp": mcp, "owner": owner, "owner non-interactive": ownerNI} {
-		if sp.Request.StateDir != f.state {
-			t.Errorf("%s: StateDir = %q, want %q", name, sp.Request.StateDir, f.state)
+	for name, sp := range map[string]authz.Speaker{"mcp": mcp, "owner": owner, "owner non-interactive": ownerNI} {
+		if sp.StateDir() != f.state {
+			t.Errorf("%s: StateDir = %q, want %q", name, sp.StateDir(), f.state)
 		}
 		for _, p := range protectedTargets {
 			for _, c := range []runtime.ToolCall{
 				{ID: "w", Name: "write", Arguments: json.RawMessage(`{"path":"` + p + `","content":"planted"}`)},
 				{ID: "p", Name: "apply_patch", Arguments: json.RawMessage(`{"patch":"*** Begin Patch\n*** Add File: ` + p + `\n+planted\n*** End Patch\n"}`)},
 			} {
-				res := h.Runtime().RunTool(context.Background(), sp.Request, c)
+				res := h.Runtime().RunTool(context.Background(), sp, c)
 				d, denied := res.Denial()
 				if !denied || d.ReasonCode != authz.ReasonHardConstraint {
 					t.Errorf("%s: %s %s = %+v, want a hard-constraint denial", name, c.Name, p, res)
@@ -137,9 +141,13 @@ func TestEverySpeakerIsKeptOutOfTheStateDir(t *testing.T) {
 	// bash, which only the owner may run, never starts in the state
 	// directory either: its working directory is checked, whatever the
 	// rules allow.
-	ownerInState := ownerNI.Request
-	ownerInState.WorkDirs = []string{f.state}
-	res := h.Runtime().RunTool(context.Background(), ownerInState, runtime.ToolCall{ID: "b", Name: "bash", Arguments: json.RawMessage(`{"command":"echo x > planted"}`)})
+	f.cfg.Agent.WorkDirs = []string{f.state}
+	inState := f.open(t)
+	ownerInState, err := inState.Owner(host.OwnerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := inState.Runtime().RunTool(context.Background(), ownerInState, runtime.ToolCall{ID: "b", Name: "bash", Arguments: json.RawMessage(`{"command":"echo x > planted"}`)})
 	if !res.IsError || !strings.Contains(res.Text(), "protected directory") {
 		t.Errorf("bash in the state directory = %+v, want a refusal", res)
 	}
@@ -163,11 +171,15 @@ func TestOwnerTurnCannotTakeOverTheToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	s, err := h.Store().CreateSession(ctx, sessions.Session{ID: "cli_0123456789abcdef0123456789abcdef", AgentID: "main", Title: "t", Source: authz.SourceCLI})
+	line, err := h.Conversations().Open(owner, &conversation.LineOptions{Via: "prompt"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := h.Runtime().ProcessUserTurn(ctx, runtime.TurnRequest{SessionID: s.ID, Text: "plant it", AgentID: "main", Request: owner.Request, RequestID: "r1"})
+	turn := line.NewTurn("r1", "", "plant it")
+	if err := line.Admit(ctx, turn); err != nil {
+		t.Fatal(err)
+	}
+	res, err := line.Send(ctx, turn, conversation.SendOptions{})
 	if err != nil || res.Failed {
 		t.Fatalf("turn = %+v, %v", res, err)
 	}
@@ -187,11 +199,11 @@ func TestOwnerNeedsAWorkingDirectory(t *testing.T) {
 		t.Error("Owner with a relative working directory: no error")
 	}
 	sp, err := h.Owner(host.OwnerOptions{WorkDir: f.work})
-	if err != nil || len(sp.Request.WorkDirs) != 1 || sp.Request.WorkDirs[0] != f.work {
-		t.Errorf("Owner = %+v, %v; want the working directory %s", sp.Request, err, f.work)
+	if err != nil || len(sp.WorkDirs()) != 1 || sp.WorkDirs()[0] != f.work {
+		t.Errorf("Owner = %v, %v; want the working directory %s", sp.WorkDirs(), err, f.work)
 	}
 	mcp, err := h.MCPClient("0123456789abcdef")
-	if err != nil || len(mcp.Request.WorkDirs) != 0 {
-		t.Errorf("MCPClient = %+v, %v; want no working directory", mcp.Request, err)
+	if err != nil || len(mcp.WorkDirs()) != 0 {
+		t.Errorf("MCPClient = %v, %v; want no working directory", mcp.WorkDirs(), err)
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/runtime"
+	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/sessions"
 )
 
@@ -21,7 +23,7 @@ import (
 // client can neither record one nor have one apply to its calls.
 func TestStandingApprovalsAreTheOwners(t *testing.T) {
 	f := newFixture(t, []map[string]any{{"text": "unused"}})
-	f.cfg.Tools.PermissionRules = nil // write asks
+	f.cfg.Tools.PermissionRules = authz.Rules{} // write asks
 	ctx := context.Background()
 	const s1, s2 = "cli_11111111111111111111111111111111", "cli_22222222222222222222222222222222"
 
@@ -42,10 +44,20 @@ func TestStandingApprovalsAreTheOwners(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := first.AllowForSession(ctx, client, s1, "bash"); !errors.Is(err, host.ErrNotOwner) {
-		t.Errorf("AllowForSession as the MCP client = %v, want ErrNotOwner", err)
+	clientLine, err := first.Conversations().Open(client, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := first.AllowForSession(ctx, owner, s1, "write"); err != nil {
+	if _, err := clientLine.Approve(ctx, conversation.Approval{SessionID: s1, Tool: "bash", Decision: conversation.DecisionAllowSession}); !errors.Is(err, conversation.ErrNotOwner) {
+		t.Errorf("Approve as the MCP client = %v, want ErrNotOwner", err)
+	}
+	ownerLine, err := first.Conversations().Open(owner, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The owner allows write for the rest of s1 (the question itself is
+	// gone: the approval is kept all the same, and recorded).
+	if _, err := ownerLine.Approve(ctx, conversation.Approval{SessionID: s1, QuestionID: "gone", Tool: "write", Capability: "fs.write", Decision: conversation.DecisionAllowSession}); err != nil {
 		t.Fatal(err)
 	}
 	first.Close()
@@ -61,18 +73,18 @@ func TestStandingApprovalsAreTheOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write := func(req authz.Request, sid, path string) (ok bool, reason string) {
+	write := func(sp authz.Speaker, sid, path string) (ok bool, reason string) {
 		args, _ := json.Marshal(map[string]string{"path": path, "content": "x"})
-		res := h.Runtime().RunTool(ctx, req, runtime.ToolCall{ID: "c-" + path, Name: "write", Arguments: args, SessionID: sid})
+		res := h.Runtime().RunTool(ctx, sp, runtime.ToolCall{ID: "c-" + path, Name: "write", Arguments: args, SessionID: sid})
 		return !res.IsError, res.ReasonCode()
 	}
-	if ok, reason := write(prompt.Request, s1, "allowed.txt"); !ok {
+	if ok, reason := write(prompt, s1, "allowed.txt"); !ok {
 		t.Errorf("owner's write in %s after a restart = denied (%s), want the standing approval to answer", s1, reason)
 	}
-	if ok, reason := write(prompt.Request, s2, "other.txt"); ok || reason != authz.ReasonApprovalUnavailable {
+	if ok, reason := write(prompt, s2, "other.txt"); ok || reason != authz.ReasonApprovalUnavailable {
 		t.Errorf("owner's write in %s = ok %v (%s), want APPROVAL_UNAVAILABLE: the approval is %s's", s2, ok, reason, s1)
 	}
-	if ok, _ := write(client.Request, s1, "client.txt"); ok {
+	if ok, _ := write(client, s1, "client.txt"); ok {
 		t.Error("the MCP client's write in the owner's session was allowed")
 	}
 	for name, want := range map[string]bool{"allowed.txt": true, "other.txt": false, "client.txt": false} {
@@ -85,19 +97,22 @@ func TestStandingApprovalsAreTheOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var standing []host.OwnerApprovalPayload
+	var approvals []conversation.OwnerApprovalPayload
 	for _, r := range recs {
 		if r.Type != sessions.AuditOwnerApproval {
 			continue
 		}
-		var p host.OwnerApprovalPayload
+		var p conversation.OwnerApprovalPayload
 		if err := json.Unmarshal(r.Payload, &p); err != nil {
 			t.Fatal(err)
 		}
-		standing = append(standing, p)
+		approvals = append(approvals, p)
 	}
-	if len(standing) != 1 || standing[0] != (host.OwnerApprovalPayload{SessionID: s1, Tool: "write", Capability: standing[0].Capability,
-		Decision: host.DecisionAllowSession, Standing: true}) || standing[0].Capability == "" {
-		t.Errorf("owner.approval records = %+v, want one allow_session standing for write in %s", standing, s1)
+	want := []conversation.OwnerApprovalPayload{
+		{SessionID: s1, Tool: "write", Capability: "fs.write", Decision: conversation.DecisionAllowSession},
+		{SessionID: s1, Tool: "write", Capability: "fs.write", Decision: conversation.DecisionAllowSession, Standing: true},
+	}
+	if !reflect.DeepEqual(approvals, want) {
+		t.Errorf("owner.approval records = %+v, want the owner's allow_session for write in %s, then the standing one that answered", approvals, s1)
 	}
 }

@@ -92,7 +92,11 @@ func TestStateDirIsProtected(t *testing.T) {
 		t.Fatal(err)
 	}
 	wr, _ := reg.Get("write")
-	ctx := tool.WithCall(context.Background(), tool.CallInfo{Source: authz.SourceAgentSpawn})
+	client, err := authz.NewMCPClient("0123456789abcdef", "owner/install/fedcba9876543210", authz.Scope{WorkDirs: []string{work}, StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := tool.WithCall(context.Background(), tool.CallInfo{Speaker: client.WithLogger(logger)})
 	res := tool.NewExecutor(nil).Execute(ctx, wr, "c", json.RawMessage(`{"path":"state/config.json","content":"{}"}`), nil)
 	if !res.IsError || res.Text() != "state/config.json is inside a protected directory" {
 		t.Errorf("write into the state directory = %q (error %v), want the protected-directory refusal", res.Text(), res.IsError)

@@ -8,8 +8,9 @@
 // [files] (read, write, edit, apply_patch, glob, grep, list), [bash] and
 // [todo] (todo_create, todo_update, todo_list). Each tool declares the
 // capability docs/contract.md section 3 assigns to its name; per-call facts
-// (session, caller authority, working directories) come from
-// tool.CallInfo in the call's context.
+// (the session, and the caller's authz.Speaker: authority, working
+// directories, state directory) come from tool.CallInfo in the call's
+// context.
 //
 // [memory]: https://pkg.go.dev/github.com/openprogram/openprogram/runtime/builtin/memory
 // [files]: https://pkg.go.dev/github.com/openprogram/openprogram/runtime/builtin/files

@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/internal/clip"
+	"github.com/openprogram/openprogram/runtime/events"
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
@@ -29,20 +30,25 @@ type Options struct {
 	// Standing answers whether a standing approval covers a call (nil:
 	// none does). See [StandingFunc].
 	Standing StandingFunc
+	// Observe receives question.asked when an approval question is raised
+	// (before the gate waits for its answer) and approval.standing when a
+	// standing approval allows a call (nil: nobody is told).
+	Observe events.Observer
 }
 
 // StandingFunc reports whether a standing approval ("allow for this
-// session") answers call for req in session sessionID. The gate asks it
+// session") answers call for speaker sp in session sessionID. The gate asks it
 // only for a call that lacks nothing but the speaker's approval: one
 // [authz.DecideTool] would ask about ([authz.Decision.NeedsApproval]) or
 // deny because nobody can be asked ([authz.ReasonApprovalUnavailable]).
 // Its true answer allows that call without a question; nothing a rule, a
 // hard constraint or the tier denies is ever asked about. It decides which
-// speakers may hold standing approvals (the owner's, in cli/host), writes
-// the decision's audit record, and answers false when it cannot.
-type StandingFunc func(ctx context.Context, req authz.Request, sessionID string, call questions.Approval) bool
+// speakers may hold standing approvals (the owner's), writes the
+// decision's audit record, and answers false when it cannot; the gate then
+// reports approval.standing to Options.Observe.
+type StandingFunc func(ctx context.Context, sp authz.Speaker, sessionID string, call questions.Approval) bool
 
-// Guard returns the guard that runs [authz.Decide] for req before every
+// Guard returns the guard that runs [authz.Decide] for sp before every
 // call of t, to set as [tool.Call.Guard] for [tool.Executor.Run]: t never
 // runs on a denial, which is an IsError result whose text is the
 // decision's message, with the decision in [tool.Result.Denied] and its
@@ -50,14 +56,11 @@ type StandingFunc func(ctx context.Context, req authz.Request, sessionID string,
 // declared capability the tier lacks, and asks an approval question when
 // the decision needs one and opts.Questions is set.
 //
-// The call's context gets a [tool.CallInfo] with req's authority and
-// source (always: the tool acts under exactly what was checked), req's
-// working directories when req has any, and opts.SessionID when the
+// The call's context gets a [tool.CallInfo] with sp, whole (always: the
+// tool acts under exactly what was checked), and opts.SessionID when the
 // context carries no session.
-func Guard(t tool.Tool, req authz.Request, opts *Options) tool.Guard {
-	g := &gated{inner: t, req: req}
-	g.req.Rules = slices.Clone(req.Rules)
-	g.req.WorkDirs = slices.Clone(req.WorkDirs)
+func Guard(t tool.Tool, sp authz.Speaker, opts *Options) tool.Guard {
+	g := &gated{inner: t, sp: sp}
 	if opts != nil {
 		g.opts = *opts
 	}
@@ -66,7 +69,7 @@ func Guard(t tool.Tool, req authz.Request, opts *Options) tool.Guard {
 
 type gated struct {
 	inner tool.Tool
-	req   authz.Request
+	sp    authz.Speaker
 	opts  Options
 }
 
@@ -74,10 +77,13 @@ type gated struct {
 // needed, and the CallInfo the tool runs with.
 func (g *gated) check(ctx context.Context, callID string, args json.RawMessage) (context.Context, tool.Result, bool) {
 	name := g.inner.Name()
-	d := authz.DecideTool(g.req, name, g.inner.Capability(), args)
+	d := authz.DecideTool(g.sp, name, g.inner.Capability(), args)
 	switch {
 	case (d.NeedsApproval || d.ReasonCode == authz.ReasonApprovalUnavailable) && g.standing(ctx, callID, args, d):
 		d = authz.Decision{Allowed: true, Capability: d.Capability, Message: fmt.Sprintf("allowed: a standing approval covers %s in this session", name)}
+		g.opts.Observe.Emit(events.StandingApproval, g.sessionID(ctx), events.StandingData{
+			CallID: clip.String(callID, events.MaxCallIDLen), Tool: clip.String(name, events.MaxToolLen),
+		})
 	case d.NeedsApproval:
 		d = g.approve(ctx, callID, args, d)
 	}
@@ -94,7 +100,7 @@ func (g *gated) standing(ctx context.Context, callID string, args json.RawMessag
 	if g.opts.Standing == nil || sid == "" {
 		return false
 	}
-	return g.opts.Standing(ctx, g.req, sid, questions.Approval{
+	return g.opts.Standing(ctx, g.sp, sid, questions.Approval{
 		Tool: g.inner.Name(), Capability: string(d.Capability), CallID: callID, Arguments: string(args),
 	})
 }
@@ -109,7 +115,7 @@ func (g *gated) approve(ctx context.Context, callID string, args json.RawMessage
 			Message:    fmt.Sprintf("approval unavailable: %s, and no one can be asked", d.Message),
 		}
 	}
-	ans, err := g.opts.Questions.Ask(ctx, questions.Question{
+	p, err := g.opts.Questions.Register(questions.Question{
 		SessionID: g.sessionID(ctx),
 		Kind:      questions.KindApproval,
 		Prompt:    fmt.Sprintf("Allow tool %s (%s)? %s", name, d.Capability, d.Message),
@@ -120,6 +126,9 @@ func (g *gated) approve(ctx context.Context, callID string, args json.RawMessage
 	if err != nil {
 		return authz.Decision{ReasonCode: ReasonApprovalDenied, Capability: d.Capability, Message: fmt.Sprintf("approval for %s could not be asked: %v", name, err)}
 	}
+	q := p.Question()
+	g.opts.Observe.Emit(events.QuestionAsked, q.SessionID, events.QuestionData{QuestionID: q.ID, Kind: string(q.Kind), SessionID: q.SessionID})
+	ans := p.Wait(ctx)
 	if ans.Approved() {
 		return authz.Decision{Allowed: true, Capability: d.Capability, Message: fmt.Sprintf("allowed: approval for %s was granted", name)}
 	}
@@ -139,17 +148,7 @@ func (g *gated) sessionID(ctx context.Context) string {
 
 func (g *gated) withCall(ctx context.Context) context.Context {
 	info, _ := tool.CallFrom(ctx)
-	info.Authority = g.req.Authority
-	info.Source = g.req.Source
-	if len(g.req.WorkDirs) > 0 {
-		info.WorkDirs = slices.Clone(g.req.WorkDirs)
-	}
-	if len(g.req.Rules) > 0 {
-		info.Rules = slices.Clone(g.req.Rules)
-	}
-	if g.req.StateDir != "" {
-		info.StateDir = g.req.StateDir
-	}
+	info.Speaker = g.sp
 	if info.SessionID == "" {
 		info.SessionID = g.opts.SessionID
 	}

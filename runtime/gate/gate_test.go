@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
 	"github.com/openprogram/openprogram/authz"
@@ -27,22 +27,46 @@ const (
 	principal = "owner/install/fedcba9876543210"
 )
 
-func pairedAuthority(t *testing.T) authz.Authority {
+// paired is the MCP client's speaker with rules in work.
+func paired(t *testing.T, rules []authz.Rule, work ...string) authz.Speaker {
 	t.Helper()
-	a, err := authz.MCPClientAuthority(clientID, principal)
+	sp, err := authz.NewMCPClient(clientID, principal, authz.Scope{Rules: mustRules(t, rules), WorkDirs: work})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a
+	return sp
 }
 
-func ownerAuthority(t *testing.T) authz.Authority {
+// owner is the owner's speaker with rules in work, interactive or not.
+func owner(t *testing.T, interactive bool, rules []authz.Rule, work ...string) authz.Speaker {
 	t.Helper()
-	a, err := authz.OwnerAuthority(principal)
+	sp, err := authz.NewOwner(principal, interactive, authz.Scope{Rules: mustRules(t, rules), WorkDirs: work})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a
+	return sp
+}
+
+func mustRules(t *testing.T, rules []authz.Rule) authz.Rules {
+	t.Helper()
+	rs, err := authz.NewRules(rules...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// asked collects the question.asked events an observer receives.
+type asked struct {
+	ch chan events.Event
+}
+
+func newAsked() *asked { return &asked{ch: make(chan events.Event, 16)} }
+
+func (a *asked) observe(e events.Event) {
+	if e.Type == events.QuestionAsked {
+		a.ch <- e
+	}
 }
 
 // forbidden is a tool that fails the test if it is ever executed.
@@ -59,8 +83,8 @@ func forbidden(t *testing.T, name string) tool.Tool {
 
 type denial struct {
 	name   string
-	source string
-	auth   func(*testing.T) authz.Authority
+	owner  bool // the non-interactive owner instead of the MCP client
+	zero   bool // a speaker authz did not make
 	rules  []authz.Rule
 	tool   string
 	args   func(work string) string
@@ -100,19 +124,17 @@ func TestDenialMatrixNeverExecutes(t *testing.T) {
 		{name: "execute_code", tool: "execute_code", args: noArgs, reason: hard},
 		{name: "process", tool: "process", args: noArgs, reason: hard},
 		{name: "worktree_create", tool: "worktree_create", args: noArgs, reason: hard},
-		{name: "bash as owner via mcp", auth: ownerAuthority, tool: "bash", args: func(string) string { return `{"command":"true"}` }, reason: hard},
-		{name: "bash from agent_spawn", source: authz.SourceAgentSpawn, tool: "bash", args: noArgs, reason: hard},
 		// Hard constraints: writes outside the working directories.
 		{name: "write outside", tool: "write", args: path(filepath.Join(outside, "x")), reason: hard},
 		{name: "edit outside", tool: "edit", args: path("../x"), reason: hard},
 		{name: "write through symlink", tool: "write", args: path("escape/x"), reason: hard},
 		{name: "apply_patch outside", tool: "apply_patch", args: patch(filepath.Join(outside, "x")), reason: hard},
-		{name: "owner write outside", auth: ownerAuthority, tool: "write", args: path("/etc/passwd"), reason: hard},
+		{name: "owner write .git", owner: true, tool: "write", args: path(".git/config"), reason: hard},
 		// Hard constraints: dangerous files and directories.
 		{name: "write .bashrc", tool: "write", args: path(".bashrc"), reason: hard},
 		{name: "edit .git/config", tool: "edit", args: path(".git/config"), reason: hard},
 		{name: "apply_patch .env", tool: "apply_patch", args: patch(".env"), reason: hard},
-		{name: "owner write .ssh", auth: ownerAuthority, tool: "write", args: path(".ssh/authorized_keys"), reason: hard},
+		{name: "owner write .ssh", owner: true, tool: "write", args: path(".ssh/authorized_keys"), reason: hard},
 		// 2. The paired tier lacks the capability.
 		{name: "read", tool: "read", args: path("a.txt"), reason: capa},
 		{name: "glob", tool: "glob", args: noArgs, reason: capa},
@@ -125,40 +147,31 @@ func TestDenialMatrixNeverExecutes(t *testing.T) {
 		{name: "todo_create", tool: "todo_create", args: noArgs, reason: capa},
 		{name: "web_fetch", tool: "web_fetch", args: noArgs, reason: capa},
 		{name: "unclassified", tool: "frobnicate", args: noArgs, reason: capa},
-		{name: "invalid authority", auth: func(*testing.T) authz.Authority { return authz.Authority{} }, tool: "memory_status", args: noArgs, reason: capa},
-		{name: "forged client tier", auth: func(t *testing.T) authz.Authority {
-			a := pairedAuthority(t)
-			a.Tier = authz.TierOwner
-			return a
-		}, tool: "read", args: path("a.txt"), reason: capa},
+		{name: "speaker authz did not make", zero: true, tool: "memory_status", args: noArgs, reason: capa},
 		// 3. Permission rules.
 		{name: "deny rule", tool: "memory_search", rules: []authz.Rule{{Tool: "memory_search", Action: authz.ActionDeny}}, args: noArgs, reason: rule},
 		{name: "deny glob rule", tool: "memory_get", rules: []authz.Rule{{Tool: "memory_*", Action: authz.ActionDeny}}, args: noArgs, reason: rule},
 		{name: "deny beats allow", tool: "memory_status", rules: []authz.Rule{{Tool: "memory_status", Action: authz.ActionAllow}, {Tool: "memory_status", Action: authz.ActionDeny}}, args: noArgs, reason: rule},
 		{name: "ask rule non-interactive", tool: "memory_update", rules: []authz.Rule{{Tool: "memory_update", Action: authz.ActionAsk}}, args: noArgs, reason: appr},
-		// 5. Not safe, no rule: approval is unavailable for a non-interactive source.
-		{name: "owner write inside via mcp", auth: ownerAuthority, tool: "write", args: path("a.txt"), reason: appr},
-		{name: "owner memory_promote via mcp", auth: ownerAuthority, tool: "memory_promote", args: noArgs, reason: appr},
-		{name: "owner web_fetch via agent_spawn", source: authz.SourceAgentSpawn, auth: ownerAuthority, tool: "web_fetch", args: noArgs, reason: appr},
+		// 5. Not safe, no rule: approval is unavailable for a non-interactive speaker.
+		{name: "non-interactive owner write inside", owner: true, tool: "write", args: path("a.txt"), reason: appr},
+		{name: "non-interactive owner memory_promote", owner: true, tool: "memory_promote", args: noArgs, reason: appr},
+		{name: "non-interactive owner web_fetch", owner: true, tool: "web_fetch", args: noArgs, reason: appr},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			source := c.source
-			if source == "" {
-				source = authz.SourceMCP
+			req := paired(t, c.rules, work)
+			switch {
+			case c.owner:
+				req = owner(t, false, c.rules, work)
+			case c.zero:
+				req = authz.Speaker{}
 			}
-			auth := pairedAuthority
-			if c.auth != nil {
-				auth = c.auth
-			}
-			req := authz.Request{Source: source, PermissionMode: authz.ModeAsk, Authority: auth(t), Rules: c.rules, WorkDirs: []string{work}}
-			bus := events.NewBus(nil)
-			defer bus.Close()
-			// A question registry is present: MCP must still never ask.
-			qs := questions.New(&questions.Options{Bus: bus})
-			asked := bus.Subscribe(events.QuestionAsked)
-			defer asked.Close()
-			g := wrap(forbidden(t, c.tool), req, &gate.Options{Questions: qs, SessionID: "s1"})
+			// A question registry is present: a non-interactive speaker
+			// must still never be asked.
+			qs := questions.New(nil)
+			asked := newAsked()
+			g := wrap(forbidden(t, c.tool), req, &gate.Options{Questions: qs, SessionID: "s1", Observe: asked.observe})
 
 			res := g.Execute(context.Background(), "call-1", json.RawMessage(c.args(work)), nil)
 			wantCap := string(authz.ToolCapability(c.tool))
@@ -169,9 +182,12 @@ func TestDenialMatrixNeverExecutes(t *testing.T) {
 				t.Errorf("content %q, Denial() = %+v, %v: want the decision", res.Text(), d, ok)
 			}
 			select {
-			case e := <-asked.C():
-				t.Errorf("an approval question was asked for a non-interactive source: %+v", e)
+			case e := <-asked.ch:
+				t.Errorf("an approval question was asked for a non-interactive speaker: %+v", e)
 			default:
+			}
+			if n := len(qs.Pending("s1")); n != 0 {
+				t.Errorf("%d questions were registered for a non-interactive speaker", n)
 			}
 
 			// The same denial through the executor.
@@ -194,8 +210,7 @@ func TestDeclaredCapabilityIsAlsoChecked(t *testing.T) {
 	// tool declares process.exec: the gate must deny.
 	f := forbidden(t, "memory_status")
 	f.(*tool.Func).Cap = authz.CapProcessExec
-	req := authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}
-	res := wrap(f, req, nil).Execute(context.Background(), "c", json.RawMessage(`{}`), nil)
+	res := wrap(f, paired(t, nil), nil).Execute(context.Background(), "c", json.RawMessage(`{}`), nil)
 	if !res.IsError || res.ReasonCode() != authz.ReasonCapability || res.Denied == nil || res.Denied.Capability != authz.CapProcessExec {
 		t.Errorf("Execute = %+v, want AUTHORITY_CAPABILITY_DENIED for process.exec", res)
 	}
@@ -214,28 +229,27 @@ func TestAllowedCallRunsWithCallInfo(t *testing.T) {
 	work := t.TempDir()
 	var info tool.CallInfo
 	ran := 0
-	req := authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t), WorkDirs: []string{work}}
+	req := paired(t, nil, work)
 	g := wrap(recorder("memory_status", &info, &ran), req, &gate.Options{SessionID: "s9"})
 	res := g.Execute(context.Background(), "c", json.RawMessage(`{}`), nil)
 	if res.IsError || ran != 1 {
 		t.Fatalf("Execute = %+v (ran %d), want it to run", res, ran)
 	}
-	want := tool.CallInfo{SessionID: "s9", Authority: pairedAuthority(t), Source: authz.SourceMCP, WorkDirs: []string{work}}
-	if diff := cmp.Diff(want, info); diff != "" {
-		t.Errorf("CallInfo mismatch (-want +got):\n%s", diff)
+	checked := func(what, session string) {
+		t.Helper()
+		id, _ := info.Speaker.ClientID()
+		if info.SessionID != session || id != clientID || info.Speaker.WorkDirs()[0] != work || info.Speaker.Source() != authz.SourceMCP {
+			t.Errorf("%s: CallInfo = session %q, client %q, work dirs %v, source %q; want %q, the checked speaker", what, info.SessionID, id, info.Speaker.WorkDirs(), info.Speaker.Source(), session)
+		}
 	}
-	// An existing CallInfo keeps its session but gets the checked authority.
-	ctx := tool.WithCall(context.Background(), tool.CallInfo{SessionID: "mine", Authority: ownerAuthority(t), Source: "cli"})
+	checked("new CallInfo", "s9")
+	// An existing CallInfo keeps its session but gets the checked speaker.
+	ctx := tool.WithCall(context.Background(), tool.CallInfo{SessionID: "mine", Speaker: owner(t, true, nil, work)})
 	g.Execute(ctx, "c", json.RawMessage(`{}`), nil)
-	want.SessionID = "mine"
-	if diff := cmp.Diff(want, info); diff != "" {
-		t.Errorf("CallInfo with an existing one (-want +got):\n%s", diff)
-	}
+	checked("existing CallInfo", "mine")
 }
 
-func ownerCLI(t *testing.T, work string) authz.Request {
-	return authz.Request{Source: authz.SourceCLI, PermissionMode: authz.ModeAsk, Authority: ownerAuthority(t), WorkDirs: []string{work}}
-}
+func ownerCLI(t *testing.T, work string) authz.Speaker { return owner(t, true, nil, work) }
 
 func TestApprovalWithoutRegistryDenies(t *testing.T) {
 	work := t.TempDir()
@@ -262,21 +276,18 @@ func TestApprovalQuestion(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				work := t.TempDir()
-				bus := events.NewBus(nil)
-				defer bus.Close()
-				asked := bus.Subscribe(events.QuestionAsked)
-				defer asked.Close()
-				reg := questions.New(&questions.Options{Bus: bus})
+				asked := newAsked()
+				reg := questions.New(nil)
 				var info tool.CallInfo
 				ran := 0
-				g := wrap(recorder("write", &info, &ran), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"})
+				g := wrap(recorder("write", &info, &ran), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s", Observe: asked.observe})
 				var res tool.Result
 				done := make(chan struct{})
 				go func() {
 					defer close(done)
 					res = g.Execute(context.Background(), "c", json.RawMessage(`{"path":"a.txt"}`), nil)
 				}()
-				e := <-asked.C()
+				e := <-asked.ch
 				id := e.Data.(events.QuestionData).QuestionID
 				if e.Data.(events.QuestionData).Kind != "approval" || e.SessionID != "s" {
 					t.Errorf("question.asked = %+v, want an approval on s", e)
@@ -324,7 +335,7 @@ func TestDenialComesBeforeArgumentValidation(t *testing.T) {
 			t.Error("bash executed")
 			return tool.Result{}, nil
 		}}
-	g := wrap(strict, authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}, nil)
+	g := wrap(strict, paired(t, nil), nil)
 	res := g.Execute(context.Background(), "c", json.RawMessage(`{"nonsense":1}`), nil)
 	if res.ReasonCode() != authz.ReasonHardConstraint {
 		t.Errorf("Execute(bash, invalid args) = %+v, want the hard-constraint denial first", res)
@@ -334,7 +345,7 @@ func TestDenialComesBeforeArgumentValidation(t *testing.T) {
 	ran := 0
 	rec := recorder("memory_status", &info, &ran).(*tool.Func)
 	rec.Schema = json.RawMessage(`{"type":"object","additionalProperties":false}`)
-	g = wrap(rec, authz.Request{Source: authz.SourceMCP, Authority: pairedAuthority(t)}, nil)
+	g = wrap(rec, paired(t, nil), nil)
 	if res := g.Execute(context.Background(), "c", json.RawMessage(`{"x":1}`), nil); res.ReasonCode() != tool.ReasonInvalidArguments || ran != 0 {
 		t.Errorf("allowed call with invalid args = %+v (ran %d), want INVALID_ARGUMENTS", res, ran)
 	}
@@ -343,17 +354,14 @@ func TestDenialComesBeforeArgumentValidation(t *testing.T) {
 func TestApprovalWaitIsNotBoundByTheToolTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		work := t.TempDir()
-		bus := events.NewBus(nil)
-		defer bus.Close()
-		asked := bus.Subscribe(events.QuestionAsked)
-		defer asked.Close()
-		reg := questions.New(&questions.Options{Bus: bus})
+		asked := newAsked()
+		reg := questions.New(nil)
 		var info tool.CallInfo
 		ran := 0
-		g := wrap(recorder("write", &info, &ran), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"})
+		g := wrap(recorder("write", &info, &ran), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s", Observe: asked.observe})
 		ex := tool.NewExecutor(&tool.ExecutorOptions{Timeout: time.Second})
 		go func() {
-			e := <-asked.C()
+			e := <-asked.ch
 			time.Sleep(100 * time.Second)
 			reg.Resolve(e.Data.(events.QuestionData).QuestionID, questions.Answer{Value: "allow"})
 		}()
@@ -370,7 +378,7 @@ type gated struct {
 	guard tool.Guard
 }
 
-func wrap(t tool.Tool, req authz.Request, opts *gate.Options) *gated {
+func wrap(t tool.Tool, req authz.Speaker, opts *gate.Options) *gated {
 	return &gated{t: t, guard: gate.Guard(t, req, opts)}
 }
 
@@ -383,19 +391,16 @@ func (g *gated) Execute(ctx context.Context, callID string, args json.RawMessage
 func TestApprovalQuestionCarriesArguments(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		work := t.TempDir()
-		bus := events.NewBus(nil)
-		defer bus.Close()
-		asked := bus.Subscribe(events.QuestionAsked)
-		defer asked.Close()
-		reg := questions.New(&questions.Options{Bus: bus})
-		g := wrap(forbidden(t, "write"), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s"})
+		asked := newAsked()
+		reg := questions.New(nil)
+		g := wrap(forbidden(t, "write"), ownerCLI(t, work), &gate.Options{Questions: reg, SessionID: "s", Observe: asked.observe})
 		done := make(chan struct{})
 		args := `{"path":"a.txt","content":"hi"}`
 		go func() {
 			defer close(done)
 			g.Execute(context.Background(), "c", json.RawMessage(args), nil)
 		}()
-		e := <-asked.C()
+		e := <-asked.ch
 		id := e.Data.(events.QuestionData).QuestionID
 		q, ok := reg.Get(id)
 		if !ok || q.Approval == nil || q.Approval.Arguments != args || q.Approval.Tool != "write" || q.Approval.Capability != string(authz.CapFSWrite) {
@@ -411,13 +416,11 @@ func TestApprovalQuestionCarriesArguments(t *testing.T) {
 // a deny rule still denies, and a false answer leaves the old path.
 func TestStandingApproval(t *testing.T) {
 	work := t.TempDir()
-	nonInteractive := ownerCLI(t, work)
-	nonInteractive.Authority.Interaction = authz.InteractionNonInteractive
-	denyWrite := ownerCLI(t, work)
-	denyWrite.Rules = []authz.Rule{{Tool: "write", Action: authz.ActionDeny}}
+	nonInteractive := owner(t, false, nil, work)
+	denyWrite := owner(t, true, []authz.Rule{{Tool: "write", Action: authz.ActionDeny}}, work)
 	for _, tc := range []struct {
 		name     string
-		req      authz.Request
+		req      authz.Speaker
 		standing bool
 		wantRun  bool
 		reason   string
@@ -429,9 +432,9 @@ func TestStandingApproval(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var asked []questions.Approval
-			standing := func(_ context.Context, req authz.Request, sid string, call questions.Approval) bool {
-				if sid != "s" || req.Source != authz.SourceCLI {
-					t.Errorf("Standing(%s, %s) called with the wrong request or session", req.Source, sid)
+			standing := func(_ context.Context, sp authz.Speaker, sid string, call questions.Approval) bool {
+				if sid != "s" || !sp.IsOwner() {
+					t.Errorf("Standing(%s, %s) called with the wrong speaker or session", sp.ID(), sid)
 				}
 				asked = append(asked, call)
 				return tc.standing
@@ -440,8 +443,21 @@ func TestStandingApproval(t *testing.T) {
 			ran := 0
 			// No question registry: a question would deny, so a run means
 			// the standing approval answered.
-			res := wrap(recorder("write", &info, &ran), tc.req, &gate.Options{SessionID: "s", Standing: standing}).
+			var told []events.Event
+			observe := func(e events.Event) { told = append(told, e) }
+			res := wrap(recorder("write", &info, &ran), tc.req, &gate.Options{SessionID: "s", Standing: standing, Observe: observe}).
 				Execute(context.Background(), "c1", json.RawMessage(`{"path":"a.txt"}`), nil)
+			// The console is told why the call ran without a question.
+			wantTold := []events.Event(nil)
+			if tc.wantRun {
+				wantTold = []events.Event{{Type: events.StandingApproval, SessionID: "s", Data: events.StandingData{CallID: "c1", Tool: "write"}}}
+			}
+			for i := range told {
+				told[i].Time = time.Time{}
+			}
+			if !reflect.DeepEqual(told, wantTold) {
+				t.Errorf("events = %+v, want %+v", told, wantTold)
+			}
 			if (ran == 1) != tc.wantRun || res.ReasonCode() != tc.reason {
 				t.Errorf("ran %d times, reason %q; want run %v, reason %q", ran, res.ReasonCode(), tc.wantRun, tc.reason)
 			}

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/openprogram/openprogram/runtime/events"
 )
 
 // Kind is what a question asks for.
@@ -48,7 +46,7 @@ type Question struct {
 	Options   []string
 	Timeout   time.Duration
 	// Approval is what an approval question (KindApproval) asks to allow,
-	// for whoever answers. It is not published with question.asked.
+	// for whoever answers. The question.asked event never carries it.
 	Approval *Approval
 }
 
@@ -62,7 +60,7 @@ type Approval struct {
 	// CallID is the call's id.
 	CallID string
 	// Arguments are the call's arguments as sent: JSON text. They reach the
-	// answerer only, never the event bus.
+	// answerer only, never an event.
 	Arguments string
 }
 
@@ -97,8 +95,6 @@ func lower(s string) string {
 
 // Options configure a [Registry]. The zero value means defaults.
 type Options struct {
-	// Bus receives question.asked and question.resolved events (nil: none).
-	Bus *events.Bus
 	// DefaultTimeout applies to questions without their own (default
 	// DefaultTimeout).
 	DefaultTimeout time.Duration
@@ -109,7 +105,6 @@ type Options struct {
 // or [Registry.CancelSession], whichever comes first. It is safe for
 // concurrent use.
 type Registry struct {
-	bus     *events.Bus
 	timeout time.Duration
 
 	mu      sync.Mutex
@@ -120,11 +115,8 @@ type Registry struct {
 // New returns a registry; nil opts means defaults.
 func New(opts *Options) *Registry {
 	r := &Registry{timeout: DefaultTimeout, pending: map[string]*Pending{}}
-	if opts != nil {
-		r.bus = opts.Bus
-		if opts.DefaultTimeout > 0 {
-			r.timeout = opts.DefaultTimeout
-		}
+	if opts != nil && opts.DefaultTimeout > 0 {
+		r.timeout = opts.DefaultTimeout
 	}
 	return r
 }
@@ -163,9 +155,10 @@ func (p *Pending) Wait(ctx context.Context) Answer {
 }
 
 // Register opens q and returns its handle; the question times out after
-// q.Timeout (or the registry default). It publishes question.asked with
-// {question_id, kind, session_id}. An unknown kind or an empty session ID
-// is an error.
+// q.Timeout (or the registry default). It tells nobody: the caller
+// reports question.asked if anyone is to hear of it (runtime/gate does, to
+// the turn's observer). An unknown kind or an empty session ID is an
+// error.
 func (r *Registry) Register(q Question) (*Pending, error) {
 	switch q.Kind {
 	case KindAsk, KindConfirm, KindApproval:
@@ -188,11 +181,6 @@ func (r *Registry) Register(q Question) (*Pending, error) {
 	r.order = append(r.order, q.ID)
 	p.timer = time.AfterFunc(timeout, func() { r.resolve(p, Answer{Status: StatusTimeout}) })
 	r.mu.Unlock()
-	r.bus.Publish(events.Event{
-		Type:      events.QuestionAsked,
-		SessionID: q.SessionID,
-		Data:      events.QuestionData{QuestionID: q.ID, Kind: string(q.Kind), SessionID: q.SessionID},
-	})
 	return p, nil
 }
 
@@ -239,13 +227,6 @@ func (r *Registry) resolve(p *Pending, a Answer) bool {
 		p.answer = a
 		close(p.done)
 	})
-	if won {
-		r.bus.Publish(events.Event{
-			Type:      events.QuestionResolved,
-			SessionID: p.q.SessionID,
-			Data:      events.QuestionData{QuestionID: p.q.ID, Kind: string(p.q.Kind), SessionID: p.q.SessionID, Status: string(a.Status)},
-		})
-	}
 	return won
 }
 

@@ -19,12 +19,15 @@ package secretenv
 import (
 	"slices"
 	"strings"
+
+	"github.com/openprogram/openprogram/tokenauth"
 )
 
 // The fixed secret variables.
 const (
-	// MCPToken carries the MCP server token to `openprogram mcp serve`.
-	MCPToken = "OPENPROGRAM_MCP_TOKEN"
+	// MCPToken carries the MCP server token to `openprogram mcp serve`
+	// (tokenauth's variable).
+	MCPToken = tokenauth.EnvVar
 	// DatabaseURL overrides the store URL, which may hold a password.
 	DatabaseURL = "OPENPROGRAM_DATABASE_URL"
 	// OpenAIKey is the openai provider's default key variable.

@@ -24,8 +24,9 @@
 // A [Result] holds text or image [Content]. [Result.IsError] is the only
 // failure flag: invalid arguments, returned errors, panics, timeouts,
 // cancellations, denials and failures a tool reports all set it.
-// [Result.Details] carries diagnostics (reason_code, denied, timeout,
-// cancelled, truncated, capability) and is never the source of truth.
+// [Result.Reason], [Result.Denied] and [Result.InvalidArguments] say why,
+// typed; [Result.Details] carries diagnostics (timeout, cancelled,
+// truncated, a tool's exit code) and is never the source of truth.
 //
 // # Schemas
 //
@@ -47,8 +48,17 @@
 //
 // # Call information
 //
-// [WithCall] attaches a [CallInfo] (session, authority, source, working
-// directories) to a context; tools read it with [CallFrom].
+// [WithCall] attaches a [CallInfo] to a context: the session and the
+// authz.Speaker the gate checked, whole (authority, source, rules, working
+// directories, state directory). Tools read it with [CallFrom]; a file tool
+// asks the speaker's WriteTarget whether it may write a path.
+// [StoredAuthority] is the speaker as the store records it.
+//
+// # Names
+//
+// [ValidName] is the one tool-name rule (1 to [MaxNameLen] bytes of
+// [A-Za-z0-9_.-]): the registry refuses any other name, and the
+// configuration refuses to expose one.
 // runtime.Runtime.RunTool (through which the turn loop and MCP tool_call
 // run tools) and the gate set it.
 package tool

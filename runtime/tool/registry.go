@@ -27,7 +27,7 @@ func NewRegistry() *Registry {
 }
 
 // Register adds t. It fails, leaving the registry unchanged, when the name
-// is not 1-64 characters of [A-Za-z0-9_.-], the name is taken
+// is not [ValidName], the name is taken
 // ([ErrDuplicate]), the capability is not an authz capability, or the
 // input schema is not a valid JSON Schema 2020-12 object schema
 // (*[SchemaError]).
@@ -36,7 +36,7 @@ func (r *Registry) Register(t Tool) error {
 		return errors.New("register tool: tool is nil")
 	}
 	name := t.Name()
-	if !validName(name) {
+	if !ValidName(name) {
 		return fmt.Errorf("register tool %q: name must be 1-64 characters of A-Z a-z 0-9 _ . -", name)
 	}
 	if !slices.Contains(authz.Capabilities(authz.TierOwner), t.Capability()) {
@@ -55,8 +55,15 @@ func (r *Registry) Register(t Tool) error {
 	return nil
 }
 
-func validName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
+// MaxNameLen is the longest tool name, in bytes: what the model APIs take
+// for a function's name.
+const MaxNameLen = 64
+
+// ValidName reports whether s can name a runtime tool: 1 to [MaxNameLen]
+// characters of [A-Za-z0-9_.-]. It is the one tool-name rule: the registry
+// refuses any other name, and the configuration refuses to expose one.
+func ValidName(s string) bool {
+	if len(s) == 0 || len(s) > MaxNameLen {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -180,36 +180,23 @@ func (f *Func) Execute(ctx context.Context, callID string, args json.RawMessage,
 	return f.Run(ctx, callID, args, update)
 }
 
-// CallInfo is what a tool may know about the call it serves: the session,
-// the speaker's authority, the request source ("mcp", "cli", ...), the
-// working directories, the permission rules and the state directory.
+// CallInfo is what a tool may know about the call it serves: the session
+// and the speaker, whole, exactly as the gate checked it (its authority,
+// source, permission rules, working directories and state directory: a
+// file tool asks Speaker.WriteTarget whether it may write a path).
 // runtime.Runtime.RunTool and the gate attach it to the context.
 type CallInfo struct {
 	SessionID string
-	Authority authz.Authority
-	Source    string
-	WorkDirs  []string
-	// Rules are the call's permission rules: a file tool asks
-	// authz.Request.WriteTarget with them whether an exact-path rule lets
-	// the owner write a dangerous file.
-	Rules []authz.Rule
-	// StateDir is the state directory, never written by any speaker.
-	StateDir string
+	Speaker   authz.Speaker
 }
 
-// Request is the gate request info describes: what the file tools and bash
-// check a path or a working directory against.
-func (info CallInfo) Request() authz.Request {
-	return authz.Request{Source: info.Source, Authority: info.Authority, Rules: info.Rules, WorkDirs: info.WorkDirs, StateDir: info.StateDir}
-}
-
-// StoredAuthority is the speaker of r (authority and source) as the store
-// records who wrote something: a memory source, a session allowance.
-func StoredAuthority(r authz.Request) sessions.SourceAuthority {
-	a := r.Authority
+// StoredAuthority is sp (authority and source) as the store records who
+// wrote something: a memory source, a session allowance.
+func StoredAuthority(sp authz.Speaker) sessions.SourceAuthority {
+	a := sp.Authority()
 	return sessions.SourceAuthority{
 		SpeakerKind: a.SpeakerKind, SpeakerID: a.SpeakerID, SpeakerDisplay: a.SpeakerDisplay,
-		PrincipalID: a.PrincipalID, Tier: string(a.Tier), Interaction: a.Interaction, Source: r.Source,
+		PrincipalID: a.PrincipalID, Tier: string(a.Tier), Interaction: a.Interaction, Source: sp.Source(),
 	}
 }
 

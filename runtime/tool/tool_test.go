@@ -460,13 +460,17 @@ func TestCallInfoRoundTrip(t *testing.T) {
 	if _, ok := tool.CallFrom(context.Background()); ok {
 		t.Errorf("CallFrom(empty) found info")
 	}
-	info := tool.CallInfo{SessionID: "s1", Source: "cli", WorkDirs: []string{"/w"}}
+	sp, err := authz.NewOwner("owner/install/0123456789abcdef", true, authz.Scope{WorkDirs: []string{"/w"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := tool.CallInfo{SessionID: "s1", Speaker: sp}
 	got, ok := tool.CallFrom(tool.WithCall(context.Background(), info))
 	if !ok {
 		t.Fatal("CallFrom lost the info")
 	}
-	if diff := cmp.Diff(info, got); diff != "" {
-		t.Errorf("CallFrom mismatch (-want +got):\n%s", diff)
+	if got.SessionID != "s1" || !got.Speaker.IsOwner() || got.Speaker.WorkDirs()[0] != "/w" {
+		t.Errorf("CallFrom = %+v, want session s1 and the owner in /w", got)
 	}
 }
 
@@ -560,11 +564,12 @@ func TestValidateArgsDoesNotEchoValues(t *testing.T) {
 }
 
 func TestStoredAuthorityCopiesTheSpeaker(t *testing.T) {
-	a, err := authz.OwnerAuthority("owner/install/0123456789abcdef")
+	sp, err := authz.NewOwner("owner/install/0123456789abcdef", true, authz.Scope{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := tool.StoredAuthority(authz.Request{Source: authz.SourceCLI, Authority: a})
+	a := sp.Authority()
+	got := tool.StoredAuthority(sp)
 	want := sessions.SourceAuthority{SpeakerKind: a.SpeakerKind, SpeakerID: a.SpeakerID, SpeakerDisplay: a.SpeakerDisplay,
 		PrincipalID: a.PrincipalID, Tier: string(a.Tier), Interaction: a.Interaction, Source: authz.SourceCLI}
 	if got != want {

@@ -1,7 +1,10 @@
-// Package console is the terminal side of `openprogram chat`: reading lines
+// Package console is the owner's console: `openprogram chat` and
+// `openprogram prompt`, views of the owner's line into the host's
+// conversation service ([Owner]), and the terminal they use: reading lines
 // (with line editing on a terminal, plainly otherwise), styling output only
 // where it may be styled, and showing model-controlled text and tool
-// arguments safely and compactly.
+// arguments safely and compactly ([Printable], the one sanitiser of
+// terminal output).
 package console
 
 import (
@@ -261,4 +264,10 @@ func fold(s string, width int) string {
 	}
 	cut := clip.Cut(s, width)
 	return fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
+}
+
+// OneLine keeps a message on one line: every run of white space, line
+// breaks included, becomes one space. Errors on stderr stay one line each.
+func OneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }

@@ -45,10 +45,11 @@ const (
 // Options configure the bash tool. Zero values mean defaults.
 type Options struct {
 	// WorkDirs: the command runs in the first one when the call's
-	// tool.CallInfo has none. With neither, calls fail with NO_WORKDIR.
+	// tool.CallInfo carries no speaker (else in the speaker's first). With
+	// none, calls fail with NO_WORKDIR.
 	WorkDirs []string
-	// StateDir is the state directory when the call's tool.CallInfo has
-	// none: a command never runs with its working directory inside it.
+	// StateDir is the state directory when the call's tool.CallInfo carries
+	// no speaker: a command never runs with its working directory inside it.
 	StateDir string
 	// Shell is the program run as `<Shell> -c <command>` (default "bash").
 	Shell string
@@ -148,13 +149,9 @@ func (b *bashTool) Execute(ctx context.Context, _ string, raw json.RawMessage, u
 		update = func(string) {}
 	}
 	dirs, stateDir := b.o.WorkDirs, b.o.StateDir
-	if info, ok := tool.CallFrom(ctx); ok {
-		if len(info.WorkDirs) > 0 {
-			dirs = info.WorkDirs
-		}
-		if info.StateDir != "" {
-			stateDir = info.StateDir
-		}
+	if info, ok := tool.CallFrom(ctx); ok && info.Speaker.Valid() {
+		// The speaker the gate checked, whole: its directories, not ours.
+		dirs, stateDir = info.Speaker.WorkDirs(), info.Speaker.StateDir()
 	}
 	if len(dirs) == 0 {
 		return tool.ErrorResult(ReasonNoWorkDir, "bash: no working directory is configured"), nil

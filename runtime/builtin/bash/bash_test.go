@@ -76,15 +76,22 @@ func TestBashNeverRunsInTheStateDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := json.RawMessage(`{"command":"echo x > planted"}`)
+	owner := func(workDir, stateDir string) tool.CallInfo {
+		sp, err := authz.NewOwner("owner/install/fedcba9876543210", true, authz.Scope{WorkDirs: []string{workDir}, StateDir: stateDir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tool.CallInfo{Speaker: sp}
+	}
 	for _, c := range []struct {
 		name string
 		opts bash.Options
 		info tool.CallInfo
 	}{
-		{"options", bash.Options{WorkDirs: []string{state}, StateDir: state}, tool.CallInfo{Source: authz.SourceCLI}},
-		{"call", bash.Options{}, tool.CallInfo{Source: authz.SourceCLI, WorkDirs: []string{filepath.Join(state, "sub")}, StateDir: state}},
-		{"symlink", bash.Options{StateDir: state}, tool.CallInfo{Source: authz.SourceCLI, WorkDirs: []string{filepath.Join(root, "link")}}},
-		{"state dir given through a symlink", bash.Options{StateDir: filepath.Join(root, "link")}, tool.CallInfo{WorkDirs: []string{state}}},
+		{"options", bash.Options{WorkDirs: []string{state}, StateDir: state}, tool.CallInfo{}},
+		{"call", bash.Options{}, owner(filepath.Join(state, "sub"), state)},
+		{"symlink", bash.Options{}, owner(filepath.Join(root, "link"), state)},
+		{"state dir given through a symlink", bash.Options{}, owner(state, filepath.Join(root, "link"))},
 	} {
 		ctx := tool.WithCall(context.Background(), c.info)
 		res := tool.NewExecutor(nil).Execute(ctx, bash.New(&c.opts), "c", raw, nil)
@@ -98,7 +105,7 @@ func TestBashNeverRunsInTheStateDir(t *testing.T) {
 		}
 	}
 	// Beside the state directory, commands run as before.
-	ctx := tool.WithCall(context.Background(), tool.CallInfo{Source: authz.SourceCLI, WorkDirs: []string{root}, StateDir: state})
+	ctx := tool.WithCall(context.Background(), owner(root, state))
 	if res := tool.NewExecutor(nil).Execute(ctx, bash.New(nil), "c", json.RawMessage(`{"command":"true"}`), nil); res.IsError {
 		t.Errorf("beside the state directory: %+v", res)
 	}
@@ -123,7 +130,11 @@ func TestBashWorkingDirectory(t *testing.T) {
 	}
 	other := t.TempDir()
 	raw := json.RawMessage(`{"command":"pwd -P"}`)
-	ctx := tool.WithCall(context.Background(), tool.CallInfo{WorkDirs: []string{other}})
+	sp, err := authz.NewOwner("owner/install/fedcba9876543210", true, authz.Scope{WorkDirs: []string{other}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := tool.WithCall(context.Background(), tool.CallInfo{Speaker: sp})
 	res = tool.NewExecutor(nil).Execute(ctx, bash.New(o), "c", raw, nil)
 	want, _ = filepath.EvalSymlinks(other)
 	if !strings.HasPrefix(res.Text(), want+"\n") {

@@ -92,8 +92,24 @@ func TestConstrainedWritesAreProtected(t *testing.T) {
 	}
 	e := &env{t: t, work: work, reg: reg, ex: tool.NewExecutor(nil)}
 	targets := []string{"g/hooks/pre-commit", ".git/x", "home/op/config.json", "home/op", ".bashrc"}
-	for _, src := range []string{authz.SourceMCP, authz.SourceAgentSpawn, "", "other"} {
-		e.ctx = tool.WithCall(context.Background(), tool.CallInfo{Source: src})
+	speaker := func(owner bool, rules []authz.Rule, stateDir string) tool.CallInfo {
+		t.Helper()
+		rs, err := authz.NewRules(rules...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := authz.Scope{Rules: rs, WorkDirs: []string{work}, StateDir: stateDir}
+		sp, err := authz.NewMCPClient("0123456789abcdef", "owner/install/fedcba9876543210", at)
+		if owner {
+			sp, err = authz.NewOwner("owner/install/fedcba9876543210", true, at)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tool.CallInfo{Speaker: sp}
+	}
+	{
+		e.ctx = tool.WithCall(context.Background(), speaker(false, nil, state))
 		for _, p := range targets {
 			wantErr(t, e.call("write", map[string]any{"path": p, "content": "x"}), files.ReasonProtected)
 			wantErr(t, e.call("apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Add File: " + p + "\n+x\n*** End Patch"}), files.ReasonProtected)
@@ -107,20 +123,20 @@ func TestConstrainedWritesAreProtected(t *testing.T) {
 		}
 	}
 	allowAll := []authz.Rule{{Tool: "*", Action: authz.ActionAllow}}
-	e.ctx = tool.WithCall(context.Background(), tool.CallInfo{Source: authz.SourceCLI, Rules: allowAll})
+	e.ctx = tool.WithCall(context.Background(), speaker(true, allowAll, state))
 	for _, p := range targets {
 		wantErr(t, e.call("write", map[string]any{"path": p, "content": "x"}), files.ReasonProtected)
 		wantErr(t, e.call("edit", map[string]any{"path": p, "old_string": "a", "new_string": "b"}), files.ReasonProtected)
 		wantErr(t, e.call("apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Add File: " + p + "\n+x\n*** End Patch"}), files.ReasonProtected)
 	}
 	// The call's own state directory counts even where Options has another.
-	e.ctx = tool.WithCall(context.Background(), tool.CallInfo{Source: authz.SourceCLI, Rules: allowAll, StateDir: filepath.Join(work, "sub")})
+	e.ctx = tool.WithCall(context.Background(), speaker(true, allowAll, filepath.Join(work, "sub")))
 	wantErr(t, e.call("write", map[string]any{"path": "sub/x", "content": "x"}), files.ReasonProtected)
 	exact := []authz.Rule{
 		{Tool: "write(.git/info)", Action: authz.ActionAllow}, // rules match the resolved path
 		{Tool: "write(" + filepath.Join(state, "config.json") + ")", Action: authz.ActionAllow},
 	}
-	e.ctx = tool.WithCall(context.Background(), tool.CallInfo{Source: authz.SourceCLI, Rules: exact})
+	e.ctx = tool.WithCall(context.Background(), speaker(true, exact, state))
 	wantOK(t, e.call("write", map[string]any{"path": "g/info", "content": "x"}))
 	if got := e.read(".git/info"); got != "x" {
 		t.Errorf(".git/info = %q, want the owner's write under an exact rule", got)
@@ -140,11 +156,10 @@ func TestConstrainedWritesAreProtected(t *testing.T) {
 // as the model gave it.
 func TestGateDenialTexts(t *testing.T) {
 	e := newEnv(t, nil)
-	mcpAuth, err := authz.MCPClientAuthority("0123456789abcdef", "owner/install/fedcba9876543210")
+	req, err := authz.NewMCPClient("0123456789abcdef", "owner/install/fedcba9876543210", authz.Scope{WorkDirs: []string{e.work}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := authz.Request{Source: authz.SourceMCP, PermissionMode: authz.ModeAsk, Authority: mcpAuth, WorkDirs: []string{e.work}}
 	cwd, _ := os.Getwd()
 	exe, _ := os.Executable()
 	cases := []struct {

@@ -10,7 +10,8 @@
 // # Confinement
 //
 // Every path, for reading as well as writing, is confined to the working
-// directories of the call (tool.CallInfo.WorkDirs, else Options.WorkDirs)
+// directories of the call (its speaker's, from tool.CallInfo, else
+// Options.WorkDirs)
 // by authz.Confine, the same resolution the gate checks with: symlinks
 // followed, refused with PATH_OUTSIDE_WORKDIRS when it leaves them.
 // Relative paths start at the first working directory, and results show
@@ -24,7 +25,7 @@
 // before, so a swapped-in symlink cannot redirect it into .git or the
 // state directory either; the new content is staged in that directory
 // and renamed onto the name (a rename replaces a symlink, never follows
-// it). Every write is checked with the call's authz.Request.WriteTarget,
+// it). Every write is checked with the call's authz.Speaker.WriteTarget,
 // the gate's own answer: the state directory (the call's, else
 // Options.StateDir) is refused with PATH_PROTECTED for every speaker,
 // and dangerous files and directories too, except for the owner's

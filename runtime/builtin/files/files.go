@@ -44,8 +44,9 @@ const (
 
 // Options configure the file tools. Zero values mean defaults.
 type Options struct {
-	// WorkDirs confine every path when the call's tool.CallInfo has none.
-	// With neither, every call fails with NO_WORKDIR.
+	// WorkDirs confine every path when the call's tool.CallInfo carries no
+	// speaker (else the speaker's do). With none, every call fails with
+	// NO_WORKDIR.
 	WorkDirs []string
 	// MaxOutputBytes bounds what read, grep, glob and list return
 	// (default DefaultMaxOutputBytes).
@@ -57,8 +58,8 @@ type Options struct {
 	MaxImageBytes int64
 	// MaxResults bounds the entries of glob, grep and list (default DefaultMaxResults).
 	MaxResults int
-	// StateDir is the state directory when the call's tool.CallInfo has
-	// none. Writes by every speaker are refused inside it wherever it is.
+	// StateDir is the state directory when the call's tool.CallInfo
+	// carries no speaker. Writes by every speaker are refused inside it wherever it is.
 	// Empty (in both): only its default names (.openprogram,
 	// .openprogram-<profile>) are protected, as dangerous directories.
 	StateDir string
@@ -113,38 +114,39 @@ func Tools(opts *Options) []tool.Tool {
 	}
 }
 
-// scope is the confinement of one call: the call's request (working
-// directories, source, rules, state directory) and the first working
-// directory resolved (relative paths and displayed paths use it).
+// scope is the confinement of one call: the call's speaker, whole (its
+// working directories, source, rules and state directory), or without one
+// the tools' own directories under a constrained caller's rules; and the
+// first working directory resolved (relative paths and displayed paths use
+// it).
 type scope struct {
-	req  authz.Request
-	base string // resolved req.WorkDirs[0]
-	log  *slog.Logger
+	sp       authz.Speaker // zero: no speaker, the tools' own directories
+	workDirs []string
+	stateDir string
+	base     string // resolved workDirs[0]
+	log      *slog.Logger
 }
 
 func (c *config) scope(ctx context.Context) (scope, error) {
-	info, _ := tool.CallFrom(ctx)
-	req := info.Request()
-	if len(req.WorkDirs) == 0 {
-		req.WorkDirs = c.workDirs
+	s := scope{workDirs: c.workDirs, stateDir: c.stateDir, log: c.log}
+	if info, _ := tool.CallFrom(ctx); info.Speaker.Valid() {
+		s.sp, s.workDirs, s.stateDir = info.Speaker, info.Speaker.WorkDirs(), info.Speaker.StateDir()
 	}
-	if req.StateDir == "" {
-		req.StateDir = c.stateDir
-	}
-	if len(req.WorkDirs) == 0 {
+	if len(s.workDirs) == 0 {
 		return scope{}, tooldef.Fail(ReasonNoWorkDir, "no working directory is configured, so file tools cannot run")
 	}
-	base, err := authz.ResolvePath("", req.WorkDirs[0])
+	base, err := authz.ResolvePath("", s.workDirs[0])
 	if err != nil {
 		c.log.Debug("working directory cannot be resolved", "resolution", err.Error())
 		return scope{}, tooldef.Fail(ReasonNoWorkDir, "the working directory cannot be resolved, so file tools cannot run")
 	}
-	return scope{req: req, base: base, log: c.log}, nil
+	s.base = base
+	return s, nil
 }
 
 // confine resolves p (relative to the first working directory) with
 // authz.Confine, the resolution the gate checked with; for a write by the
-// tool writer ("" for a read) with the call's authz.Request.WriteTarget,
+// tool writer ("" for a read) with the call's authz.Speaker.WriteTarget,
 // the one answer to "may this call write there" for every speaker. A
 // refusal names p only as given; the resolution goes to the debug log.
 func (s scope) confine(p, writer string) (authz.Target, error) {
@@ -153,10 +155,13 @@ func (s scope) confine(p, writer string) (authz.Target, error) {
 	}
 	var t authz.Target
 	var err error
-	if writer != "" {
-		t, err = s.req.WriteTarget(writer, p)
-	} else {
-		t, err = authz.Confine(s.req.WorkDirs, p)
+	switch {
+	case writer != "" && s.sp.Valid():
+		t, err = s.sp.WriteTarget(writer, p)
+	case writer != "":
+		t, err = authz.ConfineWrite(s.workDirs, s.stateDir, p)
+	default:
+		t, err = authz.Confine(s.workDirs, p)
 	}
 	var pe *authz.PathError
 	if errors.As(err, &pe) {

@@ -207,7 +207,11 @@ func TestCallWorkDirsOverrideAndMissing(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(other, "o.txt"), []byte("other\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.ctx = tool.WithCall(context.Background(), tool.CallInfo{WorkDirs: []string{other}})
+	sp, err := authz.NewMCPClient("0123456789abcdef", "owner/install/fedcba9876543210", authz.Scope{WorkDirs: []string{other}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ctx = tool.WithCall(context.Background(), tool.CallInfo{Speaker: sp})
 	wantOK(t, e.call("read", map[string]any{"path": "o.txt"}))
 	e.write("w.txt", "x")
 	wantErr(t, e.call("read", map[string]any{"path": filepath.Join(e.work, "w.txt")}), files.ReasonOutsideWorkDir)

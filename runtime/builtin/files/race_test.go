@@ -64,10 +64,17 @@ func TestSymlinkSwapRace(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			agent := authz.Authority{SpeakerKind: "agent", SpeakerID: "agent/sub", SpeakerDisplay: "Sub agent",
-				PrincipalID: "owner/install/fedcba9876543210", Tier: authz.TierOwner, Interaction: authz.InteractionNonInteractive}
-			req := authz.Request{Source: authz.SourceAgentSpawn, PermissionMode: authz.ModeAsk, Authority: agent,
-				Rules: []authz.Rule{{Tool: "*", Action: authz.ActionAllow}}, WorkDirs: []string{work}}
+			// The owner with every tool allowed: the gate lets every call
+			// through, so what holds the writes in is the tool's own
+			// confinement alone.
+			allowAll, err := authz.NewRules(authz.Rule{Tool: "*", Action: authz.ActionAllow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := authz.NewOwner("owner/install/fedcba9876543210", false, authz.Scope{Rules: allowAll, WorkDirs: []string{work}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			ex := tool.NewExecutor(nil)
 
 			ctx, cancel := context.WithTimeout(context.Background(), raceBudget)
@@ -141,12 +148,12 @@ func TestSymlinkSwapRace(t *testing.T) {
 }
 
 // gated runs tl the way the gate in front of every tool does: authz.Decide
-// for req first, the tool only when allowed, with req's source and
-// working directories in its CallInfo. The denial is the decision's text.
-func gated(ex *tool.Executor, tl tool.Tool, req authz.Request, raw json.RawMessage) tool.Result {
-	if d := authz.Decide(req, tl.Name(), raw); !d.Allowed {
+// for sp first, the tool only when allowed, with sp in its CallInfo. The
+// denial is the decision's text.
+func gated(ex *tool.Executor, tl tool.Tool, sp authz.Speaker, raw json.RawMessage) tool.Result {
+	if d := authz.Decide(sp, tl.Name(), raw); !d.Allowed {
 		return tool.ErrorResult(d.ReasonCode, d.Message)
 	}
-	ctx := tool.WithCall(context.Background(), tool.CallInfo{Authority: req.Authority, Source: req.Source, WorkDirs: req.WorkDirs})
+	ctx := tool.WithCall(context.Background(), tool.CallInfo{Speaker: sp})
 	return ex.Execute(ctx, tl, "c", raw, nil)
 }

@@ -117,8 +117,11 @@ func BenchmarkMemorySearch100k(b *testing.B) {
 			}
 			search, _ := reg.Get("memory_search")
 			ex := tool.NewExecutor(nil)
-			a, _ := authz.OwnerAuthority(principal)
-			cctx := tool.WithCall(ctx, tool.CallInfo{Authority: a, Source: authz.SourceCLI})
+			owner, err := authz.NewOwner(principal, true, authz.Scope{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cctx := tool.WithCall(ctx, tool.CallInfo{Speaker: owner})
 			queries := []string{"term0042", "term1234 term4321", "term0007 term0008 term0009", "term4999"}
 			args := make([]json.RawMessage, len(queries))
 			for i, q := range queries {

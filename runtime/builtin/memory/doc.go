@@ -9,8 +9,8 @@
 //	}
 //
 // Results are compact JSON objects. memory_update appends a source
-// stamped with the caller's six authority fields and source (from
-// tool.CallInfo; a call without a valid authority is refused), with
+// stamped with the caller's six authority fields and source (its speaker,
+// from tool.CallInfo; a call without a speaker authz made is refused), with
 // optional optimistic concurrency through base_revision (a stale revision
 // is a CONFLICT naming the current one). memory_promote is for the owner
 // only: the gate checks the capability, and the tool refuses any other

@@ -243,12 +243,12 @@ func (m *mem) update(ctx context.Context, _ string, a updateArgs, _ func(string)
 	if !ok {
 		return tool.Result{}, tooldef.Fail(ReasonNoAuthority, "memory_update needs the caller's authority; run it through the gate")
 	}
-	if err := info.Authority.Validate(); err != nil {
+	if err := info.Speaker.Check(); err != nil {
 		return tool.Result{}, tooldef.Fail(ReasonNoAuthority, "memory_update: caller authority is invalid: %v", err)
 	}
 	base := baseRevision(a.BaseRevision)
 	src, err := m.store.AppendSource(ctx, sessions.NewSource{
-		Path: a.Path, Content: a.Content, Authority: tool.StoredAuthority(info.Request()),
+		Path: a.Path, Content: a.Content, Authority: tool.StoredAuthority(info.Speaker),
 	}, base)
 	if err != nil {
 		return tool.Result{}, m.conflictErr(ctx, "memory_update", a.Path, base, err)
@@ -276,7 +276,7 @@ func (m *mem) promote(ctx context.Context, _ string, a promoteArgs, _ func(strin
 	// The gate already checks memory.trusted.promote; this is defence in
 	// depth for a caller that skipped it.
 	info, ok := tool.CallFrom(ctx)
-	if !ok || info.Authority.Validate() != nil || info.Authority.Tier != authz.TierOwner {
+	if !ok || !info.Speaker.Valid() || info.Speaker.Authority().Tier != authz.TierOwner {
 		return tool.DeniedResult(authz.Decision{ReasonCode: authz.ReasonCapability, Capability: authz.CapMemoryTrustedPromote,
 			Message: "memory_promote is for the owner only"}), nil
 	}

@@ -35,22 +35,24 @@ func Run(t *testing.T, open func(t *testing.T) sessions.Store) {
 
 const principal = "owner/install/fedcba9876543210"
 
-func paired(t *testing.T) authz.Authority {
+// paired is an MCP client's speaker.
+func paired(t *testing.T) authz.Speaker {
 	t.Helper()
-	a, err := authz.MCPClientAuthority("0123456789abcdef", principal)
+	sp, err := authz.NewMCPClient("0123456789abcdef", principal, authz.Scope{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a
+	return sp
 }
 
-func owner(t *testing.T) authz.Authority {
+// owner is the owner's speaker.
+func owner(t *testing.T) authz.Speaker {
 	t.Helper()
-	a, err := authz.OwnerAuthority(principal)
+	sp, err := authz.NewOwner(principal, true, authz.Scope{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a
+	return sp
 }
 
 type harness struct {
@@ -142,7 +144,7 @@ type updated struct {
 
 func updateStampsAuthorityAndChecksRevision(t *testing.T, s sessions.Store) {
 	h := newHarness(t, s)
-	client := &tool.CallInfo{SessionID: "s1", Authority: paired(t), Source: authz.SourceMCP}
+	client := &tool.CallInfo{SessionID: "s1", Speaker: paired(t)}
 
 	var st status
 	h.decode(nil, "memory_status", map[string]any{}, &st)
@@ -153,9 +155,9 @@ func updateStampsAuthorityAndChecksRevision(t *testing.T, s sessions.Store) {
 	if !res.IsError || res.ReasonCode() != memory.ReasonNoAuthority {
 		t.Errorf("memory_update without a caller = %+v, want NO_AUTHORITY", res)
 	}
-	res = h.call(&tool.CallInfo{Authority: authz.Authority{SpeakerKind: "client"}}, "memory_update", map[string]any{"path": "p/a", "content": "x"})
+	res = h.call(&tool.CallInfo{Speaker: authz.Speaker{}}, "memory_update", map[string]any{"path": "p/a", "content": "x"})
 	if !res.IsError || res.ReasonCode() != memory.ReasonNoAuthority {
-		t.Errorf("memory_update with an invalid authority = %+v, want NO_AUTHORITY", res)
+		t.Errorf("memory_update with a speaker authz did not make = %+v, want NO_AUTHORITY", res)
 	}
 
 	var u1 updated
@@ -171,7 +173,7 @@ func updateStampsAuthorityAndChecksRevision(t *testing.T, s sessions.Store) {
 	var u2 updated
 	h.decode(client, "memory_update", map[string]any{"path": "projects/op.md", "content": "Coffee too.", "base_revision": u1.Revision}, &u2)
 	var u3 updated
-	h.decode(&tool.CallInfo{Authority: owner(t), Source: authz.SourceCLI}, "memory_update", map[string]any{"path": "people/alice.md", "content": "Alice likes tea."}, &u3)
+	h.decode(&tool.CallInfo{Speaker: owner(t)}, "memory_update", map[string]any{"path": "people/alice.md", "content": "Alice likes tea."}, &u3)
 
 	var pg page
 	h.decode(client, "memory_get", map[string]any{"path": "projects/op.md"}, &pg)
@@ -200,7 +202,7 @@ func updateStampsAuthorityAndChecksRevision(t *testing.T, s sessions.Store) {
 
 func searchGrepBrowse(t *testing.T, s sessions.Store) {
 	h := newHarness(t, s)
-	who := &tool.CallInfo{Authority: paired(t), Source: authz.SourceMCP}
+	who := &tool.CallInfo{Speaker: paired(t)}
 	for _, src := range []struct{ path, content string }{
 		{"notes/tea.md", "Green tea and black tea.\nOolong is a tea too."},
 		{"notes/coffee.md", "Espresso, no tea here? Well, one mention of tea."},
@@ -257,8 +259,8 @@ func searchGrepBrowse(t *testing.T, s sessions.Store) {
 
 func promoteOwnerOnly(t *testing.T, s sessions.Store) {
 	h := newHarness(t, s)
-	client := &tool.CallInfo{Authority: paired(t), Source: authz.SourceMCP}
-	own := &tool.CallInfo{Authority: owner(t), Source: authz.SourceCLI}
+	client := &tool.CallInfo{Speaker: paired(t)}
+	own := &tool.CallInfo{Speaker: owner(t)}
 	var u updated
 	h.decode(client, "memory_update", map[string]any{"path": "facts/sky.md", "content": "The sky is blue."}, &u)
 
@@ -279,7 +281,7 @@ func promoteOwnerOnly(t *testing.T, s sessions.Store) {
 	// Through the gate as an MCP client: denied before the tool runs.
 	tl, _ := h.reg.Get("memory_promote")
 	res := h.ex.Run(context.Background(), tl, tool.Call{ID: "c", Args: json.RawMessage(`{"source_id":1}`),
-		Guard: gate.Guard(tl, authz.Request{Source: authz.SourceMCP, Authority: paired(t)}, nil)})
+		Guard: gate.Guard(tl, paired(t), nil)})
 	if !res.IsError || res.ReasonCode() != authz.ReasonCapability {
 		t.Errorf("gated memory_promote = %+v, want AUTHORITY_CAPABILITY_DENIED", res)
 	}
