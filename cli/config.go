@@ -16,6 +16,7 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/cli/internal/privatefile"
 	"github.com/openprogram/openprogram/runtime/secretenv"
 	"github.com/openprogram/openprogram/sessions"
 )
@@ -437,50 +438,13 @@ func (c *Config) Marshal() ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
-// Save writes the config atomically (writeFileAtomic, mode 0600).
+// Save writes the config atomically, mode 0600 (privatefile.Replace).
 func (c *Config) Save(stateDir string) error {
 	data, err := c.Marshal()
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(stateDir, ConfigFileName), data, 0o600)
-}
-
-// writeFileAtomic replaces path with data, mode perm: a temp file in the
-// same directory, fsync, rename over path, fsync the directory. On any
-// failure the old file is left as it was.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return privatefile.Replace(filepath.Join(stateDir, ConfigFileName), data)
 }
 
 // parseValue reads a command-line VALUE for k. A list or object key, or a
