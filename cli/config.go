@@ -85,6 +85,8 @@ var configKeys = []configKey{
 		into(parseDuration, func(c *Config, v time.Duration) { c.Agent.TurnTimeout = v })},
 	{"model.headers", `extra HTTP headers for every model request, a JSON object of strings; ${NAME} in a value is read from the environment`, map[string]any{}, true,
 		into(parseHeaders, func(c *Config, v map[string]string) { c.Model.Headers = v })},
+	{"model.allow_unencrypted_key", "true: send the API key and model.headers over plain http:// to a model.base_url that is not this machine, where anyone on the network path can read them (false: refused; loopback and https:// need no opt-in)", false, false,
+		into(parseBool, func(c *Config, v bool) { c.Model.AllowUnencryptedKey = v })},
 	{"model.context_tokens", "the model's context window in tokens: older turns are left out of what is sent to fit it (null: send the whole session)", nil, false,
 		into(parseInt(256, 1<<24), func(c *Config, v int) { c.Agent.ContextTokens = v })},
 	{"tools.permission_rules", `permission rules: [{"tool":"name or name(pattern)","action":"allow|ask|deny"}]`, []any{}, false,
@@ -380,7 +382,16 @@ func (c *Config) applyModelEnv(env Env) error {
 			return fmt.Errorf("%s is %q, a placeholder the MCP client did not fill in: set it, or leave it empty to use %s of config.json", o.env, v, o.key)
 		}
 		k, _ := lookupKey(o.key)
-		if err := k.apply(c, v); err != nil {
+		var val any = v
+		if _, isBool := k.def.(bool); isBool {
+			switch v {
+			case "false":
+				continue // an opt-in: only "true" changes it
+			case "true":
+				val = true
+			} // anything else: refused by parseBool
+		}
+		if err := k.apply(c, val); err != nil {
 			return fmt.Errorf("%s: invalid value for %s: %w (unset it to use config.json's %s)", o.env, o.key, err, o.key)
 		}
 	}
