@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openprogram/openprogram/cli/internal/privatefile"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/provider/anthropic"
 	"github.com/openprogram/openprogram/runtime/provider/openai"
@@ -154,7 +155,6 @@ func (c *mcpInstallCmd) Run(ctx context.Context, app *App) error {
 				return err
 			}
 			literals = append(slices.Collect(maps.Values(values)), writtenSecrets(c.Client, old)...)
-			mode = 0o600
 		}
 		top, entry, inputs := jsonEntry(c.Client, l, func(name string) string { return values[name] })
 		updated, err = upsertJSON(old, top, entry, inputs)
@@ -245,26 +245,39 @@ func readClientFile(path string) ([]byte, fs.FileMode, error) {
 // says same or changed on stderr. With dryRun it prints the diff instead
 // (its new side labelled "after <verb>"),
 // each of literals shown as <redacted>. done reports a real write or a
-// confirmed no-op, after which the caller may print its hints.
+// confirmed no-op, after which the caller may print its hints. mode is the
+// old file's: what it is written with is always 0600.
 func applyClientFile(app *App, verb, path string, old, updated []byte, mergeErr error, mode fs.FileMode, dryRun bool, literals []string, same, changed string) (done bool, err error) {
 	if mergeErr != nil {
 		return false, fmt.Errorf("update %s: %w; nothing was changed", path, mergeErr)
 	}
-	wrote, err := writeClientFile(app, verb, path, old, updated, mode, dryRun, literals)
+	wrote, err := writeClientFile(app, verb, path, old, updated, dryRun, literals)
 	if err != nil || dryRun {
 		return false, err
 	}
 	if wrote {
 		fmt.Fprintln(app.Stderr, changed)
-	} else {
-		fmt.Fprintln(app.Stderr, same)
+		if old != nil && mode != privatefile.Mode {
+			fmt.Fprintf(app.Stderr, "%s is now mode 0600 (it was %04o): a client's configuration may hold secrets\n", path, mode)
+		}
+		return true, nil
+	}
+	fmt.Fprintln(app.Stderr, same)
+	if len(literals) > 0 {
+		// The file holds secrets of ours; its client saved it open to others.
+		if was, narrowed, err := privatefile.Restrict(path); err != nil {
+			return false, fmt.Errorf("%s holds secrets and may be open to others: %w; run: chmod 600 %s", path, err, shellQuote(path))
+		} else if narrowed {
+			fmt.Fprintf(app.Stderr, "%s is now mode 0600 (it was %04o): it holds secrets\n", path, was)
+		}
 	}
 	return true, nil
 }
 
 // writeClientFile writes updated over path unless it equals old, or prints
-// the diff on a dry run.
-func writeClientFile(app *App, verb, path string, old, updated []byte, mode fs.FileMode, dryRun bool, literals []string) (changed bool, err error) {
+// the diff on a dry run. The backup of old and the new file are both
+// created 0600 (privatefile), whatever mode the old file had.
+func writeClientFile(app *App, verb, path string, old, updated []byte, dryRun bool, literals []string) (changed bool, err error) {
 	if string(old) == string(updated) {
 		if dryRun {
 			fmt.Fprintf(app.Stderr, "dry run: %s would not change\n", path)
@@ -291,19 +304,12 @@ func writeClientFile(app *App, verb, path string, old, updated []byte, mode fs.F
 	}
 	if old != nil {
 		backup := path + ".bak-" + time.Now().UTC().Format("20060102T150405.000Z")
-		f, err := os.OpenFile(backup, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-		if err == nil {
-			_, err = f.Write(old)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
+		if err := privatefile.CreateNew(backup, old); err != nil {
 			return false, fmt.Errorf("back up %s: %w; nothing was changed", path, err)
 		}
 		fmt.Fprintf(app.Stderr, "backup of the old file: %s\n", backup)
 	}
-	if err := writeFileAtomic(path, updated, mode); err != nil {
+	if err := privatefile.Replace(path, updated); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/cli/internal/privatefile"
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/secretenv"
@@ -96,6 +97,8 @@ var configKeys = []configKey{
 		into(parseDuration, func(c *Config, v time.Duration) { c.Agent.TurnTimeout = v })},
 	{"model.headers", `extra HTTP headers for every model request, a JSON object of strings; ${NAME} in a value is read from the environment`, map[string]any{}, true,
 		into(parseHeaders, func(c *Config, v map[string]string) { c.Model.Headers = v })},
+	{"model.allow_unencrypted_key", "true: send the API key and model.headers over plain http:// to a model.base_url that is not this machine, where anyone on the network path can read them (false: refused; loopback and https:// need no opt-in)", false, false,
+		into(parseBool, func(c *Config, v bool) { c.Model.AllowUnencryptedKey = v })},
 	{"model.context_tokens", "the model's context window in tokens: older turns are left out of what is sent to fit it (null: send the whole session)", nil, false,
 		into(parseInt(256, 1<<24), func(c *Config, v int) { c.Agent.ContextTokens = v })},
 	{"tools.permission_rules", `permission rules: [{"tool":"name or name(pattern)","action":"allow|ask|deny"}]`, []any{}, false,
@@ -391,7 +394,16 @@ func (c *Config) applyModelEnv(env Env) error {
 			return fmt.Errorf("%s is %q, a placeholder the MCP client did not fill in: set it, or leave it empty to use %s of config.json", o.env, v, o.key)
 		}
 		k, _ := lookupKey(o.key)
-		if err := k.apply(c, v); err != nil {
+		var val any = v
+		if _, isBool := k.def.(bool); isBool {
+			switch v {
+			case "false":
+				continue // an opt-in: only "true" changes it
+			case "true":
+				val = true
+			} // anything else: refused by parseBool
+		}
+		if err := k.apply(c, val); err != nil {
 			return fmt.Errorf("%s: invalid value for %s: %w (unset it to use config.json's %s)", o.env, o.key, err, o.key)
 		}
 	}
@@ -449,50 +461,13 @@ func (c *Config) Marshal() ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
-// Save writes the config atomically (writeFileAtomic, mode 0600).
+// Save writes the config atomically, mode 0600 (privatefile.Replace).
 func (c *Config) Save(stateDir string) error {
 	data, err := c.Marshal()
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(stateDir, ConfigFileName), data, 0o600)
-}
-
-// writeFileAtomic replaces path with data, mode perm: a temp file in the
-// same directory, fsync, rename over path, fsync the directory. On any
-// failure the old file is left as it was.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return privatefile.Replace(filepath.Join(stateDir, ConfigFileName), data)
 }
 
 // parseValue reads a command-line VALUE for k. A list or object key, or a

@@ -131,10 +131,14 @@ func parseHeaders(v any) (map[string]string, error) {
 // doctor): an MCP bundle passes what the user typed into Claude Desktop this
 // way, since its server has no config.json of its own to edit. An empty
 // value counts as unset; config get, set and list show config.json alone.
+// The opt-in model.allow_unencrypted_key is granted by "true" and left as
+// config.json has it by "false" (a bundle's box left clear grants nothing
+// and revokes nothing).
 var modelEnvOverrides = []struct{ env, key string }{
 	{"OPENPROGRAM_MODEL_PROVIDER", "model.provider"},
 	{"OPENPROGRAM_MODEL_NAME", "model.name"},
 	{"OPENPROGRAM_MODEL_BASE_URL", "model.base_url"},
+	{"OPENPROGRAM_MODEL_ALLOW_UNENCRYPTED_KEY", "model.allow_unencrypted_key"},
 }
 
 // loadRunConfig is the configuration of the commands that run turns:

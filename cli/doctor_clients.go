@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -48,12 +49,19 @@ func clientChecks(app *App, stateDir string) []check {
 			}
 			path = p
 		}
-		data, _, err := readClientFile(path)
+		data, mode, err := readClientFile(path)
 		if err != nil || data == nil {
 			continue
 		}
 		e, ok := readClientEntry(client, data)
 		if !ok {
+			continue
+		}
+		if mode&0o077 != 0 && len(writtenSecrets(client, data)) > 0 {
+			// Install wrote it 0600; the client saved it again under its umask.
+			checks = append(checks, check{name: "client " + client,
+				info: fmt.Sprintf("%s holds the MCP token (and any model key) and is mode %04o: other users can read them", path, mode),
+				fix:  "chmod 600 " + shellQuote(path)})
 			continue
 		}
 		checks = append(checks, clientCheck(app.Env, client, path, e, token, tokenErr == nil))

@@ -310,12 +310,7 @@ func TestInstall(t *testing.T) {
 		t.Run(ic.client+" existing", func(t *testing.T) {
 			env, home := installEnv(t)
 			path := ic.path(home)
-			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(ic.existing), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			putFile(t, path, ic.existing, 0o644)
 			mustCLI(t, env, "mcp", "install", "--client", ic.client)
 			first := readFile(t, path)
 			token := strings.TrimSpace(string(readFile(t, filepath.Join(home, ".openprogram", "mcp_server_token"))))
@@ -393,12 +388,7 @@ func TestDryRunLabelsExistingFile(t *testing.T) {
 		t.Run(ic.client, func(t *testing.T) {
 			env, home := installEnv(t)
 			path := ic.path(home)
-			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(ic.existing), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			putFile(t, path, ic.existing, 0o600)
 			for _, verb := range []string{"install", "uninstall"} {
 				if verb == "uninstall" {
 					mustCLI(t, env, "mcp", "install", "--client", ic.client)
@@ -448,13 +438,8 @@ func TestInstallRefusesBrokenFile(t *testing.T) {
 		t.Run(ic.client, func(t *testing.T) {
 			env, home := installEnv(t)
 			path := ic.path(home)
-			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-				t.Fatal(err)
-			}
 			broken := "{ [ not valid\n"
-			if err := os.WriteFile(path, []byte(broken), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			putFile(t, path, broken, 0o600)
 			r := runCLI(t, env, "mcp", "install", "--client", ic.client)
 			if r.code != cli.ExitFailure || !strings.Contains(r.stderr, path) || strings.Count(r.stderr, "\n") != 1 {
 				t.Errorf("install over a broken file = exit %d stderr %q, want 1 and one line naming the file", r.code, r.stderr)

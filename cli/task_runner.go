@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/openprogram/openprogram/cli/internal/privatefile"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -40,7 +41,7 @@ func (s taskSpawner) start(_ context.Context, clientID, id string) error {
 	if !filepath.IsAbs(s.exe) {
 		return errors.New("start the task runner: the path of the openprogram binary is unknown")
 	}
-	log, err := openLogFile(filepath.Join(s.stateDir, TaskLogFileName))
+	log, err := privatefile.OpenAppend(filepath.Join(s.stateDir, TaskLogFileName))
 	if err != nil {
 		return fmt.Errorf("start the task runner: %w", err)
 	}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -32,9 +33,14 @@ const DefaultModelTimeout = 120 * time.Second
 type ConfigError struct {
 	Keys []string
 	Msg  string
+	err  error // the provider's error it came from, if any
 }
 
 func (e *ConfigError) Error() string { return "model provider not configured: " + e.Msg }
+
+// Unwrap returns the provider constructor's error this one reports, if
+// any (errors.Is(err, provider.ErrUnencryptedKey)).
+func (e *ConfigError) Unwrap() error { return e.err }
 
 // NewProvider builds the provider cfg describes (model.provider,
 // model.name, model.base_url, model.api_key_env, model.script and the
@@ -57,7 +63,11 @@ func (e *ConfigError) Error() string { return "model provider not configured: " 
 //
 // model.api_key_env may never name OPENPROGRAM_MCP_TOKEN, nor a header
 // reference it: the MCP token is never sent to a model endpoint. A
-// model.timeout of 0 means [DefaultModelTimeout].
+// model.timeout of 0 means [DefaultModelTimeout]. Neither HTTP provider
+// sends the key or model.headers over plain http:// to a host that is not
+// this machine unless model.allow_unencrypted_key is true (see
+// [provider.Settings].AllowUnencryptedKey): the error names model.base_url
+// and model.allow_unencrypted_key and matches [provider.ErrUnencryptedKey].
 func NewProvider(cfg provider.Config, getenv func(string) string) (provider.Provider, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -201,10 +211,16 @@ func remoteOf(cfg provider.Config, kind, defEnv string, getenv func(string) stri
 
 // retried is the provider a constructor returned, with the default retry
 // policy; its error names model.base_url, the one setting it checks
-// beyond what remoteOf did.
+// beyond what remoteOf did, and model.allow_unencrypted_key when the URL
+// is plain http:// to another host (the constructor is the one place that
+// decides it).
 func retried(p provider.Provider, err error) (provider.Provider, error) {
 	if err != nil {
-		return nil, &ConfigError{Keys: []string{"model.base_url"}, Msg: err.Error()}
+		keys := []string{"model.base_url"}
+		if errors.Is(err, provider.ErrUnencryptedKey) {
+			keys = append(keys, "model.allow_unencrypted_key")
+		}
+		return nil, &ConfigError{Keys: keys, Msg: err.Error(), err: err}
 	}
 	return provider.WithRetry(p, provider.DefaultRetryPolicy()), nil
 }

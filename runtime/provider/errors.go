@@ -43,6 +43,15 @@ func (c Class) Retryable() bool {
 	return c == ClassRateLimit || c == ClassServer || c == ClassNetwork
 }
 
+// ErrUnencryptedKey is what errors.Is finds in the error of a provider's
+// constructor for an endpoint that would send a secret (the API key, or
+// any of Settings.Headers, which may carry credentials) over plain http://
+// to a host that is not literally this machine, unless
+// Settings.AllowUnencryptedKey says the owner accepts that; the error's text
+// says why and how. A request redirected there is refused with an [*Error]
+// of class [ClassInvalidRequest] that matches it too.
+var ErrUnencryptedKey = errors.New("a secret over plain http to a host that is not this machine")
+
 // Error is a classified provider failure. Err is the cause; it never holds
 // an API key.
 type Error struct {

@@ -110,6 +110,15 @@ type Settings struct {
 	Headers map[string]string
 	// UserAgent is the User-Agent header ("": [UserAgent] of "dev").
 	UserAgent string
+	// AllowUnencryptedKey (model.allow_unencrypted_key) lets the key and
+	// Headers go over plain http:// to a host that is not this machine,
+	// where anyone on the network path can read them. False, the default,
+	// refuses such an endpoint ([ErrUnencryptedKey]). This machine is the
+	// literal addresses 127.0.0.0/8 and ::1, and the name localhost when
+	// the provider's own HTTP client dials it (at 127.0.0.1 and ::1, never
+	// asking a resolver); https and a keyless endpoint without Headers
+	// need no opt-in.
+	AllowUnencryptedKey bool
 }
 
 // Endpoint configures an HTTP provider (openai.Options and

@@ -250,6 +250,9 @@ func TestDistBundle(t *testing.T) {
 	if !manifest.UserConfig["mcp_token"].Required {
 		t.Error("user_config.mcp_token is not required")
 	}
+	if f := manifest.UserConfig["model_allow_unencrypted_key"]; f.Type != "boolean" || f.Required {
+		t.Errorf("user_config.model_allow_unencrypted_key = %+v, want an optional boolean", f)
+	}
 
 	t.Run("started as Claude Desktop starts it", func(t *testing.T) {
 		distBundleServe(t, node, packaging, unpacked)
@@ -297,6 +300,11 @@ func distBundleServe(t *testing.T, node, packaging, unpacked string) {
 	if cfg.Env["OPENPROGRAM_HOME"] != in.Home || cfg.Env["OPENPROGRAM_MCP_TOKEN"] != in.Token || cfg.Env["OPENPROGRAM_MODEL_PROVIDER"] != "scripted" {
 		t.Errorf("env OPENPROGRAM_HOME=%q, token given %v, OPENPROGRAM_MODEL_PROVIDER=%q; want %q, true, scripted",
 			cfg.Env["OPENPROGRAM_HOME"], cfg.Env["OPENPROGRAM_MCP_TOKEN"] == in.Token, cfg.Env["OPENPROGRAM_MODEL_PROVIDER"], in.Home)
+	}
+	// The opt-in left at its default reaches the server as "false", which
+	// grants nothing and must not stop it.
+	if got := cfg.Env["OPENPROGRAM_MODEL_ALLOW_UNENCRYPTED_KEY"]; got != "false" {
+		t.Errorf("env OPENPROGRAM_MODEL_ALLOW_UNENCRYPTED_KEY = %q, want false", got)
 	}
 	var env []string
 	for k, v := range cfg.Env {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openprogram/openprogram/cli/internal/privatefile"
 	"github.com/openprogram/openprogram/contracts"
 )
 
@@ -96,7 +97,7 @@ func (d *demo) run(ctx context.Context) error {
 
 	d.section("configure: scripted model, exposed tools")
 	scriptPath := filepath.Join(d.Home, "demo-script.json")
-	if err := os.WriteFile(scriptPath, []byte(script), 0o600); err != nil {
+	if err := privatefile.CreateNew(scriptPath, []byte(script)); err != nil {
 		return fmt.Errorf("write the demo script: %w", err)
 	}
 	for _, kv := range [][2]string{
@@ -112,7 +113,7 @@ func (d *demo) run(ctx context.Context) error {
 
 	d.section("connect a go-sdk MCP client to `openprogram mcp serve` over stdio")
 	logPath := filepath.Join(d.Home, "serve.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	logFile, err := privatefile.OpenAppend(logPath) // the state directory is new: so is the log
 	if err != nil {
 		return fmt.Errorf("open the server log: %w", err)
 	}

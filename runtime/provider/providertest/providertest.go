@@ -70,6 +70,7 @@ type Server struct {
 	replies  []Reply
 	requests []Request
 	aborted  int
+	conns    int
 	held     chan struct{} // receives when a request starts holding
 	abortCh  chan struct{} // receives when a held request is aborted by the client
 	done     chan struct{}
@@ -79,13 +80,25 @@ type Server struct {
 // answers 500. The server is closed when the test ends.
 func New(t testing.TB, replies ...Reply) *Server {
 	t.Helper()
+	return NewAt(t, "127.0.0.1:0", replies...)
+}
+
+// NewAt is [New] listening on addr (host:port), such as an address of this
+// machine that is not loopback ([NonLoopbackIP]).
+func NewAt(t testing.TB, addr string, replies ...Reply) *Server {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("providertest: listen on %s: %v", addr, err)
+	}
 	s := &Server{
 		replies: replies,
 		held:    make(chan struct{}, 64),
 		abortCh: make(chan struct{}, 64),
 		done:    make(chan struct{}),
 	}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.Server = &httptest.Server{Listener: l, Config: &http.Server{Handler: http.HandlerFunc(s.serve), ConnState: s.countConn}}
+	s.Start()
 	t.Cleanup(func() {
 		close(s.done)
 		s.Client().CloseIdleConnections()
@@ -106,6 +119,39 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
+}
+
+func (s *Server) countConn(_ net.Conn, st http.ConnState) {
+	if st == http.StateNew {
+		s.mu.Lock()
+		s.conns++
+		s.mu.Unlock()
+	}
+}
+
+// Connections returns how many connections the server accepted so far.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
+}
+
+// NonLoopbackIP returns an IPv4 address of this machine that is neither
+// loopback nor link-local, to listen on with [NewAt]; it skips the test
+// when the machine has none.
+func NonLoopbackIP(t testing.TB) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatalf("providertest: interface addresses: %v", err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("this machine has no IPv4 address besides loopback to listen on")
+	return ""
 }
 
 // Aborted returns how many held requests the client hung up on.

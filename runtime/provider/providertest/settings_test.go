@@ -106,8 +106,9 @@ func TestOpenAISettingsInRequest(t *testing.T) {
 
 func TestOpenAIHeaderReplacesAuthorization(t *testing.T) {
 	srv := providertest.New(t, providertest.Reply{Body: providertest.OpenAIText("m", "ok")})
+	// The routed test server speaks plain HTTP: the opt-in lets the header go.
 	p, err := openai.New(openai.Options{Model: "m", BaseURL: "http://gateway.internal:9000/v1", Keyless: true, HTTPClient: srv.RoutedClient(),
-		Settings: provider.Settings{Headers: map[string]string{"Authorization": "Token gw-123"}}})
+		Settings: provider.Settings{Headers: map[string]string{"Authorization": "Token gw-123"}, AllowUnencryptedKey: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,9 +371,10 @@ func TestExpandHeaders(t *testing.T) {
 // api_key_env none.
 func TestAzureDeploymentURL(t *testing.T) {
 	srv := providertest.New(t, providertest.Reply{Body: providertest.OpenAIText("m", "ok")})
+	// The routed test server speaks plain HTTP: the opt-in lets the key go.
 	p, err := openai.New(openai.Options{Model: "gpt-4o", Keyless: true, HTTPClient: srv.RoutedClient(),
 		BaseURL:  "http://myres.openai.azure.com/openai/deployments/my-gpt4o?api-version=2024-10-21",
-		Settings: provider.Settings{Headers: map[string]string{"api-key": "az-key"}}})
+		Settings: provider.Settings{Headers: map[string]string{"api-key": "az-key"}, AllowUnencryptedKey: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -67,9 +69,22 @@ func Open[O any](sdk SDK[O], e provider.Endpoint) (Endpoint[O], error) {
 		u.RawQuery = ""
 		base = u.String()
 	}
+	// The providers' own client dials localhost at the loopback addresses
+	// only; a caller's client may resolve it anywhere.
+	pinned := e.HTTPClient == nil
+	secrets := secretsOf(e)
+	if secrets != "" && !e.AllowUnencryptedKey && exposed(u, pinned) {
+		return Endpoint[O]{}, unencrypted(fmt.Sprintf("%s provider: refusing to send %s unencrypted (plain http://) to %s (model.base_url %s), "+
+			"which is not a loopback address (localhost, 127.0.0.0/8, ::1): anyone on the network path could read it; use an https:// model.base_url, "+
+			"or, if you accept that risk on a network you trust, run `openprogram config set model.allow_unencrypted_key true`",
+			sdk.Name, secrets, u.Hostname(), sessions.RedactURL(base)))
+	}
 	hc := e.HTTPClient
 	if hc == nil {
 		hc = HTTPClient()
+	}
+	if secrets != "" && !e.AllowUnencryptedKey {
+		hc = refuseExposedRedirects(hc, sdk.Name, secrets, pinned)
 	}
 	opts := []O{sdk.BaseURL(base), sdk.HTTPClient(hc), sdk.MaxRetries(0), sdk.Middleware(ErrorMiddleware)}
 	if e.APIKey != "" {
@@ -91,6 +106,71 @@ func Open[O any](sdk SDK[O], e provider.Endpoint) (Endpoint[O], error) {
 	set := e.Settings
 	set.Headers = nil
 	return Endpoint[O]{BaseURL: base, Options: opts, Settings: set}, nil
+}
+
+// unencrypted is an error that says why and how, and matches
+// [provider.ErrUnencryptedKey].
+type unencrypted string
+
+func (e unencrypted) Error() string        { return string(e) }
+func (e unencrypted) Is(target error) bool { return target == provider.ErrUnencryptedKey }
+
+// secretsOf names what of e may be a secret: its key, its headers (any of
+// them may carry a credential, a literal one included), both, or "" for
+// neither.
+func secretsOf(e provider.Endpoint) string {
+	switch {
+	case e.APIKey != "" && len(e.Headers) > 0:
+		return "the API key and model.headers"
+	case e.APIKey != "":
+		return "the API key"
+	case len(e.Headers) > 0:
+		return "model.headers (which may carry credentials)"
+	}
+	return ""
+}
+
+// exposed reports whether a request to u travels unencrypted to a host
+// that may not be this machine: plain http to anything but a literal
+// loopback address, or the name localhost when pinned (dialled by
+// HTTPClient, which never asks a resolver for it). No name a resolver
+// answers for (localhost., *.localhost, 127.0.0.1.nip.io) counts as this
+// machine.
+func exposed(u *url.URL, pinned bool) bool {
+	if !strings.EqualFold(u.Scheme, "http") {
+		return false
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); ip != nil {
+		return !ip.IsLoopback()
+	}
+	return !(pinned && strings.EqualFold(host, "localhost"))
+}
+
+// refuseExposedRedirects returns a copy of hc that refuses to follow a
+// redirect to where [exposed] says the request would travel unencrypted:
+// Go's client carries every header but Authorization and cookies to
+// another host, and Authorization too to the same host over http. The
+// refusal is an [*provider.Error] of class ClassInvalidRequest (not
+// retried) wrapping [provider.ErrUnencryptedKey].
+func refuseExposedRedirects(hc *http.Client, name, secrets string, pinned bool) *http.Client {
+	c := *hc
+	next := hc.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if exposed(req.URL, pinned) {
+			return &provider.Error{Class: provider.ClassInvalidRequest, Err: unencrypted(fmt.Sprintf(
+				"%s provider: refusing to follow a redirect to plain http:// at %s, which is not a loopback address: it would carry %s unencrypted",
+				name, req.URL.Hostname(), secrets))}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 { // http.Client's own limit
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &c
 }
 
 // Model is the model req asks for, or def when it names none.

@@ -244,16 +244,49 @@ func TransportError(ctx context.Context, err error) *provider.Error {
 // timeout (a reply streams for as long as it takes; the context bounds it),
 // but bounded dialing and TLS handshakes, and no proxy surprises beyond the
 // standard environment.
+//
+// It dials the name localhost at 127.0.0.1, then ::1, never asking a
+// resolver (RFC 6761 lets applications do so): a DNS answer or a hosts
+// file cannot send a request meant for this machine elsewhere, which is
+// what lets [Open] treat localhost as loopback. (Requests to loopback
+// hosts never go through the environment's proxy.)
 func HTTPClient() *http.Client {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			pinned := localhostAddrs(addr)
+			if pinned == nil {
+				return d.DialContext(ctx, network, addr)
+			}
+			var first error
+			for _, a := range pinned {
+				c, err := d.DialContext(ctx, network, a)
+				if err == nil {
+					return c, nil
+				}
+				if first == nil {
+					first = err
+				}
+			}
+			return nil, first
+		},
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          16,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   15 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}}
+}
+
+// localhostAddrs returns the loopback addresses HTTPClient dials for addr
+// (host:port) when its host is the name localhost, and nil otherwise.
+func localhostAddrs(addr string) []string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || !strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	return []string{net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("::1", port)}
 }
 
 // IsLoopback reports whether rawURL names a loopback host (localhost,

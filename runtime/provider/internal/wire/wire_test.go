@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"syscall"
 	"testing"
 	"time"
@@ -172,5 +175,71 @@ func TestIsLoopback(t *testing.T) {
 		if got := IsLoopback(in); got != want {
 			t.Errorf("IsLoopback(%q) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+func TestExposed(t *testing.T) {
+	cases := []struct {
+		url            string
+		pinned, custom bool // exposed with HTTPClient, with a caller's client
+	}{
+		{"http://127.0.0.1:8000/v1", false, false},
+		{"http://127.255.0.9/v1", false, false},
+		{"http://[::1]:8000/v1", false, false},
+		{"http://[::ffff:127.0.0.1]:8000/v1", false, false},
+		{"http://localhost:11434/v1", false, true},
+		{"http://LocalHost/v1", false, true},
+		{"https://192.0.2.2/v1", false, false},
+		{"HTTPS://gpu-box.lan/v1", false, false},
+		{"http://192.0.2.2:8000/v1", true, true},
+		{"http://gpu-box.lan/v1", true, true},
+		{"http://localhost./v1", true, true},
+		{"http://a.localhost/v1", true, true},
+		{"http://127.0.0.1.nip.io/v1", true, true},
+		{"http://127.1/v1", true, true},
+		{"http://0.0.0.0/v1", true, true},
+		{"http://[fe80::1%25eth0]/v1", true, true},
+	}
+	for _, c := range cases {
+		u, err := url.Parse(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := exposed(u, true); got != c.pinned {
+			t.Errorf("exposed(%s, pinned) = %v, want %v", c.url, got, c.pinned)
+		}
+		if got := exposed(u, false); got != c.custom {
+			t.Errorf("exposed(%s, caller's client) = %v, want %v", c.url, got, c.custom)
+		}
+	}
+}
+
+// TestHTTPClientPinsLocalhost: the providers' client dials the name
+// localhost at the loopback addresses itself, and nothing else.
+func TestHTTPClientPinsLocalhost(t *testing.T) {
+	for addr, want := range map[string][]string{
+		"localhost:8080":   {"127.0.0.1:8080", "[::1]:8080"},
+		"LOCALHOST:1":      {"127.0.0.1:1", "[::1]:1"},
+		"localhost.:8080":  nil,
+		"127.0.0.1:8080":   nil,
+		"gpu-box.lan:8000": nil,
+	} {
+		if got := localhostAddrs(addr); !cmp.Equal(got, want) {
+			t.Errorf("localhostAddrs(%q) = %q, want %q", addr, got, want)
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "here") }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	c := HTTPClient()
+	defer c.CloseIdleConnections()
+	res, err := c.Get("http://localhost:" + port + "/")
+	if err != nil {
+		t.Fatalf("GET via localhost: %v", err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if string(body) != "here" {
+		t.Errorf("GET via localhost = %q, want the loopback server's answer", body)
 	}
 }
