@@ -177,17 +177,17 @@ type OwnerOptions struct {
 // Owner returns the owner's speaker (authz.NewOwner): source cli, the
 // owner tier, the principal of owner.json, the permission rules,
 // agent.work_dirs (or o.WorkDir) and the state directory.
-func (h *Host) Owner(o OwnerOptions) (authz.Speaker, error) {
+func (h *Host) Owner(o OwnerOptions) (sp authz.Speaker, err error) {
 	dirs := h.cfg.Agent.WorkDirs
 	if len(dirs) == 0 {
 		if o.WorkDir == "" || !filepath.IsAbs(o.WorkDir) {
-			return authz.Speaker{}, errors.New("host: the owner needs a working directory: set agent.work_dirs, or start from an absolute directory")
+			return sp, errors.New("host: the owner needs a working directory: set agent.work_dirs, or start from an absolute directory")
 		}
 		dirs = []string{o.WorkDir}
 	}
-	sp, err := authz.NewOwner(h.principal, o.Interactive, h.scope(dirs))
+	sp, err = authz.NewOwner(h.principal, o.Interactive, h.scope(dirs))
 	if err != nil {
-		return authz.Speaker{}, fmt.Errorf("build the owner's speaker: %w", err)
+		return sp, fmt.Errorf("build the owner's speaker: %w", err)
 	}
 	return sp.WithLogger(h.log), nil
 }
@@ -198,7 +198,7 @@ func (h *Host) Owner(o OwnerOptions) (authz.Speaker, error) {
 func (h *Host) MCPClient(clientID string) (authz.Speaker, error) {
 	sp, err := authz.NewMCPClient(clientID, h.principal, h.scope(h.cfg.Agent.WorkDirs))
 	if err != nil {
-		return authz.Speaker{}, fmt.Errorf("build the MCP client's speaker: %w", err)
+		return sp, fmt.Errorf("build the MCP client's speaker: %w", err)
 	}
 	return sp.WithLogger(h.log), nil
 }

@@ -155,7 +155,8 @@ func updateStampsAuthorityAndChecksRevision(t *testing.T, s sessions.Store) {
 	if !res.IsError || res.ReasonCode() != memory.ReasonNoAuthority {
 		t.Errorf("memory_update without a caller = %+v, want NO_AUTHORITY", res)
 	}
-	res = h.call(&tool.CallInfo{Speaker: authz.Speaker{}}, "memory_update", map[string]any{"path": "p/a", "content": "x"})
+	var unmade authz.Speaker // no constructor made it
+	res = h.call(&tool.CallInfo{Speaker: unmade}, "memory_update", map[string]any{"path": "p/a", "content": "x"})
 	if !res.IsError || res.ReasonCode() != memory.ReasonNoAuthority {
 		t.Errorf("memory_update with a speaker authz did not make = %+v, want NO_AUTHORITY", res)
 	}
