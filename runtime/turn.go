@@ -24,7 +24,9 @@ import (
 type TurnRequest struct {
 	// SessionID names an existing session. Required.
 	SessionID string
-	// Text is what the speaker said. Required, not blank.
+	// Text is what the speaker said. Required. The front end took it in
+	// under prompt_send's rule (contracts.Validate, contracts.CheckPrompt:
+	// not blank, no U+0000); the turn does not judge it again.
 	Text string
 	// AgentID is recorded with the user message.
 	AgentID string
@@ -85,8 +87,8 @@ func (req TurnRequest) validate() error {
 	if strings.TrimSpace(req.SessionID) == "" {
 		return bad("session id is empty")
 	}
-	if strings.TrimSpace(req.Text) == "" {
-		return bad("text is blank")
+	if req.Text == "" {
+		return bad("text is empty")
 	}
 	if err := req.Speaker.Check(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidTurn, err)
