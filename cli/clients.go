@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailscale/hujson"
 
+	"github.com/openprogram/openprogram/cli/internal/settings"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/tokenauth"
 )
@@ -64,7 +65,7 @@ func newLaunch(app *App) (launch, string, error) {
 		return launch{}, "", err
 	}
 	l := launch{exe: app.Executable, secrets: []string{tokenauth.EnvVar}}
-	if !defaultStateDir(app.Env, dir) {
+	if !settings.IsDefaultStateDir(app.Env, dir) {
 		l.home = dir
 	}
 	if key := runtime.KeyEnv(cfg.Model); key != "" {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+	"github.com/openprogram/openprogram/cli/internal/settings"
 )
 
 type completionCmd struct {
@@ -50,9 +51,10 @@ type grammarNode struct {
 // complete:"..." tag (the config commands' KEY: every config key).
 var completeValues = map[string]func() []string{
 	"config-keys": func() []string {
-		names := make([]string, len(configKeys))
-		for i, k := range configKeys {
-			names[i] = k.name
+		keys := settings.Keys()
+		names := make([]string, len(keys))
+		for i, k := range keys {
+			names[i] = k.Name
 		}
 		return names
 	},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/cli/internal/settings"
 )
 
 type configCmd struct {
@@ -29,13 +30,13 @@ func (c *configGetCmd) Run(app *App) error {
 		return err
 	}
 	if !c.ShowSecrets {
-		v = redactValue(c.Key, v)
+		v = settings.Redact(c.Key, v)
 	}
 	if s, ok := v.(string); ok && c.Raw {
 		_, err = fmt.Fprintln(app.Stdout, s)
 		return err
 	}
-	_, err = fmt.Fprintln(app.Stdout, encodeValue(v))
+	_, err = fmt.Fprintln(app.Stdout, settings.Encode(v))
 	return err
 }
 
@@ -52,25 +53,25 @@ func (c *configSetCmd) Run(app *App) error {
 	if err != nil {
 		return err
 	}
-	v, err := parseValue(k, c.Value)
+	v, err := k.ParseValue(c.Value)
 	if err != nil {
 		return usagef("invalid value for %s: %v; config.json was not changed", c.Key, err)
 	}
 	// The key was looked up above, so set can only refuse the value, and
 	// says so with "invalid value for <key>: ".
-	if err := cfg.set(c.Key, v); err != nil {
+	if err := cfg.Set(c.Key, v); err != nil {
 		return usagef("%v; config.json was not changed", err)
 	}
-	if err := checkModelSettings(cfg); err != nil {
+	if err := cfg.CheckModel(); err != nil {
 		return usagef("%s cannot be set: %v; config.json was not changed", c.Key, err)
 	}
-	if err := cfg.checkAcrossKeys(); err != nil {
+	if err := cfg.CheckAcrossKeys(); err != nil {
 		return usagef("%s cannot be set: %v; config.json was not changed", c.Key, err)
 	}
 	// Checked when set, not when loaded: a file that goes away later is
 	// reported by doctor and by the prompt that needs it.
 	if c.Key == "model.script" {
-		if err := checkScript(cfg.Model.Script); err != nil {
+		if err := settings.CheckScript(cfg.Model.Script); err != nil {
 			return usagef("invalid value for model.script: %v; config.json was not changed", err)
 		}
 	}
@@ -92,10 +93,10 @@ func (c *configUnsetCmd) Run(app *App) error {
 	if _, set, _ := cfg.Get(c.Key); !set {
 		return nil
 	}
-	if err := cfg.unset(c.Key); err != nil {
+	if err := cfg.Unset(c.Key); err != nil {
 		return err
 	}
-	if err := cfg.checkAcrossKeys(); err != nil {
+	if err := cfg.CheckAcrossKeys(); err != nil {
 		return usagef("%s cannot be unset: %v; config.json was not changed", c.Key, err)
 	}
 	return cfg.Save(dir)
@@ -110,16 +111,16 @@ func (c configListCmd) Run(app *App) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range configKeys {
-		v, set, _ := cfg.Get(k.name)
+	for _, k := range settings.Keys() {
+		v, set, _ := cfg.Get(k.Name)
 		if !c.ShowSecrets {
-			v = redactValue(k.name, v)
+			v = settings.Redact(k.Name, v)
 		}
 		origin := "default"
 		if set {
 			origin = "set"
 		}
-		if _, err := fmt.Fprintf(app.Stdout, "%s = %s (%s)\n    %s\n", k.name, encodeValue(v), origin, k.help); err != nil {
+		if _, err := fmt.Fprintf(app.Stdout, "%s = %s (%s)\n    %s\n", k.Name, settings.Encode(v), origin, k.Help); err != nil {
 			return err
 		}
 	}
@@ -128,10 +129,10 @@ func (c configListCmd) Run(app *App) error {
 
 // loadForKey is the start of the commands on one key (get, set, unset): an
 // unknown key is refused before the configuration is loaded.
-func loadForKey(app *App, name string) (configKey, *Config, string, error) {
-	k, ok := lookupKey(name)
+func loadForKey(app *App, name string) (settings.Key, *settings.Config, string, error) {
+	k, ok := settings.LookupKey(name)
 	if !ok {
-		return configKey{}, nil, "", unknownKeyError(name)
+		return settings.Key{}, nil, "", usagef("%v", &settings.UnknownKeyError{Name: name})
 	}
 	cfg, dir, err := loadAppConfig(app)
 	return k, cfg, dir, err
@@ -139,13 +140,13 @@ func loadForKey(app *App, name string) (configKey, *Config, string, error) {
 
 // loadAppConfig resolves the state directory and loads the configuration
 // from it and the environment (the store URL; not the model overrides,
-// which only the commands that run turns read: loadRunConfig).
-func loadAppConfig(app *App) (*Config, string, error) {
+// which only the commands that run turns read: openHost).
+func loadAppConfig(app *App) (*settings.Config, string, error) {
 	dir, err := app.StateDir()
 	if err != nil {
 		return nil, "", err
 	}
-	cfg, err := loadConfig(dir, loadFrom{env: app.Env})
+	cfg, err := settings.Load(dir, settings.From{Env: app.Env})
 	if err != nil {
 		return nil, "", err
 	}

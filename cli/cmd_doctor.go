@@ -12,6 +12,7 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/cli/internal/console"
+	"github.com/openprogram/openprogram/cli/internal/settings"
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/sessions"
@@ -45,8 +46,8 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 	checks = append(checks, clientChecks(app, dir)...)
 	add(ownerCheck(dir))
 
-	cfgPath := filepath.Join(dir, ConfigFileName)
-	cfg, err := loadRunConfig(app.Env, dir)
+	cfgPath := filepath.Join(dir, settings.FileName)
+	cfg, err := settings.Load(dir, settings.From{Env: app.Env, ModelEnv: true})
 	if err != nil {
 		add(check{name: "config", info: err.Error(), fix: "fix or remove " + cfgPath})
 		return report(app, checks)
@@ -81,7 +82,7 @@ func (doctorCmd) Run(ctx context.Context, app *App) error {
 	if _, err := st.ListSessions(ctx, 1); err != nil {
 		add(check{name: "store", info: err.Error(), fix: "check the database"})
 	} else {
-		add(check{name: "store", ok: true, info: storeKind(u) + ", reachable and migrated"})
+		add(check{name: "store", ok: true, info: settings.StoreKind(u) + ", reachable and migrated"})
 	}
 	checks = append(checks, postgresChecks(ctx, st)...)
 	keyPath := tokenauth.KeyPath(dir)
@@ -183,8 +184,8 @@ const modelProbeTimeout = 8 * time.Second
 // modelCheck builds the provider the way mcp serve does and sends it one
 // tiny request, so doctor reports what a prompt would meet: the latency, or
 // the exact failure.
-func modelCheck(ctx context.Context, app *App, cfg *Config) check {
-	prov, err := modelProvider(app, cfg)
+func modelCheck(ctx context.Context, app *App, cfg *settings.Config) check {
+	prov, err := cfg.Provider(app.Version, app.Env.Get)
 	if err != nil {
 		return check{name: "model provider", warn: true, info: err.Error(), fix: "prompts will complete with failed:true until the settings above are fixed"}
 	}

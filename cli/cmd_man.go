@@ -8,6 +8,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/cli/internal/settings"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -90,16 +91,16 @@ func manPage(root *kong.Node, app *App) string {
 	} {
 		b.WriteString(".TP\n.B " + roffText(e[0]) + "\n" + roffText(e[1]) + "\n")
 	}
-	for _, o := range modelEnvOverrides {
-		b.WriteString(".TP\n.B " + o.env + "\n" + roffText("Overrides "+o.key+" of config.json for the commands that run turns; empty means unset.") + "\n")
+	for _, o := range settings.ModelEnvOverrides() {
+		b.WriteString(".TP\n.B " + o.Env + "\n" + roffText("Overrides "+o.Key+" of config.json for the commands that run turns; empty means unset.") + "\n")
 	}
 	b.WriteString(".SH CONFIGURATION\n" + roffText("The keys of config.json (openprogram config list shows their values):") + "\n")
-	for _, k := range configKeys {
-		text := k.help + " Default: " + encodeValue(k.def) + "."
-		if k.secret {
+	for _, k := range settings.Keys() {
+		text := k.Help + " Default: " + settings.Encode(k.Default) + "."
+		if k.Secret {
 			text += " Hidden by config get and list unless --show-secrets."
 		}
-		b.WriteString(".TP\n.B " + roffText(k.name) + "\n" + roffText(text) + "\n")
+		b.WriteString(".TP\n.B " + roffText(k.Name) + "\n" + roffText(text) + "\n")
 	}
 	b.WriteString(".SH FILES\n")
 	for _, f := range [][2]string{

@@ -13,17 +13,15 @@ import (
 
 	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/cli/internal/console"
+	"github.com/openprogram/openprogram/cli/internal/settings"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/sessions"
 )
 
-// DatabaseFileName is the embedded SQLite store inside the state directory.
-const DatabaseFileName = "openprogram.db"
-
 // openAppStore loads config.json and opens the configured store for a
 // read-only command, with the audit key if it exists (it is never created
 // here); the caller closes the store.
-func openAppStore(ctx context.Context, app *App) (*Config, sessions.Store, error) {
+func openAppStore(ctx context.Context, app *App) (*settings.Config, sessions.Store, error) {
 	cfg, dir, err := loadAppConfig(app)
 	if err != nil {
 		return nil, nil, err
@@ -72,7 +70,7 @@ func jsonLines[T any](w io.Writer, items []T, line func(T) any) error {
 // embedded default and the audit key if it is missing, and holds it to the
 // audit anchor of the state directory (host.OpenStore with Create): a log
 // that does not extend the anchor is refused there, for every front end.
-func openStore(ctx context.Context, app *App, cfg *Config) (sessions.Store, error) {
+func openStore(ctx context.Context, app *App, cfg *settings.Config) (sessions.Store, error) {
 	return openStoreKey(ctx, app, cfg, true)
 }
 
@@ -81,14 +79,14 @@ func openStore(ctx context.Context, app *App, cfg *Config) (sessions.Store, erro
 // audit key is created and no migration runs. A store that does not exist
 // yet is an error wrapping sessions.ErrNoStore, one an older version wrote
 // sessions.ErrMigrationsPending.
-func inspectStore(ctx context.Context, app *App, cfg *Config) (sessions.Store, error) {
+func inspectStore(ctx context.Context, app *App, cfg *settings.Config) (sessions.Store, error) {
 	return host.OpenStore(ctx, cfg.StateDir, cfg.StoreURL, &host.StoreOptions{Inspect: true, Logger: app.Logger})
 }
 
 // openStoreKey opens the configured store with the audit key of the state
 // directory: host.OpenStore, the one place a store is opened (with create,
 // what a first run needs is created).
-func openStoreKey(ctx context.Context, app *App, cfg *Config, create bool) (sessions.Store, error) {
+func openStoreKey(ctx context.Context, app *App, cfg *settings.Config, create bool) (sessions.Store, error) {
 	return host.OpenStore(ctx, cfg.StateDir, cfg.StoreURL, &host.StoreOptions{Create: create, Logger: app.Logger})
 }
 

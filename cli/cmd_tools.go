@@ -5,6 +5,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/cli/internal/settings"
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
@@ -12,7 +13,7 @@ import (
 
 // newRegistry is host.NewRegistry for a command that reads cfg without
 // building a host: tools list and doctor.
-func newRegistry(app *App, store sessions.Store, cfg *Config) (*tool.Registry, error) {
+func newRegistry(app *App, store sessions.Store, cfg *settings.Config) (*tool.Registry, error) {
 	return host.NewRegistry(store, cfg.Config, app.Logger)
 }
 
