@@ -13,6 +13,7 @@ import (
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/cli/internal/settings"
+	"github.com/openprogram/openprogram/cli/internal/shell"
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/sessions"
@@ -149,7 +150,7 @@ func tokenCheck(app *App, dir string) check {
 		return check{name: "token", info: err.Error(), fix: tokenFileFix(path)}
 	}
 	if err != nil {
-		return check{name: "token", info: err.Error(), fix: "export " + tokenauth.EnvVar + `="$(cat ` + shellQuote(path) + `)"`}
+		return check{name: "token", info: err.Error(), fix: "export " + tokenauth.EnvVar + `="$(cat ` + shell.Quote(path) + `)"`}
 	}
 	return check{name: "token", ok: true, info: "matches " + tokenauth.EnvVar + "; client id " + id}
 }
@@ -162,18 +163,18 @@ func tokenFileFix(path string) string {
 	case err != nil:
 		return "check " + path
 	case fi.Mode()&os.ModeSymlink != 0:
-		return "replace the symlink with the file itself: cp --remove-destination \"$(readlink -f " + shellQuote(path) + ")\" " + shellQuote(path)
+		return "replace the symlink with the file itself: cp --remove-destination \"$(readlink -f " + shell.Quote(path) + ")\" " + shell.Quote(path)
 	case !fi.Mode().IsRegular():
 		return path + " must be a regular file; move it away and run openprogram mcp token create"
 	case fi.Mode().Perm() != 0o600:
-		return "chmod 600 " + shellQuote(path)
+		return "chmod 600 " + shell.Quote(path)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return "chown " + strconv.Itoa(os.Getuid()) + " " + shellQuote(path)
+		return "chown " + strconv.Itoa(os.Getuid()) + " " + shell.Quote(path)
 	}
 	dir := filepath.Dir(path)
 	if di, err := os.Lstat(dir); err == nil && di.Mode().Perm()&0o077 != 0 {
-		return "chmod 700 " + shellQuote(dir)
+		return "chmod 700 " + shell.Quote(dir)
 	}
 	return "check " + path + " against the rules in the error above"
 }

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openprogram/openprogram/cli/internal/clients"
 	"github.com/openprogram/openprogram/cli/internal/console"
+	"github.com/openprogram/openprogram/cli/internal/shell"
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
 )
@@ -119,7 +121,7 @@ func (c *mcpTokenRotateCmd) Run(ctx context.Context, app *App) error {
 		return fmt.Errorf("the token was rotated but its audit record failed: %w", err)
 	}
 	fmt.Fprintln(app.Stderr, "the old token no longer works; update every client that uses it:")
-	for _, client := range installedClients(app.Env) {
+	for _, client := range clients.Installed(app.Env) {
 		switch client {
 		case "claude-desktop":
 			// Its file holds the token: offer to write the new one where
@@ -138,40 +140,11 @@ func (c *mcpTokenRotateCmd) Run(ctx context.Context, app *App) error {
 		case "vscode":
 			fmt.Fprintln(app.Stderr, "  vscode: clear the saved value of the openprogram-mcp-token input so VS Code asks again")
 		default:
-			fmt.Fprintf(app.Stderr, "  %s: export %s=\"$(cat %s)\" where it starts\n", client, tokenauth.EnvVar, shellQuote(path))
+			fmt.Fprintf(app.Stderr, "  %s: export %s=\"$(cat %s)\" where it starts\n", client, tokenauth.EnvVar, shell.Quote(path))
 		}
 	}
 	fmt.Fprintf(app.Stderr, "  any other client (Claude Code, project configurations): set %s to the new token\n", tokenauth.EnvVar)
 	return nil
-}
-
-// installedClients lists the clients whose user configuration holds our entry.
-func installedClients(env Env) []string {
-	var found []string
-	for _, client := range mcpClients {
-		if client == "claude-code" {
-			continue
-		}
-		path, err := clientConfigPath(env, client, "user")
-		if err != nil {
-			continue
-		}
-		data, _, err := readClientFile(path)
-		if err != nil || data == nil {
-			continue
-		}
-		var without []byte
-		if client == "codex" {
-			without, err = removeTOML(data)
-		} else {
-			top, _, _ := jsonEntry(client, launch{}, secretPlaceholder)
-			without, err = removeJSON(data, top, nil)
-		}
-		if err == nil && string(without) != string(data) {
-			found = append(found, client)
-		}
-	}
-	return found
 }
 
 // confirm asks question on stderr and reads a yes from stdin (a terminal).
