@@ -74,15 +74,6 @@ func openStore(ctx context.Context, app *App, cfg *settings.Config) (sessions.St
 	return openStoreKey(ctx, app, cfg, true)
 }
 
-// inspectStore opens the configured store for a command that changes
-// nothing (doctor, tools list): no state directory, database, table or
-// audit key is created and no migration runs. A store that does not exist
-// yet is an error wrapping sessions.ErrNoStore, one an older version wrote
-// sessions.ErrMigrationsPending.
-func inspectStore(ctx context.Context, app *App, cfg *settings.Config) (sessions.Store, error) {
-	return host.OpenStore(ctx, cfg.StateDir, cfg.StoreURL, &host.StoreOptions{Inspect: true, Logger: app.Logger})
-}
-
 // openStoreKey opens the configured store with the audit key of the state
 // directory: host.OpenStore, the one place a store is opened (with create,
 // what a first run needs is created).

@@ -1,4 +1,4 @@
-package cli
+package doctor
 
 import (
 	"crypto/subtle"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/openprogram/openprogram/cli/internal/clients"
+	"github.com/openprogram/openprogram/cli/internal/settings"
 	"github.com/openprogram/openprogram/cli/internal/shell"
 	"github.com/openprogram/openprogram/tokenauth"
 )
@@ -15,33 +16,33 @@ import (
 // entry: the binary it starts exists, a token it holds literally is the
 // current one, and each variable it forwards is set here (doctor runs in
 // the environment the user starts clients from, or should).
-func clientChecks(app *App, stateDir string) []check {
+func clientChecks(env settings.Env, stateDir string) []Check {
 	token, tokenErr := tokenauth.Read(tokenauth.Path(stateDir))
-	var checks []check
-	for _, in := range clients.Installations(app.Env) {
+	var checks []Check
+	for _, in := range clients.Installations(env) {
 		if in.Mode&0o077 != 0 && in.HoldsSecrets {
 			// Install wrote it 0600; the client saved it again under its umask.
-			checks = append(checks, check{name: "client " + in.Client,
-				info: fmt.Sprintf("%s holds the MCP token (and any model key) and is mode %04o: other users can read them", in.Path, in.Mode),
-				fix:  "chmod 600 " + shell.Quote(in.Path)})
+			checks = append(checks, Check{Name: "client " + in.Client,
+				Info: fmt.Sprintf("%s holds the MCP token (and any model key) and is mode %04o: other users can read them", in.Path, in.Mode),
+				Fix:  "chmod 600 " + shell.Quote(in.Path)})
 			continue
 		}
-		checks = append(checks, clientCheck(app.Env, in, token, tokenErr == nil))
+		checks = append(checks, clientCheck(env, in, token, tokenErr == nil))
 	}
 	return checks
 }
 
 // clientCheck is the one finding for one installed client.
-func clientCheck(env Env, in clients.Installation, token string, haveToken bool) check {
+func clientCheck(env settings.Env, in clients.Installation, token string, haveToken bool) Check {
 	name := "client " + in.Client
 	reinstall := "openprogram mcp install --client " + in.Client
 	if fi, err := os.Stat(in.Command); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
-		return check{name: name, info: in.Path + " starts " + in.Command + ", which is not an executable file",
-			fix: "run " + reinstall + " with the openprogram binary you use now"}
+		return Check{Name: name, Info: in.Path + " starts " + in.Command + ", which is not an executable file",
+			Fix: "run " + reinstall + " with the openprogram binary you use now"}
 	}
 	if v, ok := in.Literals[tokenauth.EnvVar]; ok && haveToken && !strings.HasPrefix(v, "${input:") &&
 		subtle.ConstantTimeCompare([]byte(v), []byte(token)) != 1 {
-		return check{name: name, info: in.Path + " holds an old MCP token (rotated since)", fix: "run " + reinstall}
+		return Check{Name: name, Info: in.Path + " holds an old MCP token (rotated since)", Fix: "run " + reinstall}
 	}
 	var unset []string
 	for _, v := range in.Forward {
@@ -59,7 +60,7 @@ func clientCheck(env Env, in clients.Installation, token string, haveToken bool)
 			}
 		}
 		fix := "in the shell profile " + clients.Title(in.Client) + " starts from: " + strings.Join(exports, "; ")
-		return check{name: name, warn: true, info: in.Path + " forwards " + strings.Join(unset, ", ") + ", not set in this environment", fix: fix}
+		return Check{Name: name, Warn: true, Info: in.Path + " forwards " + strings.Join(unset, ", ") + ", not set in this environment", Fix: fix}
 	}
-	return check{name: name, ok: true, info: in.Path + ": binary found, secrets current or forwarded"}
+	return Check{Name: name, OK: true, Info: in.Path + ": binary found, secrets current or forwarded"}
 }
