@@ -13,6 +13,7 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/openprogram/openprogram/cli/internal/console"
+	"github.com/openprogram/openprogram/cli/internal/grammar"
 )
 
 // Exit codes.
@@ -202,7 +203,7 @@ func parseFailed(app *App, err error) int {
 		if node == nil {
 			node = perr.Context.Model.Node
 		}
-		if hasCommands(node) && commandMissing(node, perr.Context.Args) {
+		if grammar.HasCommands(node) && commandMissing(node, perr.Context.Args) {
 			perr.Context.Stdout = app.Stderr
 			_ = perr.Context.PrintUsage(false)
 			fmt.Fprintln(app.Stderr)
@@ -240,15 +241,6 @@ func commandMissing(node *kong.Node, args []string) bool {
 		}
 	}
 	return true
-}
-
-func hasCommands(n *kong.Node) bool {
-	for _, c := range n.Children {
-		if c.Type == kong.CommandNode && !c.Hidden {
-			return true
-		}
-	}
-	return false
 }
 
 // usageError marks an error as a usage mistake (exit 2).

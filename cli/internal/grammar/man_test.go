@@ -1,21 +1,21 @@
-package cli
+package grammar
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/openprogram/openprogram/cli/internal/settings"
 )
 
 // The man page documents every key from the one key table, secrets marked.
 func TestManPageListsEveryConfigKey(t *testing.T) {
-	var out, errb strings.Builder
-	env := Env{"OPENPROGRAM_HOME=" + filepath.Join(t.TempDir(), "state")}
-	if code := Main(t.Context(), &App{Stdout: &out, Stderr: &errb, Env: env, Version: "test"}, []string{"man"}); code != 0 {
-		t.Fatalf("man = exit %d: %s", code, errb.String())
+	parser, err := kong.New(&struct{}{}, kong.Name("openprogram"), kong.Description("OpenProgram: a test."))
+	if err != nil {
+		t.Fatal(err)
 	}
-	page := out.String()
+	page := ManPage(parser.Model.Node, Page{Version: "test"})
 	_, section, _ := strings.Cut(page, ".SH CONFIGURATION\n")
 	section, _, _ = strings.Cut(section, ".SH ")
 	for _, k := range settings.Keys() {
