@@ -163,21 +163,21 @@ func (c *Config) Provider(version string, getenv func(string) string) (provider.
 	return runtime.NewProvider(pc, getenv)
 }
 
-// CheckModel refuses a combination of settings the configured provider
+// checkModel refuses a combination of settings the configured provider
 // cannot honour, saying why (`config set` runs it on the whole
 // configuration before saving).
-func (c *Config) CheckModel() error {
+func (c *Config) checkModel() error {
 	if c.Model.Provider == runtime.ProviderAnthropic {
 		return anthropic.Unsupported(c.Model.Settings)
 	}
 	return nil
 }
 
-// CheckScript refuses a model.script value the scripted provider could not
+// checkScript refuses a model.script value the scripted provider could not
 // replay: a relative path (mcp serve runs in whatever directory its client
 // starts it in), or a file that is missing, unreadable or not a script. It
 // loads the file exactly as the provider will. An empty value unsets.
-func CheckScript(s string) error {
+func checkScript(s string) error {
 	if strings.TrimSpace(s) == "" {
 		return nil
 	}

@@ -21,11 +21,11 @@ func setText(c *Config, k, v string) error {
 	if !ok {
 		return fmt.Errorf("unknown key %s", k)
 	}
-	val, err := key.ParseValue(v)
+	val, err := key.parseValue(v)
 	if err != nil {
 		return err
 	}
-	return c.Set(k, val)
+	return c.set(k, val)
 }
 
 func configOf(t *testing.T, kv map[string]string) *Config {
@@ -81,11 +81,11 @@ func TestModelKeysValidated(t *testing.T) {
 }
 
 func TestAnthropicRefusesSamplingAtConfigTime(t *testing.T) {
-	if err := configOf(t, map[string]string{"model.provider": "anthropic", "model.temperature": "0.5"}).CheckModel(); err == nil ||
+	if err := configOf(t, map[string]string{"model.provider": "anthropic", "model.temperature": "0.5"}).checkModel(); err == nil ||
 		!strings.Contains(err.Error(), "rejects temperature") {
 		t.Errorf("anthropic + temperature = %v, want a refusal with the reason", err)
 	}
-	if err := configOf(t, map[string]string{"model.provider": "openai", "model.temperature": "0.5", "model.top_p": "0.9"}).CheckModel(); err != nil {
+	if err := configOf(t, map[string]string{"model.provider": "openai", "model.temperature": "0.5", "model.top_p": "0.9"}).checkModel(); err != nil {
 		t.Errorf("openai + temperature + top_p = %v", err)
 	}
 }

@@ -50,7 +50,8 @@ type Key struct {
 	Help string
 	// Default is the value a missing key reads as, as config.json holds it.
 	Default any
-	// Secret marks a value config get and list hide (Redact).
+	// Secret marks a value config get and list hide unless asked to show
+	// secrets.
 	Secret bool
 	apply  func(c *Config, v any) error
 }
@@ -138,9 +139,9 @@ func into[T any](parse func(any) (T, error), store func(*Config, T)) func(*Confi
 // Keys returns every key config.json may hold, in `config list` order.
 func Keys() []Key { return slices.Clone(keys) }
 
-// Redact hides the secret parts of key's value: a URL's credentials
+// redact hides the secret parts of key's value: a URL's credentials
 // (sessions.RedactURL), every value of an object (HTTP headers).
-func Redact(key string, v any) any {
+func redact(key string, v any) any {
 	if k, ok := LookupKey(key); !ok || !k.Secret {
 		return v
 	}
@@ -333,7 +334,7 @@ func parseConfig(data []byte) (*Config, error) {
 			return nil, err
 		}
 	}
-	if err := c.CheckAcrossKeys(); err != nil {
+	if err := c.checkAcrossKeys(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -350,7 +351,7 @@ func (c *Config) setAll(prefix string, obj map[string]any) error {
 			}
 			continue
 		}
-		if err := c.Set(key, v); err != nil {
+		if err := c.set(key, v); err != nil {
 			return err
 		}
 	}
@@ -370,10 +371,10 @@ func isKeyGroup(group string) bool {
 	return false
 }
 
-// Set parses one value with its key's parser and stores it, typed and as
+// set parses one value with its key's parser and stores it, typed and as
 // config.json will hold it. A refused value is an error that starts
 // "invalid value for <key>: ".
-func (c *Config) Set(key string, v any) error {
+func (c *Config) set(key string, v any) error {
 	k, ok := LookupKey(key)
 	if !ok {
 		return &UnknownKeyError{key}
@@ -385,8 +386,8 @@ func (c *Config) Set(key string, v any) error {
 	return nil
 }
 
-// Unset removes key from config.json: it reads as its default again.
-func (c *Config) Unset(key string) error {
+// unset removes key from config.json: it reads as its default again.
+func (c *Config) unset(key string) error {
 	k, ok := LookupKey(key)
 	if !ok {
 		return &UnknownKeyError{key}
@@ -486,11 +487,11 @@ func (c *Config) Save(stateDir string) error {
 	return privatefile.Replace(filepath.Join(stateDir, FileName), data)
 }
 
-// ParseValue reads a command-line VALUE for k. A list or object key, or a
+// parseValue reads a command-line VALUE for k. A list or object key, or a
 // value that looks like a JSON list or object, must be valid JSON (else an
 // error); anything else is JSON when it is valid JSON, else the literal
 // string.
-func (k Key) ParseValue(s string) (any, error) {
+func (k Key) parseValue(s string) (any, error) {
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
 	var v any

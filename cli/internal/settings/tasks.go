@@ -45,10 +45,10 @@ func parseTaskTTL(v any) (time.Duration, error) {
 	return d, nil
 }
 
-// CheckAcrossKeys checks the rules that join several keys, on load and
+// checkAcrossKeys checks the rules that join several keys, on load and
 // before config set or unset writes: a task default ttl above the maximum
 // is an error naming both keys.
-func (c *Config) CheckAcrossKeys() error {
+func (c *Config) checkAcrossKeys() error {
 	t := c.MCPServer.Tasks
 	if t.DefaultTTL > t.MaxTTL {
 		return fmt.Errorf("mcp_server.tasks.default_ttl (%s) is above mcp_server.tasks.max_ttl (%s): lower the one or raise the other",

@@ -52,7 +52,7 @@ func TestTaskSettingsTyped(t *testing.T) {
 	}
 	// A default above the maximum is refused, naming both keys.
 	cfg := configOf(t, map[string]string{"mcp_server.tasks.default_ttl": "3h", "mcp_server.tasks.max_ttl": "2h"})
-	if err := cfg.CheckAcrossKeys(); err == nil || !strings.Contains(err.Error(), "mcp_server.tasks.default_ttl") ||
+	if err := cfg.checkAcrossKeys(); err == nil || !strings.Contains(err.Error(), "mcp_server.tasks.default_ttl") ||
 		!strings.Contains(err.Error(), "mcp_server.tasks.max_ttl") {
 		t.Errorf("default_ttl above max_ttl: error = %v, want one naming both keys", err)
 	}
