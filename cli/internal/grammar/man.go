@@ -1,8 +1,11 @@
-// Package grammar renders the command grammar, the kong model of the
-// openprogram command line, for other programs to read: the manual page in
-// roff ([ManPage]) and the completion scripts of bash, zsh and fish
-// ([Completion]). Both are generated from the model itself (and from the
-// one table of config keys), so neither drifts from the commands.
+// Package grammar is what the openprogram command line knows about its own
+// grammar, the kong model, beyond what kong does: which words a parse should
+// see ([NegativeValues]: a negative number is a value, not a flag), when a
+// mistake should show a command group's usage ([ShowUsage]), and the
+// renderings other programs read, the manual page in roff ([ManPage]) and
+// the completion scripts of bash, zsh and fish ([Completion]). The
+// renderings are generated from the model itself (and from the one table of
+// config keys), so neither drifts from the commands.
 package grammar
 
 import (
@@ -59,7 +62,7 @@ func ManPage(root *kong.Node, p Page) string {
 			if c.Type != kong.CommandNode || c.Hidden {
 				continue
 			}
-			if HasCommands(c) {
+			if hasCommands(c) {
 				walk(c)
 				continue
 			}
@@ -161,9 +164,9 @@ func roffQuote(s string) string {
 	return `"` + strings.ReplaceAll(roffText(s), `"`, `\(dq`) + `"`
 }
 
-// HasCommands reports whether n is a command group: it has a visible
+// hasCommands reports whether n is a command group: it has a visible
 // subcommand.
-func HasCommands(n *kong.Node) bool {
+func hasCommands(n *kong.Node) bool {
 	for _, c := range n.Children {
 		if c.Type == kong.CommandNode && !c.Hidden {
 			return true
