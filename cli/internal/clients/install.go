@@ -399,6 +399,23 @@ func Installed(env settings.Env) []string {
 	return found
 }
 
+// HoldsToken reports whether client's configuration holds the MCP token
+// itself (Claude Desktop's: it passes no environment), so that after a
+// rotation install must write the new one.
+func HoldsToken(client string) bool { return client == "claude-desktop" }
+
+// RotateAdvice is the line that says what to do in client, installed, once
+// the token at tokenPath is replaced.
+func RotateAdvice(client, tokenPath string) string {
+	switch client {
+	case "claude-desktop":
+		return "claude-desktop: openprogram mcp install --client claude-desktop (its file holds the token)"
+	case "vscode":
+		return "vscode: clear the saved value of the " + vscodeInputID(tokenauth.EnvVar) + " input so VS Code asks again"
+	}
+	return client + ": export " + tokenauth.EnvVar + `="$(cat ` + shell.Quote(tokenPath) + `)" where it starts`
+}
+
 // tomlQuote renders s as a TOML basic string: quotes and backslashes escaped,
 // control characters as \uXXXX (Go's strconv.Quote escapes are not TOML).
 func tomlQuote(s string) string {
