@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	goruntime "runtime"
-	"strings"
 
 	"github.com/alecthomas/kong"
 	"github.com/openprogram/openprogram/cli/internal/console"
@@ -186,40 +184,3 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
-
-type versionCmd struct{}
-
-func (versionCmd) Run(app *App) error {
-	_, err := fmt.Fprintln(app.Stdout, versionText(app))
-	return err
-}
-
-// versionText is what `version` and `--version` print.
-func versionText(app *App) string {
-	orUnknown := func(s string) string {
-		if s == "" {
-			return "unknown"
-		}
-		return s
-	}
-	return fmt.Sprintf("openprogram %s\ncommit %s\nbuilt %s\n%s %s/%s",
-		app.Version, orUnknown(app.Commit), orUnknown(app.Date), goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
-}
-
-type helpCmd struct {
-	Command []string `arg:"" optional:"" help:"The command to show help for."`
-}
-
-// Run prints the help of the named command (or of openprogram) on stdout.
-func (c *helpCmd) Run(ctx context.Context, app *App) error {
-	var cmd root
-	parser, err := newParser(ctx, app, &cmd)
-	if err != nil {
-		return err
-	}
-	_, err = parser.Parse(append(append([]string{}, c.Command...), "--help"))
-	if err != nil {
-		return usagef("no such command: %s", strings.Join(c.Command, " "))
-	}
-	return nil
-}
