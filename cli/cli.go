@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/alecthomas/kong"
+	"github.com/openprogram/openprogram/cli/internal/clients"
 	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/cli/internal/grammar"
 )
@@ -134,7 +136,7 @@ func newParser(ctx context.Context, app *App, cmd *root) (*kong.Kong, error) {
 		kong.Writers(app.Stdout, app.Stderr),
 		kong.Exit(func(c int) { panic(kongExit{c}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
-		kong.Vars{"version": versionText(app)},
+		kong.Vars{"version": versionText(app), "clients": strings.Join(clients.Names(), ",")},
 		kong.Resolvers(kong.ResolverFunc(func(_ *kong.Context, _ *kong.Path, f *kong.Flag) (any, error) {
 			if len(f.Envs) == 0 {
 				return nil, nil

@@ -18,7 +18,7 @@ type mcpCmd struct {
 }
 
 type mcpClientConfigCmd struct {
-	Client string `name:"client" default:"claude-desktop" enum:"claude-desktop,claude-code,cursor,vscode,codex,opencode,gemini" help:"The client: ${enum}."`
+	Client string `name:"client" default:"claude-desktop" enum:"${clients}" help:"The client: ${enum}."`
 }
 
 // Run prints exactly what the user pastes on stdout, and where it goes and
@@ -57,7 +57,7 @@ func newLaunch(app *App) (clients.Launch, error) {
 
 // clientTarget is what install and uninstall act on.
 type clientTarget struct {
-	Client string `name:"client" required:"" enum:"claude-desktop,claude-code,cursor,vscode,codex,opencode,gemini" help:"The client: ${enum}."`
+	Client string `name:"client" required:"" enum:"${clients}" help:"The client: ${enum}."`
 	Scope  string `name:"scope" default:"user" enum:"user,project" help:"user: every project (the client's user configuration); project: the current directory's (.cursor/, .vscode/, .codex/, .gemini/, opencode.json, .mcp.json)."`
 	DryRun bool   `name:"dry-run" help:"Show the change as a diff (or the command) and write nothing."`
 }
