@@ -13,8 +13,9 @@ import (
 )
 
 // openAppStore loads config.json and opens the configured store for a
-// read-only command, with the audit key if it exists (it is never created
-// here); the caller closes the store.
+// read-only command (host.OpenStore, the one place a store is opened), with
+// the audit key if it exists (it is never created here); the caller closes
+// the store.
 func openAppStore(ctx context.Context, app *App) (*settings.Config, sessions.Store, error) {
 	cfg, dir, err := loadAppConfig(app)
 	if err != nil {
@@ -24,7 +25,7 @@ func openAppStore(ctx context.Context, app *App) (*settings.Config, sessions.Sto
 		// A read-only command does not install: no state dir means no store yet.
 		return nil, nil, fmt.Errorf("no state directory at %s yet: create one with `openprogram mcp token create`", dir)
 	}
-	st, err := openStoreKey(ctx, app, cfg, false)
+	st, err := host.OpenStore(ctx, cfg.StateDir, cfg.StoreURL, &host.StoreOptions{Logger: app.Logger})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -53,12 +54,5 @@ func readAppStore[T any](ctx context.Context, app *App, what string, read func(s
 // audit anchor of the state directory (host.OpenStore with Create): a log
 // that does not extend the anchor is refused there, for every front end.
 func openStore(ctx context.Context, app *App, cfg *settings.Config) (sessions.Store, error) {
-	return openStoreKey(ctx, app, cfg, true)
-}
-
-// openStoreKey opens the configured store with the audit key of the state
-// directory: host.OpenStore, the one place a store is opened (with create,
-// what a first run needs is created).
-func openStoreKey(ctx context.Context, app *App, cfg *settings.Config, create bool) (sessions.Store, error) {
-	return host.OpenStore(ctx, cfg.StateDir, cfg.StoreURL, &host.StoreOptions{Create: create, Logger: app.Logger})
+	return host.OpenStore(ctx, cfg.StateDir, cfg.StoreURL, &host.StoreOptions{Create: true, Logger: app.Logger})
 }
