@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	goruntime "runtime"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kong"
+	"github.com/openprogram/openprogram/cli/internal/clients"
 	"github.com/openprogram/openprogram/cli/internal/console"
+	"github.com/openprogram/openprogram/cli/internal/grammar"
 )
 
 // Exit codes.
@@ -90,7 +89,7 @@ func Main(ctx context.Context, app *App, args []string) (code int) {
 			code = e.code
 		}
 	}()
-	kctx, err := parser.Parse(negativeValues(args))
+	kctx, err := parser.Parse(grammar.NegativeValues(args))
 	if err != nil {
 		return parseFailed(app, err)
 	}
@@ -137,7 +136,7 @@ func newParser(ctx context.Context, app *App, cmd *root) (*kong.Kong, error) {
 		kong.Writers(app.Stdout, app.Stderr),
 		kong.Exit(func(c int) { panic(kongExit{c}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
-		kong.Vars{"version": versionText(app)},
+		kong.Vars{"version": versionText(app), "clients": strings.Join(clients.Names(), ",")},
 		kong.Resolvers(kong.ResolverFunc(func(_ *kong.Context, _ *kong.Path, f *kong.Flag) (any, error) {
 			if len(f.Envs) == 0 {
 				return nil, nil
@@ -155,43 +154,6 @@ func newParser(ctx context.Context, app *App, cmd *root) (*kong.Kong, error) {
 	)
 }
 
-// negativeValues lets a negative number be a value: kong reads "-3" as a
-// short flag, though no flag of the grammar is a digit. When the arguments
-// end in a run of plain words holding a negative number (`config set
-// agent.max_steps -3`), a "--" goes before that number so that it reaches
-// the command, and its validator, as a value. A number right after a flag
-// is that flag's value and is left to kong.
-func negativeValues(args []string) []string {
-	for i, a := range args {
-		if a == "--" {
-			return args
-		}
-		if !isNegativeNumber(a) {
-			continue
-		}
-		if i > 0 && strings.HasPrefix(args[i-1], "-") && !isNegativeNumber(args[i-1]) {
-			return args
-		}
-		for _, rest := range args[i+1:] {
-			if strings.HasPrefix(rest, "-") && !isNegativeNumber(rest) {
-				return args
-			}
-		}
-		return slices.Insert(slices.Clone(args), i, "--")
-	}
-	return args
-}
-
-// isNegativeNumber reports whether s is a number with a minus sign: -3,
-// -0.5, -.5, -1e3.
-func isNegativeNumber(s string) bool {
-	if len(s) < 2 || s[0] != '-' || !(s[1] >= '0' && s[1] <= '9' || s[1] == '.') {
-		return false
-	}
-	_, err := strconv.ParseFloat(s, 64)
-	return err == nil
-}
-
 // parseFailed reports a command-line mistake: the usage of the command
 // group it stopped at (a bare call, `mcp token`, an unknown command), then
 // one Error line that says where to look. Exit 2.
@@ -202,7 +164,7 @@ func parseFailed(app *App, err error) int {
 		if node == nil {
 			node = perr.Context.Model.Node
 		}
-		if hasCommands(node) && commandMissing(node, perr.Context.Args) {
+		if grammar.ShowUsage(node, perr.Context.Args) {
 			perr.Context.Stdout = app.Stderr
 			_ = perr.Context.PrintUsage(false)
 			fmt.Fprintln(app.Stderr)
@@ -218,79 +180,9 @@ func parseFailed(app *App, err error) int {
 	return ExitUsage
 }
 
-// commandMissing reports whether the words of args stop at node (no
-// subcommand given) or go on with a word that is none of its commands.
-func commandMissing(node *kong.Node, args []string) bool {
-	var words []string
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			words = append(words, a)
-		}
-	}
-	depth := 0
-	if node.Type == kong.CommandNode {
-		depth = len(strings.Fields(node.Path()))
-	}
-	if len(words) <= depth {
-		return true
-	}
-	for _, c := range node.Children {
-		if c.Type == kong.CommandNode && c.Name == words[depth] {
-			return false
-		}
-	}
-	return true
-}
-
-func hasCommands(n *kong.Node) bool {
-	for _, c := range n.Children {
-		if c.Type == kong.CommandNode && !c.Hidden {
-			return true
-		}
-	}
-	return false
-}
-
 // usageError marks an error as a usage mistake (exit 2).
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
-
-type versionCmd struct{}
-
-func (versionCmd) Run(app *App) error {
-	_, err := fmt.Fprintln(app.Stdout, versionText(app))
-	return err
-}
-
-// versionText is what `version` and `--version` print.
-func versionText(app *App) string {
-	orUnknown := func(s string) string {
-		if s == "" {
-			return "unknown"
-		}
-		return s
-	}
-	return fmt.Sprintf("openprogram %s\ncommit %s\nbuilt %s\n%s %s/%s",
-		app.Version, orUnknown(app.Commit), orUnknown(app.Date), goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
-}
-
-type helpCmd struct {
-	Command []string `arg:"" optional:"" help:"The command to show help for."`
-}
-
-// Run prints the help of the named command (or of openprogram) on stdout.
-func (c *helpCmd) Run(ctx context.Context, app *App) error {
-	var cmd root
-	parser, err := newParser(ctx, app, &cmd)
-	if err != nil {
-		return err
-	}
-	_, err = parser.Parse(append(append([]string{}, c.Command...), "--help"))
-	if err != nil {
-		return usagef("no such command: %s", strings.Join(c.Command, " "))
-	}
-	return nil
-}

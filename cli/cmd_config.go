@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/cli/internal/settings"
 )
 
 type configCmd struct {
@@ -20,22 +22,15 @@ type configGetCmd struct {
 }
 
 func (c *configGetCmd) Run(app *App) error {
-	_, cfg, _, err := loadForKey(app, c.Key)
+	cfg, _, err := loadForKey(app, c.Key)
 	if err != nil {
 		return err
 	}
-	v, _, err := cfg.Get(c.Key)
+	text, err := cfg.Text(c.Key, c.Raw, c.ShowSecrets)
 	if err != nil {
-		return err
+		return configUsage(err)
 	}
-	if !c.ShowSecrets {
-		v = redactValue(c.Key, v)
-	}
-	if s, ok := v.(string); ok && c.Raw {
-		_, err = fmt.Fprintln(app.Stdout, s)
-		return err
-	}
-	_, err = fmt.Fprintln(app.Stdout, encodeValue(v))
+	_, err = fmt.Fprintln(app.Stdout, text)
 	return err
 }
 
@@ -48,31 +43,12 @@ type configSetCmd struct {
 // with its own parser, checks the whole, and writes config.json
 // atomically; on any refusal the file is left as it was.
 func (c *configSetCmd) Run(app *App) error {
-	k, cfg, dir, err := loadForKey(app, c.Key)
+	cfg, dir, err := loadForKey(app, c.Key)
 	if err != nil {
 		return err
 	}
-	v, err := parseValue(k, c.Value)
-	if err != nil {
-		return usagef("invalid value for %s: %v; config.json was not changed", c.Key, err)
-	}
-	// The key was looked up above, so set can only refuse the value, and
-	// says so with "invalid value for <key>: ".
-	if err := cfg.set(c.Key, v); err != nil {
-		return usagef("%v; config.json was not changed", err)
-	}
-	if err := checkModelSettings(cfg); err != nil {
-		return usagef("%s cannot be set: %v; config.json was not changed", c.Key, err)
-	}
-	if err := cfg.checkAcrossKeys(); err != nil {
-		return usagef("%s cannot be set: %v; config.json was not changed", c.Key, err)
-	}
-	// Checked when set, not when loaded: a file that goes away later is
-	// reported by doctor and by the prompt that needs it.
-	if c.Key == "model.script" {
-		if err := checkScript(cfg.Model.Script); err != nil {
-			return usagef("invalid value for model.script: %v; config.json was not changed", err)
-		}
+	if err := cfg.SetText(c.Key, c.Value); err != nil {
+		return configUsage(err)
 	}
 	if err := host.EnsureStateDir(dir); err != nil {
 		return err
@@ -85,18 +61,12 @@ type configUnsetCmd struct {
 }
 
 func (c *configUnsetCmd) Run(app *App) error {
-	_, cfg, dir, err := loadForKey(app, c.Key)
+	cfg, dir, err := loadForKey(app, c.Key)
 	if err != nil {
 		return err
 	}
-	if _, set, _ := cfg.Get(c.Key); !set {
-		return nil
-	}
-	if err := cfg.unset(c.Key); err != nil {
-		return err
-	}
-	if err := cfg.checkAcrossKeys(); err != nil {
-		return usagef("%s cannot be unset: %v; config.json was not changed", c.Key, err)
+	if changed, err := cfg.Unset(c.Key); err != nil || !changed {
+		return configUsage(err)
 	}
 	return cfg.Save(dir)
 }
@@ -110,42 +80,38 @@ func (c configListCmd) Run(app *App) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range configKeys {
-		v, set, _ := cfg.Get(k.name)
-		if !c.ShowSecrets {
-			v = redactValue(k.name, v)
-		}
-		origin := "default"
-		if set {
-			origin = "set"
-		}
-		if _, err := fmt.Fprintf(app.Stdout, "%s = %s (%s)\n    %s\n", k.name, encodeValue(v), origin, k.help); err != nil {
-			return err
-		}
+	return cfg.List(app.Stdout, c.ShowSecrets)
+}
+
+// configUsage makes an unknown key, or a value config set or unset
+// refuses, a usage error (exit 2).
+func configUsage(err error) error {
+	var unknown *settings.UnknownKeyError
+	var refused *settings.RefusedError
+	if errors.As(err, &unknown) || errors.As(err, &refused) {
+		return usageError{err.Error()}
 	}
-	return nil
+	return err
 }
 
 // loadForKey is the start of the commands on one key (get, set, unset): an
 // unknown key is refused before the configuration is loaded.
-func loadForKey(app *App, name string) (configKey, *Config, string, error) {
-	k, ok := lookupKey(name)
-	if !ok {
-		return configKey{}, nil, "", unknownKeyError(name)
+func loadForKey(app *App, name string) (*settings.Config, string, error) {
+	if _, ok := settings.LookupKey(name); !ok {
+		return nil, "", configUsage(&settings.UnknownKeyError{Name: name})
 	}
-	cfg, dir, err := loadAppConfig(app)
-	return k, cfg, dir, err
+	return loadAppConfig(app)
 }
 
 // loadAppConfig resolves the state directory and loads the configuration
 // from it and the environment (the store URL; not the model overrides,
-// which only the commands that run turns read: loadRunConfig).
-func loadAppConfig(app *App) (*Config, string, error) {
+// which only the commands that run turns read: openHost).
+func loadAppConfig(app *App) (*settings.Config, string, error) {
 	dir, err := app.StateDir()
 	if err != nil {
 		return nil, "", err
 	}
-	cfg, err := loadConfig(dir, loadFrom{env: app.Env})
+	cfg, err := settings.Load(dir, settings.From{Env: app.Env})
 	if err != nil {
 		return nil, "", err
 	}

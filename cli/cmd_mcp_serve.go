@@ -7,11 +7,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strings"
 	"syscall"
 
 	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/cli/internal/console"
+	"github.com/openprogram/openprogram/cli/internal/settings"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -69,7 +69,7 @@ func (c mcpServeCmd) Run(ctx context.Context, app *App) error {
 	if err != nil {
 		return fmt.Errorf("start the MCP server: %w", err)
 	}
-	log.Info("mcp serve ready", "state_dir", dir, "store", storeKind(h.Config().StoreURL))
+	log.Info("mcp serve ready", "state_dir", dir, "store", settings.StoreKind(h.Config().StoreURL))
 	// A write to a closed stdout must fail with EPIPE, which ends the
 	// connection cleanly: without a handler Go's runtime kills the process
 	// with SIGPIPE on the first such write to fd 1. Notify (not Ignore) so
@@ -94,11 +94,4 @@ func authFailed(app *App, cause error) error {
 	fmt.Fprintln(app.Stderr, "Error: MCP server authentication failed")
 	fmt.Fprintf(app.Stderr, "cause: %s\n", console.OneLine(cause.Error()))
 	return ExitError(ExitFailure)
-}
-
-func storeKind(u string) string {
-	if strings.HasPrefix(u, "sqlite:") {
-		return "sqlite"
-	}
-	return "postgres"
 }

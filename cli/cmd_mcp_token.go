@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openprogram/openprogram/cli/internal/clients"
 	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
@@ -119,59 +120,23 @@ func (c *mcpTokenRotateCmd) Run(ctx context.Context, app *App) error {
 		return fmt.Errorf("the token was rotated but its audit record failed: %w", err)
 	}
 	fmt.Fprintln(app.Stderr, "the old token no longer works; update every client that uses it:")
-	for _, client := range installedClients(app.Env) {
-		switch client {
-		case "claude-desktop":
-			// Its file holds the token: offer to write the new one where
-			// someone can answer; otherwise say the exact command.
-			if !c.Yes && console.IsTerminal(app.Stdin) {
-				ok, err := confirm(app, "Write the new token into Claude Desktop's configuration now? [y/N] ")
-				if err == nil && ok {
-					install := mcpInstallCmd{clientTarget{Client: client, Scope: "user"}}
-					if err := install.Run(ctx, app); err != nil {
-						return fmt.Errorf("the token was rotated but updating Claude Desktop failed: %w; run: openprogram mcp install --client claude-desktop", err)
-					}
-					continue
+	for _, client := range clients.Installed(app.Env) {
+		// A file that holds the token: offer to write the new one where
+		// someone can answer; otherwise say the exact command.
+		if clients.HoldsToken(client) && !c.Yes && console.IsTerminal(app.Stdin) {
+			ok, err := confirm(app, "Write the new token into "+clients.Title(client)+"'s configuration now? [y/N] ")
+			if err == nil && ok {
+				install := mcpInstallCmd{clientTarget{Client: client, Scope: "user"}}
+				if err := install.Run(ctx, app); err != nil {
+					return fmt.Errorf("the token was rotated but updating %s failed: %w; run: openprogram mcp install --client %s", clients.Title(client), err, client)
 				}
+				continue
 			}
-			fmt.Fprintln(app.Stderr, "  claude-desktop: openprogram mcp install --client claude-desktop (its file holds the token)")
-		case "vscode":
-			fmt.Fprintln(app.Stderr, "  vscode: clear the saved value of the openprogram-mcp-token input so VS Code asks again")
-		default:
-			fmt.Fprintf(app.Stderr, "  %s: export %s=\"$(cat %s)\" where it starts\n", client, tokenauth.EnvVar, shellQuote(path))
 		}
+		fmt.Fprintln(app.Stderr, "  "+clients.RotateAdvice(client, path))
 	}
 	fmt.Fprintf(app.Stderr, "  any other client (Claude Code, project configurations): set %s to the new token\n", tokenauth.EnvVar)
 	return nil
-}
-
-// installedClients lists the clients whose user configuration holds our entry.
-func installedClients(env Env) []string {
-	var found []string
-	for _, client := range mcpClients {
-		if client == "claude-code" {
-			continue
-		}
-		path, err := clientConfigPath(env, client, "user")
-		if err != nil {
-			continue
-		}
-		data, _, err := readClientFile(path)
-		if err != nil || data == nil {
-			continue
-		}
-		var without []byte
-		if client == "codex" {
-			without, err = removeTOML(data)
-		} else {
-			top, _, _ := jsonEntry(client, launch{}, secretPlaceholder)
-			without, err = removeJSON(data, top, nil)
-		}
-		if err == nil && string(without) != string(data) {
-			found = append(found, client)
-		}
-	}
-	return found
 }
 
 // confirm asks question on stderr and reads a yes from stdin (a terminal).

@@ -6,54 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/sessions"
 )
-
-// DatabaseFileName is the embedded SQLite store inside the state directory.
-const DatabaseFileName = "openprogram.db"
-
-// openAppStore loads config.json and opens the configured store for a
-// read-only command, with the audit key if it exists (it is never created
-// here); the caller closes the store.
-func openAppStore(ctx context.Context, app *App) (*Config, sessions.Store, error) {
-	cfg, dir, err := loadAppConfig(app)
-	if err != nil {
-		return nil, nil, err
-	}
-	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) && strings.HasPrefix(cfg.StoreURL, "sqlite:") {
-		// A read-only command does not install: no state dir means no store yet.
-		return nil, nil, fmt.Errorf("no state directory at %s yet: create one with `openprogram mcp token create`", dir)
-	}
-	st, err := openStoreKey(ctx, app, cfg, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, st, nil
-}
-
-// readAppStore reads with read from the store of a read-only command
-// (openAppStore), closed after; read's error is wrapped with what.
-func readAppStore[T any](ctx context.Context, app *App, what string, read func(sessions.Store) (T, error)) (T, error) {
-	var zero T
-	_, st, err := openAppStore(ctx, app)
-	if err != nil {
-		return zero, err
-	}
-	defer st.Close()
-	v, err := read(st)
-	if err != nil {
-		return zero, fmt.Errorf("%s: %w", what, err)
-	}
-	return v, nil
-}
 
 // jsonLines prints one JSON line for each item, without HTML escaping.
 func jsonLines[T any](w io.Writer, items []T, line func(T) any) error {
@@ -65,31 +24,6 @@ func jsonLines[T any](w io.Writer, items []T, line func(T) any) error {
 		}
 	}
 	return nil
-}
-
-// openStore opens the configured store for a command that writes (mcp
-// serve, chat, prompt, mcp token rotate), creating the state dir for the
-// embedded default and the audit key if it is missing, and holds it to the
-// audit anchor of the state directory (host.OpenStore with Create): a log
-// that does not extend the anchor is refused there, for every front end.
-func openStore(ctx context.Context, app *App, cfg *Config) (sessions.Store, error) {
-	return openStoreKey(ctx, app, cfg, true)
-}
-
-// inspectStore opens the configured store for a command that changes
-// nothing (doctor, tools list): no state directory, database, table or
-// audit key is created and no migration runs. A store that does not exist
-// yet is an error wrapping sessions.ErrNoStore, one an older version wrote
-// sessions.ErrMigrationsPending.
-func inspectStore(ctx context.Context, app *App, cfg *Config) (sessions.Store, error) {
-	return host.OpenStore(ctx, cfg.StateDir, cfg.StoreURL, &host.StoreOptions{Inspect: true, Logger: app.Logger})
-}
-
-// openStoreKey opens the configured store with the audit key of the state
-// directory: host.OpenStore, the one place a store is opened (with create,
-// what a first run needs is created).
-func openStoreKey(ctx context.Context, app *App, cfg *Config, create bool) (sessions.Store, error) {
-	return host.OpenStore(ctx, cfg.StateDir, cfg.StoreURL, &host.StoreOptions{Create: create, Logger: app.Logger})
 }
 
 type sessionsCmd struct {

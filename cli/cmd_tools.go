@@ -6,21 +6,14 @@ import (
 
 	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/mcpserver"
-	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
 )
 
-// newRegistry is host.NewRegistry for a command that reads cfg without
-// building a host: tools list and doctor.
-func newRegistry(app *App, store sessions.Store, cfg *Config) (*tool.Registry, error) {
-	return host.NewRegistry(store, cfg.Config, app.Logger)
-}
-
 // listingStore stands in for the session store when the registry is built
-// only to be listed (tools list, doctor before the first mcp serve): the
-// memory tools are registered over it as mcp serve registers them over the
-// real store. Listing calls no tool; a call would panic on the nil
-// embedded Store, so it is never handed to anything that runs tools.
+// only to be listed (tools list): the memory tools are registered over it
+// as mcp serve registers them over the real store. Listing calls no tool; a
+// call would panic on the nil embedded Store, so it is never handed to
+// anything that runs tools.
 type listingStore struct{ sessions.Store }
 
 type toolsCmd struct {
@@ -39,7 +32,7 @@ func (c *toolsListCmd) Run(app *App) error {
 	if err != nil {
 		return err
 	}
-	reg, err := newRegistry(app, listingStore{}, cfg)
+	reg, err := host.NewRegistry(listingStore{}, cfg.Config, app.Logger)
 	if err != nil {
 		return err
 	}

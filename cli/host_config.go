@@ -7,14 +7,16 @@ import (
 	"path/filepath"
 
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/cli/internal/settings"
 )
 
 // openHost loads the configuration of the state directory with the model
-// overrides of the environment (loadRunConfig) and builds the host every
-// turn-running front end shares from its typed values; opts.Getenv and
-// opts.Version come from app, and a nil opts.Logger is app's.
+// overrides of the environment (settings.From.ModelEnv) and builds the
+// host every turn-running front end shares from its typed values;
+// opts.Getenv and opts.Version come from app, and a nil opts.Logger is
+// app's.
 func openHost(ctx context.Context, app *App, stateDir string, opts host.Options) (*host.Host, error) {
-	cfg, err := loadRunConfig(app.Env, stateDir)
+	cfg, err := settings.Load(stateDir, settings.From{Env: app.Env, ModelEnv: true})
 	if err != nil {
 		return nil, err
 	}

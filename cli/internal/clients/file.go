@@ -1,4 +1,4 @@
-package cli
+package clients
 
 import (
 	"bytes"
@@ -19,8 +19,8 @@ import (
 // TOML), layout. Each function returns the new file content; equal input and
 // output mean nothing to do.
 
-// maxClientFileBytes bounds a client configuration file we read.
-const maxClientFileBytes = 4 << 20
+// maxFileBytes bounds a client configuration file we read.
+const maxFileBytes = 4 << 20
 
 // jsonIndentUnit guesses the indentation of a JSON document from its first
 // member; two spaces when there is none.

@@ -1,4 +1,12 @@
-package cli
+// Package settings is the configuration of the openprogram command: where
+// the state directory is ([StateDir]), and config.json in it, the
+// environment and the defaults, loaded by one loader ([Load]) into one typed
+// [Config] that embeds the host.Config the host is built from. Every key is
+// in one table ([Keys]: name, default, help, whether it is secret, and its
+// one parser), which the loader, `config get/set/unset/list`, the man page
+// and the completion scripts all read; nothing after the loader checks a
+// value again.
+package settings
 
 import (
 	"bytes"
@@ -25,21 +33,26 @@ import (
 	"github.com/openprogram/openprogram/sessions"
 )
 
-// ConfigFileName is the configuration file inside the state directory.
-const ConfigFileName = "config.json"
+// FileName is the configuration file inside the state directory.
+const FileName = "config.json"
 
 // maxConfigBytes bounds config.json so a runaway file cannot exhaust memory.
 const maxConfigBytes = 1 << 20
 
-// configKey describes one setting: its dotted name, what it is for, the
-// value a missing key reads as, whether its value is a secret (config get
-// and list redact it), and apply, its one parser: it validates a JSON value
-// and stores it, typed, in a Config.
-type configKey struct {
-	name   string
-	help   string
-	def    any
-	secret bool
+// Key describes one setting: its dotted name, what it is for, the value a
+// missing key reads as, whether its value is a secret (config get and list
+// redact it), and its one parser, which validates a JSON value and stores
+// it, typed, in a Config.
+type Key struct {
+	// Name is the dotted name, e.g. "mcp_server.exposed_tools".
+	Name string
+	// Help says what the key is for (config list, the man page).
+	Help string
+	// Default is the value a missing key reads as, as config.json holds it.
+	Default any
+	// Secret marks a value config get and list hide unless asked to show
+	// secrets.
+	Secret bool
 	apply  func(c *Config, v any) error
 }
 
@@ -57,10 +70,10 @@ func durationText(d time.Duration) string {
 	return strconv.FormatInt(int64(d/time.Second), 10) + "s"
 }
 
-// configKeys is every key config.json may hold, in `config list` order:
-// the one table of keys, their types (the parser), defaults, secrets and
-// help (config list, completion and the man page read it).
-var configKeys = []configKey{
+// keys is every key config.json may hold, in `config list` order: the one
+// table of keys, their types (the parser), defaults, secrets and help
+// (config list, completion and the man page read it through Keys).
+var keys = []Key{
 	{"mcp_server.exposed_tools", "runtime tools MCP clients may discover and call (a JSON list; [] exposes none; read when `mcp serve` starts)", []any{}, false,
 		into(parseToolList, func(c *Config, v []string) { c.MCPServer.ExposedTools = v })},
 	{"mcp_server.tasks.enabled", "whether mcp serve offers durable MCP tasks for prompt_send (each task's turn runs in a detached runner process that outlives the client; read when `mcp serve` starts)", false, false,
@@ -123,10 +136,13 @@ func into[T any](parse func(any) (T, error), store func(*Config, T)) func(*Confi
 	}
 }
 
-// redactValue hides the secret parts of key's value: a URL's credentials
+// Keys returns every key config.json may hold, in `config list` order.
+func Keys() []Key { return slices.Clone(keys) }
+
+// redact hides the secret parts of key's value: a URL's credentials
 // (sessions.RedactURL), every value of an object (HTTP headers).
-func redactValue(key string, v any) any {
-	if k, ok := lookupKey(key); !ok || !k.secret {
+func redact(key string, v any) any {
+	if k, ok := LookupKey(key); !ok || !k.Secret {
 		return v
 	}
 	switch v := v.(type) {
@@ -142,17 +158,16 @@ func redactValue(key string, v any) any {
 	return v
 }
 
-// unknownKeyError says that name is no config key, and which one was
-// probably meant: a usage error for a key typed on the command line.
-func unknownKeyError(name string) error {
-	return usageError{unknownKeyMessage(name)}
-}
+// UnknownKeyError says that Name is no config key, and which one was
+// probably meant. Typed on the command line, it is a usage mistake; in
+// config.json, the file is invalid.
+type UnknownKeyError struct{ Name string }
 
-func unknownKeyMessage(name string) string {
-	if guess := closestKey(name); guess != "" {
-		return fmt.Sprintf("unknown config key %q: did you mean %q? (openprogram config list shows every key)", name, guess)
+func (e *UnknownKeyError) Error() string {
+	if guess := closestKey(e.Name); guess != "" {
+		return fmt.Sprintf("unknown config key %q: did you mean %q? (openprogram config list shows every key)", e.Name, guess)
 	}
-	return fmt.Sprintf("unknown config key %q (known keys: %s)", name, knownKeys())
+	return fmt.Sprintf("unknown config key %q (known keys: %s)", e.Name, knownKeys())
 }
 
 // closestKey returns the known key nearest to name: the one it is the last
@@ -160,13 +175,13 @@ func unknownKeyMessage(name string) string {
 func closestKey(name string) string {
 	lower := strings.ToLower(name)
 	best, bestDist := "", 0
-	for _, k := range configKeys {
-		if strings.HasSuffix(k.name, "."+lower) || k.name == lower {
-			return k.name
+	for _, k := range keys {
+		if strings.HasSuffix(k.Name, "."+lower) || k.Name == lower {
+			return k.Name
 		}
-		d := editDistance(lower, k.name)
+		d := editDistance(lower, k.Name)
 		if best == "" || d < bestDist {
-			best, bestDist = k.name, d
+			best, bestDist = k.Name, d
 		}
 	}
 	if bestDist <= max(2, len(name)/5) {
@@ -196,26 +211,27 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-func lookupKey(name string) (configKey, bool) {
-	for _, k := range configKeys {
-		if k.name == name {
+// LookupKey returns the key called name.
+func LookupKey(name string) (Key, bool) {
+	for _, k := range keys {
+		if k.Name == name {
 			return k, true
 		}
 	}
-	return configKey{}, false
+	return Key{}, false
 }
 
 func knownKeys() string {
-	names := make([]string, len(configKeys))
-	for i, k := range configKeys {
-		names[i] = k.name
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.Name
 	}
 	return strings.Join(names, ", ")
 }
 
 // Config is the configuration, typed: config.json, then the environment,
-// over the defaults of configKeys, each value checked by its key's parser.
-// [loadConfig] is the one loader that produces it; the embedded
+// over the defaults of the keys, each value checked by its key's parser.
+// [Load] is the one loader that produces it; the embedded
 // host.Config is what the host is built from, and nothing downstream
 // checks those values again.
 type Config struct {
@@ -229,22 +245,22 @@ type Config struct {
 	fileStoreURL string
 }
 
-// loadFrom says where [loadConfig] reads from besides config.json.
-type loadFrom struct {
-	// env is the environment: OPENPROGRAM_DATABASE_URL, and with modelEnv
-	// the modelEnvOverrides.
-	env Env
-	// modelEnv applies modelEnvOverrides: what the commands that run turns
-	// (mcp serve, chat, prompt, doctor) see. config get, set and list show
-	// config.json alone.
-	modelEnv bool
+// From says where [Load] reads from besides config.json.
+type From struct {
+	// Env is the environment: OPENPROGRAM_DATABASE_URL, and with ModelEnv
+	// the model overrides ([ModelEnvOverrides]).
+	Env Env
+	// ModelEnv applies the model overrides: what the commands that run
+	// turns (mcp serve, chat, prompt, doctor) see. config get, set and list
+	// show config.json alone.
+	ModelEnv bool
 }
 
-// loadConfig is the one loader: config.json of stateDir (every key known
-// and valid, or an error naming it), the defaults of the keys it does not
-// set, then the environment as from says; the store URL resolved.
-func loadConfig(stateDir string, from loadFrom) (*Config, error) {
-	path := filepath.Join(stateDir, ConfigFileName)
+// Load is the one loader: config.json of stateDir (every key known and
+// valid, or an error naming it), the defaults of the keys it does not set,
+// then the environment as from says; the store URL resolved.
+func Load(stateDir string, from From) (*Config, error) {
+	path := filepath.Join(stateDir, FileName)
 	data, err := readConfigFile(path)
 	if err != nil {
 		return nil, err
@@ -254,12 +270,12 @@ func loadConfig(stateDir string, from loadFrom) (*Config, error) {
 		// config set/unset load the file first, so they cannot repair it.
 		return nil, fmt.Errorf("%s: %w; edit or remove the file (openprogram config cannot change it while it is invalid)", path, err)
 	}
-	if from.modelEnv {
-		if err := c.applyModelEnv(from.env); err != nil {
+	if from.ModelEnv {
+		if err := c.applyModelEnv(from.Env); err != nil {
 			return nil, err
 		}
 	}
-	c.resolve(from.env, stateDir)
+	c.resolve(from.Env, stateDir)
 	return c, nil
 }
 
@@ -287,9 +303,9 @@ func readConfigFile(path string) ([]byte, error) {
 // default.
 func newConfig() *Config {
 	c := &Config{file: map[string]any{}}
-	for _, k := range configKeys {
-		if err := k.apply(c, k.def); err != nil {
-			panic(fmt.Sprintf("config key %s: invalid default: %v", k.name, err)) // a defect of configKeys
+	for _, k := range keys {
+		if err := k.apply(c, k.Default); err != nil {
+			panic(fmt.Sprintf("config key %s: invalid default: %v", k.Name, err)) // a defect of keys
 		}
 	}
 	return c
@@ -344,11 +360,11 @@ func (c *Config) setAll(prefix string, obj map[string]any) error {
 
 // isKeyGroup reports whether group is no key but the prefix of some.
 func isKeyGroup(group string) bool {
-	if _, ok := lookupKey(group); ok {
+	if _, ok := LookupKey(group); ok {
 		return false
 	}
-	for _, k := range configKeys {
-		if strings.HasPrefix(k.name, group+".") {
+	for _, k := range keys {
+		if strings.HasPrefix(k.Name, group+".") {
 			return true
 		}
 	}
@@ -356,11 +372,12 @@ func isKeyGroup(group string) bool {
 }
 
 // set parses one value with its key's parser and stores it, typed and as
-// config.json will hold it.
+// config.json will hold it. A refused value is an error that starts
+// "invalid value for <key>: ".
 func (c *Config) set(key string, v any) error {
-	k, ok := lookupKey(key)
+	k, ok := LookupKey(key)
 	if !ok {
-		return errors.New(unknownKeyMessage(key))
+		return &UnknownKeyError{key}
 	}
 	if err := k.apply(c, v); err != nil {
 		return fmt.Errorf("invalid value for %s: %w", key, err)
@@ -371,31 +388,31 @@ func (c *Config) set(key string, v any) error {
 
 // unset removes key from config.json: it reads as its default again.
 func (c *Config) unset(key string) error {
-	k, ok := lookupKey(key)
+	k, ok := LookupKey(key)
 	if !ok {
-		return unknownKeyError(key)
+		return &UnknownKeyError{key}
 	}
-	if err := k.apply(c, k.def); err != nil {
+	if err := k.apply(c, k.Default); err != nil {
 		return fmt.Errorf("config key %s: invalid default: %w", key, err)
 	}
 	delete(c.file, key)
 	return nil
 }
 
-// applyModelEnv applies modelEnvOverrides from env, each value checked by
+// applyModelEnv applies the model overrides from env, each value checked by
 // its key's parser; config.json's values (c.file) stay as they are.
 func (c *Config) applyModelEnv(env Env) error {
 	for _, o := range modelEnvOverrides {
-		v := env.Get(o.env)
+		v := env.Get(o.Env)
 		if v == "" {
 			continue
 		}
 		if strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") {
-			return fmt.Errorf("%s is %q, a placeholder the MCP client did not fill in: set it, or leave it empty to use %s of config.json", o.env, v, o.key)
+			return fmt.Errorf("%s is %q, a placeholder the MCP client did not fill in: set it, or leave it empty to use %s of config.json", o.Env, v, o.Key)
 		}
-		k, _ := lookupKey(o.key)
+		k, _ := LookupKey(o.Key)
 		var val any = v
-		if _, isBool := k.def.(bool); isBool {
+		if _, isBool := k.Default.(bool); isBool {
 			switch v {
 			case "false":
 				continue // an opt-in: only "true" changes it
@@ -404,7 +421,7 @@ func (c *Config) applyModelEnv(env Env) error {
 			} // anything else: refused by parseBool
 		}
 		if err := k.apply(c, val); err != nil {
-			return fmt.Errorf("%s: invalid value for %s: %w (unset it to use config.json's %s)", o.env, o.key, err, o.key)
+			return fmt.Errorf("%s: invalid value for %s: %w (unset it to use config.json's %s)", o.Env, o.Key, err, o.Key)
 		}
 	}
 	return nil
@@ -428,14 +445,14 @@ func (c *Config) resolve(env Env, stateDir string) {
 // Get returns the value of key as config.json holds it, or its default
 // when unset, and whether it was set.
 func (c *Config) Get(key string) (any, bool, error) {
-	k, ok := lookupKey(key)
+	k, ok := LookupKey(key)
 	if !ok {
-		return nil, false, unknownKeyError(key)
+		return nil, false, &UnknownKeyError{key}
 	}
 	if v, ok := c.file[key]; ok {
 		return v, true, nil
 	}
-	return k.def, false, nil
+	return k.Default, false, nil
 }
 
 // Marshal renders the config as the nested JSON object stored on disk.
@@ -467,14 +484,14 @@ func (c *Config) Save(stateDir string) error {
 	if err != nil {
 		return err
 	}
-	return privatefile.Replace(filepath.Join(stateDir, ConfigFileName), data)
+	return privatefile.Replace(filepath.Join(stateDir, FileName), data)
 }
 
 // parseValue reads a command-line VALUE for k. A list or object key, or a
 // value that looks like a JSON list or object, must be valid JSON (else an
 // error); anything else is JSON when it is valid JSON, else the literal
 // string.
-func parseValue(k configKey, s string) (any, error) {
+func (k Key) parseValue(s string) (any, error) {
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
 	var v any
@@ -485,7 +502,7 @@ func parseValue(k configKey, s string) (any, error) {
 	if err == nil {
 		return v, nil
 	}
-	switch k.def.(type) {
+	switch k.Default.(type) {
 	case []any:
 		return nil, fmt.Errorf(`not valid JSON (%v): want a JSON list, in single quotes, e.g. '["memory_search"]'`, err)
 	case map[string]any:
@@ -497,8 +514,8 @@ func parseValue(k configKey, s string) (any, error) {
 	return s, nil
 }
 
-// encodeValue renders a value compactly, keys sorted, for `config get`.
-func encodeValue(v any) string {
+// Encode renders a value compactly, keys sorted, as `config get` prints it.
+func Encode(v any) string {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -1,4 +1,4 @@
-package cli
+package settings
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,6 +127,13 @@ func parseHeaders(v any) (map[string]string, error) {
 	return out, nil
 }
 
+// EnvOverride is an environment variable that replaces a key of
+// config.json for the commands that run turns.
+type EnvOverride struct {
+	// Env is the variable, Key the key it replaces.
+	Env, Key string
+}
+
 // modelEnvOverrides is the one list of settings an environment variable
 // replaces, for the commands that run turns (mcp serve, chat, prompt,
 // doctor): an MCP bundle passes what the user typed into Claude Desktop this
@@ -134,36 +142,33 @@ func parseHeaders(v any) (map[string]string, error) {
 // The opt-in model.allow_unencrypted_key is granted by "true" and left as
 // config.json has it by "false" (a bundle's box left clear grants nothing
 // and revokes nothing).
-var modelEnvOverrides = []struct{ env, key string }{
+var modelEnvOverrides = []EnvOverride{
 	{"OPENPROGRAM_MODEL_PROVIDER", "model.provider"},
 	{"OPENPROGRAM_MODEL_NAME", "model.name"},
 	{"OPENPROGRAM_MODEL_BASE_URL", "model.base_url"},
 	{"OPENPROGRAM_MODEL_ALLOW_UNENCRYPTED_KEY", "model.allow_unencrypted_key"},
 }
 
-// loadRunConfig is the configuration of the commands that run turns:
-// config.json with modelEnvOverrides applied from env.
-func loadRunConfig(env Env, stateDir string) (*Config, error) {
-	return loadConfig(stateDir, loadFrom{env: env, modelEnv: true})
+// ModelEnvOverrides returns the variables that replace keys of config.json
+// when [From] has ModelEnv, in the order they are applied.
+func ModelEnvOverrides() []EnvOverride { return slices.Clone(modelEnvOverrides) }
+
+// Provider builds the model provider exactly as `mcp serve` does, from the
+// configuration and the environment getenv reads (API key, ${NAME} in
+// model.headers), with version in the User-Agent. A configuration that
+// cannot work is a *runtime.ConfigError naming the keys to set.
+func (c *Config) Provider(version string, getenv func(string) string) (provider.Provider, error) {
+	pc := c.Model
+	pc.Version = version
+	return runtime.NewProvider(pc, getenv)
 }
 
-// modelProvider builds the model provider exactly as `mcp serve` does, from
-// the configuration and the environment (API key, ${NAME} in
-// model.headers), with this build's version in the User-Agent. A
-// configuration that cannot work is a *runtime.ConfigError naming the keys
-// to set.
-func modelProvider(app *App, cfg *Config) (provider.Provider, error) {
-	pc := cfg.Model
-	pc.Version = app.Version
-	return runtime.NewProvider(pc, app.Env.Get)
-}
-
-// checkModelSettings refuses a combination of settings the configured
-// provider cannot honour, saying why (`config set` runs it on the whole
+// checkModel refuses a combination of settings the configured provider
+// cannot honour, saying why (`config set` runs it on the whole
 // configuration before saving).
-func checkModelSettings(cfg *Config) error {
-	if cfg.Model.Provider == runtime.ProviderAnthropic {
-		return anthropic.Unsupported(cfg.Model.Settings)
+func (c *Config) checkModel() error {
+	if c.Model.Provider == runtime.ProviderAnthropic {
+		return anthropic.Unsupported(c.Model.Settings)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package cli
+package settings
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func stateWith(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, ConfigFileName), data, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, FileName), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -36,7 +36,7 @@ func stateWith(t *testing.T, name string) string {
 // byte for byte.
 func TestConfigFileLoadsTyped(t *testing.T) {
 	dir := stateWith(t, "every-key.json")
-	cfg, err := loadConfig(dir, loadFrom{})
+	cfg, err := Load(dir, From{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,14 +66,14 @@ func TestConfigFileLoadsTyped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orig, _ := os.ReadFile(filepath.Join(dir, ConfigFileName))
+	orig, _ := os.ReadFile(filepath.Join(dir, FileName))
 	if !bytes.Equal(data, orig) {
 		t.Errorf("written back differently:\n%s\nwant:\n%s", data, orig)
 	}
 
 	// The environment's store wins for the store used; config get still
 	// shows the file's.
-	cfg, err = loadConfig(dir, loadFrom{env: Env{EnvDatabaseURL + "=sqlite:/tmp/x.db"}})
+	cfg, err = Load(dir, From{Env: Env{EnvDatabaseURL + "=sqlite:/tmp/x.db"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestConfigFileLoadsTyped(t *testing.T) {
 // default, the store SQLite in the state directory.
 func TestConfigDefaultsTyped(t *testing.T) {
 	for _, dir := range []string{stateWith(t, "unset-values.json"), t.TempDir()} {
-		cfg, err := loadConfig(dir, loadFrom{})
+		cfg, err := Load(dir, From{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,31 +114,11 @@ func TestConfigLoaderRefuses(t *testing.T) {
 		{`{"model":"openai"}`, `section "model" must be an object`},
 	} {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, ConfigFileName), []byte(tc.file), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, FileName), []byte(tc.file), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := loadConfig(dir, loadFrom{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Load(dir, From{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.file, err, tc.want)
 		}
-	}
-}
-
-// The man page documents every key from the one key table, secrets marked.
-func TestManPageListsEveryConfigKey(t *testing.T) {
-	var out, errb strings.Builder
-	env := Env{"OPENPROGRAM_HOME=" + filepath.Join(t.TempDir(), "state")}
-	if code := Main(t.Context(), &App{Stdout: &out, Stderr: &errb, Env: env, Version: "test"}, []string{"man"}); code != 0 {
-		t.Fatalf("man = exit %d: %s", code, errb.String())
-	}
-	page := out.String()
-	_, section, _ := strings.Cut(page, ".SH CONFIGURATION\n")
-	section, _, _ = strings.Cut(section, ".SH ")
-	for _, k := range configKeys {
-		if !strings.Contains(section, ".B "+roffText(k.name)+"\n") {
-			t.Errorf("the CONFIGURATION section lacks %s", k.name)
-		}
-	}
-	if n := strings.Count(section, "unless \\-\\-show\\-secrets"); n != 3 {
-		t.Errorf("%d keys marked secret in the man page, want 3 (store.url, model.base_url, model.headers):\n%s", n, section)
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package clients
 
 import (
 	"strings"
@@ -19,7 +19,7 @@ OPENPROGRAM_MCP_TOKEN = "literal-token"
 [mcp_servers.other]
 command = "x"
 `
-	table := codexTable(launch{exe: "/new/openprogram", secrets: []string{"OPENPROGRAM_MCP_TOKEN"}})
+	table := codexTable(Launch{exe: "/new/openprogram", secrets: []string{"OPENPROGRAM_MCP_TOKEN"}})
 	got, err := upsertTOML([]byte(old), table)
 	if err != nil {
 		t.Fatalf("upsertTOML = %v", err)
@@ -37,7 +37,7 @@ command = "x"
 // TestUpsertTOMLRefuses: our entry in a form that cannot be edited safely,
 // and files that are not TOML, are errors.
 func TestUpsertTOMLRefuses(t *testing.T) {
-	table := codexTable(launch{exe: "/bin/openprogram", secrets: []string{"OPENPROGRAM_MCP_TOKEN"}})
+	table := codexTable(Launch{exe: "/bin/openprogram", secrets: []string{"OPENPROGRAM_MCP_TOKEN"}})
 	for name, old := range map[string]string{
 		"dotted keys":    "mcp_servers.openprogram.command = \"x\"\n",
 		"inline table":   "[mcp_servers]\nopenprogram = { command = \"x\" }\n",

@@ -1,28 +1,45 @@
-package cli
+// Package clients knows the seven MCP clients openprogram installs itself
+// into: where each keeps its configuration, how it passes secrets to a
+// server it starts, how our entry looks in its format, and how to merge that
+// entry into its file (or take it out) keeping everything else. `mcp
+// client-config` prints the entry ([Snippet], [Hints]); `mcp install` and
+// `mcp uninstall` change the file ([Installer]); `doctor` reads back what is
+// installed ([Installations]).
+package clients
 
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 
 	"github.com/tailscale/hujson"
 
+	"github.com/openprogram/openprogram/cli/internal/settings"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
-// This file knows the seven MCP clients: where each keeps its configuration,
-// how it passes secrets to a server it starts, and how our entry looks in
-// its format. client-config prints the entry; install and uninstall merge it
-// into (or take it out of) the client's file.
+// names are the clients client-config, install and uninstall know, in help
+// order.
+var names = []string{"claude-desktop", "claude-code", "cursor", "vscode", "codex", "opencode", "gemini"}
 
-// Clients client-config, install and uninstall know, in help order.
-var mcpClients = []string{"claude-desktop", "claude-code", "cursor", "vscode", "codex", "opencode", "gemini"}
+// titles name the clients for messages.
+var titles = map[string]string{
+	"claude-desktop": "Claude Desktop", "claude-code": "Claude Code", "cursor": "Cursor", "vscode": "VS Code", "codex": "Codex",
+	"opencode": "opencode", "gemini": "Gemini CLI",
+}
+
+// Names returns the clients, in help order.
+func Names() []string { return slices.Clone(names) }
+
+// Title is client's name as people write it ("Claude Desktop").
+func Title(client string) string { return titles[client] }
 
 // mcpServerName is the name of our entry in every client's configuration.
 const mcpServerName = "openprogram"
@@ -41,10 +58,11 @@ const geminiTimeoutMS = codexToolTimeoutSec * 1000
 // by client-config.
 const tokenPlaceholder = "<paste the token printed by: openprogram mcp token create>"
 
-// launch is what a client needs to start `openprogram mcp serve`.
-type launch struct {
-	exe  string
-	home string // OPENPROGRAM_HOME for the server; "" when the state dir is the default
+// Launch is what a client needs to start `openprogram mcp serve`.
+type Launch struct {
+	exe      string
+	stateDir string
+	home     string // OPENPROGRAM_HOME for the server; "" when the state dir is the default
 	// secrets are the environment variables the server needs from the
 	// client: the MCP token's, then the model key's when the configured
 	// provider needs one.
@@ -53,31 +71,25 @@ type launch struct {
 
 var serveArgs = []string{"mcp", "serve"}
 
-// newLaunch resolves the binary, the state directory and the model key
-// variable from the app's environment and config.json.
-func newLaunch(app *App) (launch, string, error) {
-	if app.Executable == "" {
-		return launch{}, "", errors.New("cannot find the path of the openprogram binary; run it by its absolute path")
-	}
-	cfg, dir, err := loadAppConfig(app)
-	if err != nil {
-		return launch{}, "", err
-	}
-	l := launch{exe: app.Executable, secrets: []string{tokenauth.EnvVar}}
-	if !defaultStateDir(app.Env, dir) {
-		l.home = dir
+// NewLaunch is the launch of the binary at the absolute path exe with the
+// state directory and model key variable of cfg; the state directory is
+// left out of the entry when it is what env chooses by default.
+func NewLaunch(exe string, env settings.Env, cfg *settings.Config) Launch {
+	l := Launch{exe: exe, stateDir: cfg.StateDir, secrets: []string{tokenauth.EnvVar}}
+	if !settings.IsDefaultStateDir(env, cfg.StateDir) {
+		l.home = cfg.StateDir
 	}
 	if key := runtime.KeyEnv(cfg.Model); key != "" {
 		l.secrets = append(l.secrets, key)
 	}
-	return l, dir, nil
+	return l
 }
 
 // plainEnv is the environment entry every client gets literally.
-func (l launch) plainEnv() map[string]string {
+func (l Launch) plainEnv() map[string]string {
 	env := map[string]string{}
 	if l.home != "" {
-		env[EnvHome] = l.home
+		env[settings.EnvHome] = l.home
 	}
 	return env
 }
@@ -121,7 +133,7 @@ type vscodeInput struct {
 // the object that holds servers, the entry, and (VS Code) the inputs it uses.
 // secretValue gives the literal value of a secret for clients that can only
 // hold literals (Claude Desktop).
-func jsonEntry(client string, l launch, secretValue func(name string) string) (top string, server any, inputs []vscodeInput) {
+func jsonEntry(client string, l Launch, secretValue func(name string) string) (top string, server any, inputs []vscodeInput) {
 	entry := jsonServer{Command: l.exe, Args: serveArgs, Env: l.plainEnv()}
 	switch client {
 	case "claude-desktop":
@@ -189,7 +201,7 @@ func writtenSecrets(client string, data []byte) []string {
 	}
 	var out []string
 	for name, v := range f.Servers[mcpServerName].Env {
-		if s, ok := v.(string); ok && name != EnvHome && s != "" {
+		if s, ok := v.(string); ok && name != settings.EnvHome && s != "" {
 			out = append(out, s)
 		}
 	}
@@ -198,7 +210,7 @@ func writtenSecrets(client string, data []byte) []string {
 
 // codexTable is our [mcp_servers.openprogram] table for Codex: secrets are
 // forwarded from Codex's environment by name (env_vars), never written.
-func codexTable(l launch) string {
+func codexTable(l Launch) string {
 	var b strings.Builder
 	b.WriteString("[mcp_servers." + mcpServerName + "]\n")
 	b.WriteString("command = " + tomlQuote(l.exe) + "\n")
@@ -206,7 +218,7 @@ func codexTable(l launch) string {
 	b.WriteString("env_vars = " + tomlList(l.secrets) + "\n")
 	fmt.Fprintf(&b, "tool_timeout_sec = %d\n", codexToolTimeoutSec)
 	if l.home != "" {
-		b.WriteString("env = { " + EnvHome + " = " + tomlQuote(l.home) + " }\n")
+		b.WriteString("env = { " + settings.EnvHome + " = " + tomlQuote(l.home) + " }\n")
 	}
 	return b.String()
 }
@@ -227,10 +239,10 @@ func tomlList(items []string) string {
 // The name comes first: --env takes every following word up to the next
 // option, so a name after it would be read as one more variable (Claude
 // Code then fails with "Invalid environment variable format").
-func claudeAddArgs(l launch, scope string) []string {
+func claudeAddArgs(l Launch, scope string) []string {
 	args := []string{"mcp", "add", mcpServerName, "--scope", scope}
 	plain := l.plainEnv()
-	for _, k := range sortedKeys(plain) {
+	for _, k := range slices.Sorted(maps.Keys(plain)) {
 		args = append(args, "--env", k+"="+plain[k])
 	}
 	for _, s := range l.secrets {
@@ -244,15 +256,6 @@ func claudeRemoveArgs(scope string) []string {
 	return []string{"mcp", "remove", "--scope", scope, mcpServerName}
 }
 
-// shellCommand renders argv as one POSIX shell command line.
-func shellCommand(argv []string) string {
-	quoted := make([]string, len(argv))
-	for i, a := range argv {
-		quoted[i] = shellQuote(a)
-	}
-	return strings.Join(quoted, " ")
-}
-
 // clientProjectFiles are the clients' project configuration files, relative
 // to the current directory.
 var clientProjectFiles = map[string]string{
@@ -260,9 +263,16 @@ var clientProjectFiles = map[string]string{
 	"gemini": ".gemini/settings.json", "codex": ".codex/config.toml",
 }
 
-// clientConfigPath is the file install and uninstall change for client in
-// scope ("user" or "project"); project files are under the current directory.
-func clientConfigPath(env Env, client, scope string) (string, error) {
+// TargetError is a client and scope that have no configuration file to
+// change: a mistake in what was asked for (a usage error on the command
+// line).
+type TargetError struct{ msg string }
+
+func (e *TargetError) Error() string { return e.msg }
+
+// configPath is the file install and uninstall change for client in scope
+// ("user" or "project"); project files are under the current directory.
+func configPath(env settings.Env, client, scope string) (string, error) {
 	home := env.Get("HOME")
 	if home == "" {
 		h, err := os.UserHomeDir()
@@ -273,7 +283,7 @@ func clientConfigPath(env Env, client, scope string) (string, error) {
 	}
 	if scope == "project" {
 		if client == "claude-desktop" {
-			return "", usagef("claude-desktop has no project configuration: use --scope user")
+			return "", &TargetError{"claude-desktop has no project configuration: use --scope user"}
 		}
 		if rel, ok := clientProjectFiles[client]; ok {
 			wd, err := os.Getwd()
@@ -301,12 +311,12 @@ func clientConfigPath(env Env, client, scope string) (string, error) {
 			return filepath.Join(home, ".codex", "config.toml"), nil
 		}
 	}
-	return "", usagef("unknown client %q: use one of %s", client, strings.Join(mcpClients, ", "))
+	return "", &TargetError{fmt.Sprintf("unknown client %q: use one of %s", client, strings.Join(names, ", "))}
 }
 
 // userConfigDir follows os.UserConfigDir, with HOME and XDG_CONFIG_HOME
 // taken from env so tests (and --help readers) can point it elsewhere.
-func userConfigDir(env Env, home string) string {
+func userConfigDir(env settings.Env, home string) string {
 	if goruntime.GOOS == "darwin" {
 		return filepath.Join(home, "Library", "Application Support")
 	}
@@ -315,7 +325,7 @@ func userConfigDir(env Env, home string) string {
 
 // xdgConfigHome is XDG_CONFIG_HOME from env, else ~/.config, on every
 // system (opencode keeps its configuration there on macOS too).
-func xdgConfigHome(env Env, home string) string {
+func xdgConfigHome(env settings.Env, home string) string {
 	if x := env.Get("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
 		return x
 	}
