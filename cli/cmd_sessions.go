@@ -55,7 +55,7 @@ func (c *sessionsListCmd) Run(ctx context.Context, app *App) error {
 	tw := tabwriter.NewWriter(app.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tUPDATED\tSOURCE\tTITLE")
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.UpdatedAt.Local().Format(time.DateTime), s.Source, console.OneLine(s.Title))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.UpdatedAt.Local().Format(time.DateTime), s.Source, console.Printable(console.OneLine(s.Title)))
 	}
 	return tw.Flush()
 }
@@ -94,7 +94,9 @@ func (c *sessionsShowCmd) Run(ctx context.Context, app *App) error {
 	fmt.Fprintf(app.Stdout, "session %s  agent=%s  source=%s  title=%q\n", s.ID, s.AgentID, s.Source, s.Title)
 	fmt.Fprintln(app.Stdout, usageLine(branch))
 	for _, m := range branch {
-		fmt.Fprintf(app.Stdout, "\n[%s] %s  %s\n%s\n", m.Role, m.ID, m.CreatedAt.Local().Format(time.DateTime), m.Content)
+		// What a model or a client wrote passes the one sanitiser of
+		// terminal output, as in chat and prompt.
+		fmt.Fprintf(app.Stdout, "\n[%s] %s  %s\n%s\n", m.Role, m.ID, m.CreatedAt.Local().Format(time.DateTime), console.Printable(m.Content))
 	}
 	return nil
 }
