@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -449,4 +450,36 @@ func TestOpenRefusesASpeakerAuthzDidNotMake(t *testing.T) {
 		}
 	}
 
+}
+
+// TestCloseRacesSend: a line closed as soon as its turn is registered
+// (a client that goes away as it sends) cancels the turn it finds, and
+// Send ends with the cancel. Run with -race: the turn a Close finds must
+// be whole before Send registers it.
+func TestCloseRacesSend(t *testing.T) {
+	g := &gatedTurns{started: make(chan string, 64), release: make(chan struct{})}
+	f := newFixture(t, fixtureOptions{turns: g})
+	g.store = f.store
+	for i := range 50 {
+		l, err := f.svc.Open(client(t), &conversation.LineOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		turn := l.NewTurn(i, "", "hi")
+		if err := l.Admit(t.Context(), turn); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := l.Send(t.Context(), turn, conversation.SendOptions{OnCancel: func() {}})
+			done <- err
+		}()
+		for !l.Running(turn.SessionID) {
+			goruntime.Gosched()
+		}
+		l.Close(conversation.ReasonConnectionClosed)
+		if err := <-done; !errors.Is(err, conversation.ErrCancelled) {
+			t.Fatalf("round %d: Send = %v, want the close's cancel", i, err)
+		}
+	}
 }

@@ -194,7 +194,15 @@ func (l *Line) Send(ctx context.Context, t Turn, o SendOptions) (Reply, error) {
 	}
 	done := make(chan struct{})
 	defer close(done)
-	r := &running{turn: t, answered: o.Answered, commit: commit}
+	// r is complete before it is registered: from then on a cancel from
+	// another goroutine (CancelSession, Close) may read it.
+	cancelled := make(chan struct{})
+	r := &running{turn: t, answered: o.Answered, commit: commit, onCancel: func() {
+		close(cancelled)
+		if o.OnCancel != nil {
+			o.OnCancel()
+		}
+	}}
 	if r.answered == nil {
 		r.answered = done
 	}
@@ -209,13 +217,6 @@ func (l *Line) Send(ctx context.Context, t Turn, o SendOptions) (Reply, error) {
 	refused := o.Refused
 	if refused == "" {
 		refused = ReasonRequestCancelled
-	}
-	cancelled := make(chan struct{})
-	r.onCancel = func() {
-		close(cancelled)
-		if o.OnCancel != nil {
-			o.OnCancel()
-		}
 	}
 	// The request context ends when the front end withdraws the request or
 	// goes away; either cancels the turn with its reason, if the cancel wins
