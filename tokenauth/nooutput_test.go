@@ -46,9 +46,11 @@ func TestNoOutput(t *testing.T) {
 			if forbiddenImports[p] {
 				t.Errorf("%s imports %q", path, p)
 			}
-			if p != "golang.org/x/sys/unix" && strings.Contains(p, ".") &&
-				!strings.HasPrefix(p, "github.com/openprogram/openprogram/tokenauth/") {
-				t.Errorf("%s imports %q: only the standard library and golang.org/x/sys/unix are allowed", path, p)
+			// internal/environ reads a slice and returns a string: it
+			// writes nothing, and its own module holds no output either.
+			if p != "golang.org/x/sys/unix" && p != "github.com/openprogram/openprogram/internal/environ" &&
+				strings.Contains(p, ".") && !strings.HasPrefix(p, "github.com/openprogram/openprogram/tokenauth/") {
+				t.Errorf("%s imports %q: only the standard library, golang.org/x/sys/unix and internal/environ are allowed", path, p)
 			}
 		}
 		ast.Inspect(f, func(n ast.Node) bool {

@@ -10,10 +10,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/openprogram/openprogram/internal/environ"
 	"github.com/openprogram/openprogram/tokenauth/internal/safedir"
 )
 
@@ -362,10 +362,10 @@ func (k *secretKind) fileError(target, problem, fix string) error {
 	return k.unavailableError(target, fmt.Errorf("file %s (%s)", problem, fix))
 }
 
-// Authenticate checks the token in environ against the token file at path
+// Authenticate checks the token in env against the token file at path
 // and returns the client identity, [Fingerprint] of the stored token.
 //
-// environ is in [os.Environ] form. The first entry for [EnvVar] counts, as
+// env is in [os.Environ] form. The first entry for [EnvVar] counts, as
 // with [os.Getenv] on Linux; if it is missing or empty the error wraps
 // [ErrEnvRequired]. The file must pass the rules of [Create] (no symlink on
 // the path, private parent directory, regular file owned by the current
@@ -376,8 +376,9 @@ func (k *secretKind) fileError(target, problem, fix string) error {
 // never blocks on a FIFO.
 //
 // Any error means the caller is not authenticated; clientID is then "".
-func Authenticate(environ []string, path string) (clientID string, err error) {
-	got := []byte(lookupEnv(environ))
+func Authenticate(env []string, path string) (clientID string, err error) {
+	token, _ := environ.Lookup(env, EnvVar)
+	got := []byte(token)
 	defer clear(got)
 	if len(got) == 0 {
 		return "", fmt.Errorf("%w: set it to the token printed by `openprogram mcp token create`", ErrEnvRequired)
@@ -400,16 +401,6 @@ func Authenticate(environ []string, path string) (clientID string, err error) {
 var equal = subtle.ConstantTimeCompare
 
 // lookupEnv returns the value of the first EnvVar entry in environ.
-func lookupEnv(environ []string) string {
-	const prefix = EnvVar + "="
-	for _, kv := range environ {
-		if strings.HasPrefix(kv, prefix) {
-			return kv[len(prefix):]
-		}
-	}
-	return ""
-}
-
 func (k *secretKind) unavailableError(target string, cause error) error {
 	return fmt.Errorf("%w: %q: %w", k.unavailable, target, cause)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/internal/environ"
 )
 
 // DatabaseFileName is the embedded SQLite store inside the state directory:
@@ -60,15 +61,7 @@ func (e Env) Get(key string) string {
 }
 
 // Lookup is Get that also reports whether key is present.
-func (e Env) Lookup(key string) (string, bool) {
-	prefix := key + "="
-	for _, kv := range e {
-		if strings.HasPrefix(kv, prefix) {
-			return kv[len(prefix):], true
-		}
-	}
-	return "", false
-}
+func (e Env) Lookup(key string) (string, bool) { return environ.Lookup(e, key) }
 
 // StateDir resolves the state directory: $OPENPROGRAM_HOME if set, else
 // ~/.openprogram, or ~/.openprogram-<profile> when OPENPROGRAM_PROFILE is set.
