@@ -113,6 +113,13 @@ func ownerAuthority(principalID string) (Authority, error) {
 	}, nil
 }
 
+// IsOwner reports whether a is the owner's: the owner's speaker kind and
+// the owner's tier. It is the one rule for a speaker ([Speaker.IsOwner])
+// and for an authority stored with a message.
+func (a Authority) IsOwner() bool {
+	return a.SpeakerKind == SpeakerKindOwner && a.Tier == TierOwner
+}
+
 // validate reports whether a is well formed: every field set, no control characters,
 // a known tier and interaction, a valid principal id; speaker_kind is lowercase
 // letters and underscores. Two kinds have fixed shapes: "client" must be exactly what

@@ -124,3 +124,23 @@ func TestAuthorityValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthorityIsOwner: a stored authority is the owner's only with both
+// the owner's kind and the owner's tier; the speaker's IsOwner and the
+// history's envelope ask the same rule.
+func TestAuthorityIsOwner(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		a    authz.Authority
+		want bool
+	}{
+		{"owner", authz.Authority{SpeakerKind: authz.SpeakerKindOwner, Tier: authz.TierOwner}, true},
+		{"owner kind, paired tier", authz.Authority{SpeakerKind: authz.SpeakerKindOwner, Tier: authz.TierPaired}, false},
+		{"client kind, owner tier", authz.Authority{SpeakerKind: authz.SpeakerKindClient, Tier: authz.TierOwner}, false},
+		{"zero", authz.Authority{}, false},
+	} {
+		if got := c.a.IsOwner(); got != c.want {
+			t.Errorf("%s: IsOwner = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -160,7 +160,7 @@ func (sp Speaker) Interactive() bool {
 // IsOwner reports whether sp is the owner's speaker (source cli, the owner
 // tier), the one speaker that may hold standing approvals.
 func (sp Speaker) IsOwner() bool {
-	return sp.made && sp.source == SourceCLI && sp.authority.SpeakerKind == SpeakerKindOwner && sp.authority.Tier == TierOwner
+	return sp.made && sp.source == SourceCLI && sp.authority.IsOwner()
 }
 
 // ClientID returns the MCP client id of an MCP client's speaker, and false

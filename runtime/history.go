@@ -96,16 +96,12 @@ type envelope struct {
 	Content        string `json:"content"`
 }
 
-func isOwner(a *authz.Authority) bool {
-	return a != nil && a.SpeakerKind == authz.SpeakerKindOwner && a.Tier == authz.TierOwner
-}
-
 // modelText is what the model sees for a stored user message: the text
 // itself for the owner, else the speaker envelope. A message without a
 // recorded authority is wrapped as an unknown speaker, so nothing can pose
 // as the owner by being stored without metadata.
 func modelText(content string, a *authz.Authority) string {
-	if isOwner(a) {
+	if a != nil && a.IsOwner() {
 		return content
 	}
 	e := envelope{SpeakerKind: "unknown", SpeakerID: "unknown", SpeakerDisplay: "Unknown speaker", Content: content}
