@@ -22,8 +22,8 @@
 //   - cli/internal/grammar: what the command line knows about its kong
 //     model (negative numbers as values, when to show usage) and the man
 //     page and completion scripts generated from it.
-//   - cli/internal/shell, cli/internal/privatefile: quoting for a POSIX
-//     shell; files created owner-only.
+//   - cli/internal/shell: quoting for a POSIX shell. (Files created
+//     owner-only: the repository's internal/privatefile.)
 //
 // No package below cli imports it.
 //

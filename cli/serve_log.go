@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 
-	"github.com/openprogram/openprogram/cli/internal/privatefile"
+	"github.com/openprogram/openprogram/internal/privatefile"
 )
 
 // ServeLogFileName is the log file `mcp serve --log-file` appends to, in

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/openprogram/openprogram/cli/internal/privatefile"
+	"github.com/openprogram/openprogram/internal/privatefile"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 

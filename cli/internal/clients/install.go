@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openprogram/openprogram/cli/internal/privatefile"
 	"github.com/openprogram/openprogram/cli/internal/settings"
 	"github.com/openprogram/openprogram/cli/internal/shell"
+	"github.com/openprogram/openprogram/internal/privatefile"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/provider/anthropic"
 	"github.com/openprogram/openprogram/runtime/provider/openai"

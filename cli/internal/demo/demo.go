@@ -21,8 +21,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openprogram/openprogram/cli/internal/privatefile"
 	"github.com/openprogram/openprogram/contracts"
+	"github.com/openprogram/openprogram/internal/privatefile"
 )
 
 // script is what the scripted model replies, one entry per model call:

@@ -25,7 +25,7 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/cli/host"
-	"github.com/openprogram/openprogram/cli/internal/privatefile"
+	"github.com/openprogram/openprogram/internal/privatefile"
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/secretenv"

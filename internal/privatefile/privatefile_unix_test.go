@@ -1,3 +1,5 @@
+//go:build unix
+
 package privatefile_test
 
 import (
@@ -9,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/openprogram/openprogram/cli/internal/privatefile"
+	"github.com/openprogram/openprogram/internal/privatefile"
 )
 
 // withUmask runs the test under umask mask (the process's: no test here is

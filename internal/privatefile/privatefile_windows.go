@@ -1,0 +1,260 @@
+//go:build windows
+
+package privatefile
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+
+	"github.com/openprogram/openprogram/internal/wine"
+)
+
+// ErrReparsePoint is wrapped by the errors of [OpenNoFollow] and [Restrict]
+// for a path whose last element is a symlink, a junction or another reparse
+// point: it is refused, never followed.
+var ErrReparsePoint = errors.New("is a symlink or another reparse point")
+
+// user is the current user's SID, read once from the process token.
+var user = sync.OnceValues(func() (*windows.SID, error) {
+	tu, err := windows.GetCurrentProcessToken().GetTokenUser()
+	if err != nil {
+		return nil, fmt.Errorf("read the current user's SID: %w", err)
+	}
+	return tu.User.Sid.Copy()
+})
+
+// ownerOnly returns a security descriptor owned by the current user whose
+// protected DACL grants full control to that user and to SYSTEM, nothing to
+// anyone else, and inherits nothing.
+func ownerOnly() (*windows.SECURITY_DESCRIPTOR, error) {
+	sid, err := user()
+	if err != nil {
+		return nil, err
+	}
+	s := sid.String()
+	return windows.SecurityDescriptorFromString("O:" + s + "D:P(A;;FA;;;" + s + ")(A;;FA;;;SY)")
+}
+
+func securityAttributes() (*windows.SecurityAttributes, error) {
+	sd, err := ownerOnly()
+	if err != nil {
+		return nil, err
+	}
+	return &windows.SecurityAttributes{Length: uint32(unsafe.Sizeof(windows.SecurityAttributes{})), SecurityDescriptor: sd}, nil
+}
+
+// Create creates a new file at path for writing with an owner-only DACL.
+// It fails when anything, a symlink or junction included, is at path
+// already (CREATE_NEW never follows a reparse point).
+func Create(path string) (*os.File, error) {
+	sa, err := securityAttributes()
+	if err != nil {
+		return nil, &fs.PathError{Op: "create", Path: path, Err: err}
+	}
+	p, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return nil, &fs.PathError{Op: "create", Path: path, Err: err}
+	}
+	h, err := windows.CreateFile(p, windows.GENERIC_READ|windows.GENERIC_WRITE,
+		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, sa,
+		windows.CREATE_NEW, windows.FILE_ATTRIBUTE_NORMAL|windows.FILE_FLAG_OPEN_REPARSE_POINT, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "create", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(h), path), nil
+}
+
+// Mkdir creates the directory path with an owner-only DACL. Like
+// [os.Mkdir], it fails when anything is at path already.
+func Mkdir(path string) error {
+	sa, err := securityAttributes()
+	if err != nil {
+		return &fs.PathError{Op: "mkdir", Path: path, Err: err}
+	}
+	p, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return &fs.PathError{Op: "mkdir", Path: path, Err: err}
+	}
+	if err := windows.CreateDirectory(p, sa); err != nil {
+		return &fs.PathError{Op: "mkdir", Path: path, Err: err}
+	}
+	return nil
+}
+
+// createTemp creates an owner-only file named prefix + random + suffix in dir.
+func createTemp(dir, prefix, suffix string) (*os.File, error) {
+	for range 100 {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		f, err := Create(filepath.Join(dir, prefix+hex.EncodeToString(b[:])+suffix))
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("create a temporary file in %s: too many names taken", dir)
+}
+
+// open opens path with access, never following a reparse point at its last
+// element: one there is refused with [ErrReparsePoint].
+func open(path string, access uint32) (*os.File, error) {
+	p, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	h, err := windows.CreateFile(p, access,
+		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, nil,
+		windows.OPEN_EXISTING, windows.FILE_FLAG_OPEN_REPARSE_POINT|windows.FILE_FLAG_BACKUP_SEMANTICS, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	var info windows.ByHandleFileInformation
+	if err := windows.GetFileInformationByHandle(h, &info); err != nil {
+		windows.CloseHandle(h)
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	if info.FileAttributes&windows.FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+		windows.CloseHandle(h)
+		return nil, &fs.PathError{Op: "open", Path: path, Err: ErrReparsePoint}
+	}
+	return os.NewFile(uintptr(h), path), nil
+}
+
+// OpenNoFollow opens path for reading without following a symlink,
+// junction or other reparse point at its last element: one there is
+// refused with an error wrapping [ErrReparsePoint].
+func OpenNoFollow(path string) (*os.File, error) {
+	return open(path, windows.GENERIC_READ)
+}
+
+func openAppend(path string) (*os.File, error) {
+	f, err := Create(path)
+	if errors.Is(err, fs.ErrExist) {
+		return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	}
+	return f, err
+}
+
+// ACLsEnforced reports whether the system keeps and enforces file DACLs.
+// Wine keeps none: it reads
+// every file back as open to everyone, so there [CheckPrivate] has nothing
+// to check and passes; the Unix mode bits of the files Wine maps are what
+// protects them there.
+func ACLsEnforced() bool { return !wine.Detected() }
+
+// readOthers is the access an ACE must not grant to anyone but the user and
+// SYSTEM: reading or changing the contents, or the DACL and owner.
+const readOthers = windows.FILE_READ_DATA | windows.FILE_WRITE_DATA | windows.FILE_APPEND_DATA |
+	windows.GENERIC_READ | windows.GENERIC_WRITE | windows.GENERIC_ALL |
+	windows.WRITE_DAC | windows.WRITE_OWNER
+
+// CheckPrivate returns an error when the open file (or directory) f is
+// not owned by the current user or its DACL lets anyone but that user and
+// SYSTEM read or change it (a missing DACL lets everyone).
+func CheckPrivate(f *os.File) error {
+	if !ACLsEnforced() {
+		return nil
+	}
+	sd, err := windows.GetSecurityInfo(windows.Handle(f.Fd()), windows.SE_FILE_OBJECT,
+		windows.OWNER_SECURITY_INFORMATION|windows.DACL_SECURITY_INFORMATION)
+	if err != nil {
+		return fmt.Errorf("read the security descriptor: %w", err)
+	}
+	return checkDescriptor(sd)
+}
+
+func checkDescriptor(sd *windows.SECURITY_DESCRIPTOR) error {
+	me, err := user()
+	if err != nil {
+		return err
+	}
+	owner, _, err := sd.Owner()
+	if err != nil {
+		return fmt.Errorf("read the owner: %w", err)
+	}
+	if owner == nil || !owner.Equals(me) {
+		return fmt.Errorf("owned by %s, not by the current user %s", owner, me)
+	}
+	dacl, _, err := sd.DACL()
+	if err != nil || dacl == nil {
+		return errors.New("has no DACL, which grants access to everyone")
+	}
+	system, err := windows.CreateWellKnownSid(windows.WinLocalSystemSid)
+	if err != nil {
+		return err
+	}
+	for i := range uint32(dacl.AceCount) {
+		var ace *windows.ACCESS_ALLOWED_ACE
+		if err := windows.GetAce(dacl, i, &ace); err != nil {
+			return fmt.Errorf("read the DACL: %w", err)
+		}
+		if ace.Header.AceType != windows.ACCESS_ALLOWED_ACE_TYPE || ace.Header.AceFlags&windows.INHERIT_ONLY_ACE != 0 {
+			continue
+		}
+		sid := (*windows.SID)(unsafe.Pointer(&ace.SidStart))
+		if ace.Mask&readOthers != 0 && !sid.Equals(me) && !sid.Equals(system) {
+			return fmt.Errorf("its DACL grants access to %s", sid)
+		}
+	}
+	return nil
+}
+
+// RestrictCommand is the command that makes the file at path owner-only.
+func RestrictCommand(path string) string {
+	return `icacls "` + path + `" /inheritance:r /grant:r "%USERNAME%:F" /grant:r "SYSTEM:F" /remove:g Everyone Users "Authenticated Users"`
+}
+
+// syncDir does nothing: Windows has no directory fsync, a rename is durable
+// once MoveFileEx returns.
+func syncDir(string) {}
+
+// Restrict gives the regular file at path the owner-only DACL when its
+// DACL lets anyone else in (a file this program wrote, saved again by
+// another program). It returns 0o666 or [Mode] for what the file allowed
+// before, and whether it changed it. A reparse point at path is refused.
+func Restrict(path string) (was fs.FileMode, changed bool, err error) {
+	f, err := open(path, windows.READ_CONTROL|windows.WRITE_DAC|windows.WRITE_OWNER|windows.FILE_READ_ATTRIBUTES)
+	if err != nil {
+		return 0, false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, false, err
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, false, fmt.Errorf("%s is not a regular file", path)
+	}
+	if CheckPrivate(f) == nil {
+		return Mode, false, nil
+	}
+	sd, err := ownerOnly()
+	if err != nil {
+		return 0o666, false, err
+	}
+	owner, _, err := sd.Owner()
+	if err != nil {
+		return 0o666, false, err
+	}
+	dacl, _, err := sd.DACL()
+	if err != nil {
+		return 0o666, false, err
+	}
+	if err := windows.SetSecurityInfo(windows.Handle(f.Fd()), windows.SE_FILE_OBJECT,
+		windows.OWNER_SECURITY_INFORMATION|windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION,
+		owner, nil, dacl, nil); err != nil {
+		return 0o666, false, fmt.Errorf("make %s owner-only: %w", path, err)
+	}
+	return 0o666, true, nil
+}

@@ -1,0 +1,86 @@
+//go:build windows
+
+package privatefile_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/openprogram/openprogram/internal/privatefile"
+	"github.com/openprogram/openprogram/internal/wine"
+)
+
+func TestWindowsCreatedFilesAreOwnerOnly(t *testing.T) {
+	if wine.Detected() {
+		t.Skip("Wine keeps no DACLs (it reads every file back as open to everyone): a real Windows runner checks this")
+	}
+	dir := t.TempDir()
+	for name, create := range map[string]func(string) error{
+		"CreateNew": func(p string) error { return privatefile.CreateNew(p, []byte("secret")) },
+		"Replace":   func(p string) error { return privatefile.Replace(p, []byte("secret")) },
+		"Mkdir":     privatefile.Mkdir,
+	} {
+		p := filepath.Join(dir, name)
+		if err := create(p); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := privatefile.CheckPrivate(f); err != nil {
+			t.Errorf("%s made %s, which is not owner-only: %v", name, p, err)
+		}
+		f.Close()
+	}
+	// A file made by os.WriteFile inherits the temp directory's DACL.
+	open := filepath.Join(dir, "inherited")
+	if err := os.WriteFile(open, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	was, changed, err := privatefile.Restrict(open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Restrict on an inherited DACL: was %04o, changed %v", was, changed)
+	f, err := os.Open(open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := privatefile.CheckPrivate(f); err != nil {
+		t.Errorf("after Restrict: %v", err)
+	}
+}
+
+func TestWindowsNeverThroughAReparsePoint(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Skipf("cannot make a symlink here: %v", err)
+	}
+	if _, err := os.Lstat(link); err != nil && wine.Detected() {
+		t.Skip("Wine 8's CreateSymbolicLink reports success and makes nothing: a real Windows runner checks this")
+	}
+	if f, err := privatefile.OpenNoFollow(link); err == nil {
+		f.Close()
+		t.Errorf("OpenNoFollow(%s) opened a symlink", link)
+	} else if !errors.Is(err, privatefile.ErrReparsePoint) {
+		t.Logf("OpenNoFollow(symlink): %v (not ErrReparsePoint)", err)
+	}
+	if err := privatefile.CreateNew(link, []byte("y")); err == nil {
+		t.Errorf("CreateNew(%s) wrote through a symlink", link)
+	}
+	if data, _ := os.ReadFile(target); string(data) != "x" {
+		t.Errorf("the symlink's target now holds %q", data)
+	}
+	if err := privatefile.CreateNew(target, []byte("y")); err == nil {
+		t.Errorf("CreateNew replaced an existing file")
+	}
+}
