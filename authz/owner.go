@@ -11,9 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/openprogram/openprogram/internal/clip"
+	"github.com/openprogram/openprogram/internal/privatefile"
 )
 
 // OwnerFileName is the file in the state directory that holds the owner principal.
@@ -32,13 +32,15 @@ type ownerFile struct {
 
 // LoadOrCreateOwnerPrincipal returns the install's owner principal id
 // ("owner/install/<16 hex>") from <stateDir>/owner.json, creating the file once when it
-// does not exist: {"version":1,"principal_id":"owner/install/<16 random hex>"}, mode 0600,
+// does not exist: {"version":1,"principal_id":"owner/install/<16 random hex>"}, owner-only
+// (mode 0600 on Unix; on Windows a protected DACL for the user and SYSTEM),
 // written to an exclusive temporary file (O_EXCL) and linked into place, so a concurrent
 // caller sees either no file or a complete one and every caller gets the same id. A
-// missing stateDir is created with mode 0700.
+// missing stateDir is created owner-only (0700).
 //
 // Every load validates the file and fails closed: it must be a regular file (not a
-// symlink), owned by the current user, mode exactly 0600, at most 4096 bytes, and hold
+// symlink or other reparse point), owned by the current user, mode exactly 0600 (on
+// Windows: a DACL that lets nobody but the user and SYSTEM in), at most 4096 bytes, and hold
 // exactly version 1 and a well-formed principal id with no other keys. The file is never
 // repaired or replaced.
 func LoadOrCreateOwnerPrincipal(stateDir string) (string, error) {
@@ -50,7 +52,7 @@ func LoadOrCreateOwnerPrincipal(stateDir string) (string, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return id, err
 	}
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+	if err := privatefile.MkdirAll(stateDir); err != nil {
 		return "", fmt.Errorf("owner principal: create state directory %s: %w", stateDir, err)
 	}
 	if err := createOwner(stateDir, target); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -60,7 +62,7 @@ func LoadOrCreateOwnerPrincipal(stateDir string) (string, error) {
 }
 
 func loadOwner(target string) (string, error) {
-	f, err := os.OpenFile(target, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := privatefile.OpenNoFollow(target)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}
@@ -75,11 +77,8 @@ func loadOwner(target string) (string, error) {
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("%w: %s is not a regular file; remove it to create a new owner principal", ErrOwnerFile, target)
 	}
-	if perm := fi.Mode().Perm(); perm != 0o600 {
-		return "", fmt.Errorf("%w: %s has mode %04o, want 0600; run chmod 600 on it if its contents are yours", ErrOwnerFile, target, perm)
-	}
-	if err := checkOwnedByUser(fi); err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrOwnerFile, target, err)
+	if err := checkOwnerFile(f, fi, target); err != nil {
+		return "", err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxOwnerFileSize+1))
 	if err != nil {
@@ -142,7 +141,7 @@ func createOwner(dir, target string) (err error) {
 		return fmt.Errorf("owner principal: random name: %w", err)
 	}
 	tmp := filepath.Join(dir, "."+OwnerFileName+".tmp-"+hex.EncodeToString(nb[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	f, err := privatefile.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("owner principal: create %s: %w", tmp, err)
 	}
@@ -154,9 +153,6 @@ func createOwner(dir, target string) (err error) {
 			err = fmt.Errorf("owner principal: remove %s: %w", tmp, rerr)
 		}
 	}()
-	if err := f.Chmod(0o600); err != nil {
-		return fmt.Errorf("owner principal: chmod %s: %w", tmp, err)
-	}
 	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("owner principal: write %s: %w", tmp, err)
 	}
@@ -169,12 +165,8 @@ func createOwner(dir, target string) (err error) {
 		}
 		return fmt.Errorf("owner principal: link %s: %w", target, err)
 	}
-	if d, err := os.Open(dir); err == nil {
-		serr := d.Sync()
-		d.Close()
-		if serr != nil {
-			return fmt.Errorf("owner principal: sync directory %s: %w", dir, serr)
-		}
+	if err := privatefile.SyncDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("owner principal: sync directory %s: %w", dir, err)
 	}
 	return nil
 }

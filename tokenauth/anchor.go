@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-
-	"github.com/openprogram/openprogram/tokenauth/internal/safedir"
 )
 
 // AnchorFileName is the audit anchor file's name inside the state
@@ -40,12 +38,7 @@ func WriteAnchor(path string, text []byte) error {
 	if len(text) == 0 || len(text) > maxFileSize {
 		return fmt.Errorf("%w: %d bytes of text, want 1 to %d", ErrAnchorWrite, len(text), maxFileSize)
 	}
-	dir, name, err := safedir.Open(path, true)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrAnchorWrite, err)
-	}
-	defer dir.Close()
-	return publish(anchorKind, dir, name, filepath.Join(dir.Path(), name), string(text), true)
+	return writeSecret(anchorKind, path, text)
 }
 
 // ReadAnchor returns the text stored at path by [WriteAnchor], after the

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/openprogram/openprogram/internal/wine"
 )
 
 // TestModuleGraph keeps this module's dependency graph to the standard
@@ -18,6 +20,9 @@ func TestModuleGraph(t *testing.T) {
 		"golang.org/x/sys": true,
 	}
 	goTool, err := exec.LookPath("go")
+	if err != nil && wine.Detected() {
+		t.Skip("the go command is not on Wine's PATH; the graph is the same on every system, the Linux run checks it")
+	}
 	if err != nil {
 		t.Fatalf("the go command is needed by this test: %v", err)
 	}

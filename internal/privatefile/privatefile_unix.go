@@ -107,3 +107,18 @@ func Mkdir(path string) error {
 	}
 	return os.Chmod(path, 0o700)
 }
+
+// MkdirAll creates path and its missing parents with mode 0700 (less the
+// umask, as [os.MkdirAll]).
+func MkdirAll(path string) error { return os.MkdirAll(path, 0o700) }
+
+// SyncDir fsyncs the directory dir, so that a link or rename in it is
+// durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

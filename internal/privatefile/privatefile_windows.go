@@ -215,8 +215,7 @@ func RestrictCommand(path string) string {
 	return `icacls "` + path + `" /inheritance:r /grant:r "%USERNAME%:F" /grant:r "SYSTEM:F" /remove:g Everyone Users "Authenticated Users"`
 }
 
-// syncDir does nothing: Windows has no directory fsync, a rename is durable
-// once MoveFileEx returns.
+// syncDir: see [SyncDir].
 func syncDir(string) {}
 
 // Restrict gives the regular file at path the owner-only DACL when its
@@ -258,3 +257,27 @@ func Restrict(path string) (was fs.FileMode, changed bool, err error) {
 	}
 	return 0o666, true, nil
 }
+
+// MkdirAll creates path and its missing parents, each with an owner-only
+// DACL ([Mkdir]); the directories already there are left as they are.
+func MkdirAll(path string) error {
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return nil
+		}
+		return &fs.PathError{Op: "mkdir", Path: path, Err: windows.ERROR_ALREADY_EXISTS}
+	}
+	if parent := filepath.Dir(path); parent != path {
+		if err := MkdirAll(parent); err != nil {
+			return err
+		}
+	}
+	if err := Mkdir(path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+// SyncDir does nothing on Windows, which has no directory fsync: a link or
+// rename is durable once it returns.
+func SyncDir(string) error { return nil }

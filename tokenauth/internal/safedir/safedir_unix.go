@@ -1,11 +1,5 @@
-// Package safedir opens the directory that holds a file by walking the
-// file's path one component at a time from the root, never following a
-// symlink.
-//
-// Every step is an openat(2) relative to the directory opened in the step
-// before, with O_NOFOLLOW|O_DIRECTORY, so nothing that is swapped in behind
-// the walk's back can redirect it: what the returned [Dir] refers to is the
-// directory that was checked, not whatever the path names a moment later.
+//go:build unix
+
 package safedir
 
 import (
