@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/openprogram/openprogram/internal/privatefile"
 	"github.com/openprogram/openprogram/tokenauth"
@@ -51,10 +50,10 @@ func (s taskSpawner) start(_ context.Context, clientID, id string) error {
 	cmd := exec.Command(s.exe, "mcp", "run-task", "--log-level", s.logLevel, "--log-format", s.logFormat,
 		"--client", clientID, "--", id)
 	cmd.Env = runnerEnv(s.env, s.stateDir)
-	cmd.Dir = "/"
-	cmd.Stdin = nil // /dev/null
+	cmd.Dir = filepath.VolumeName(s.stateDir) + string(filepath.Separator)
+	cmd.Stdin = nil // the null device
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = detached()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start the task runner %s: %w", s.exe, err)
 	}

@@ -1,5 +1,3 @@
-//go:build !windows
-
 // Command openprogram is the OpenProgram agent runtime's command line; its
 // main job is `openprogram mcp serve`, an authenticated stdio MCP server.
 package main

@@ -15,8 +15,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/openprogram/openprogram/authz"
@@ -195,8 +193,8 @@ func tokenFileFix(path string) string {
 	case fi.Mode().Perm() != 0o600:
 		return "chmod 600 " + shell.Quote(path)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return "chown " + strconv.Itoa(os.Getuid()) + " " + shell.Quote(path)
+	if fix := ownerFix(fi, path); fix != "" {
+		return fix
 	}
 	dir := filepath.Dir(path)
 	if di, err := os.Lstat(dir); err == nil && di.Mode().Perm()&0o077 != 0 {

@@ -65,6 +65,8 @@ func (e Env) Lookup(key string) (string, bool) { return environ.Lookup(e, key) }
 
 // StateDir resolves the state directory: $OPENPROGRAM_HOME if set, else
 // ~/.openprogram, or ~/.openprogram-<profile> when OPENPROGRAM_PROFILE is set.
+// The home directory is $HOME on Unix and %USERPROFILE% on Windows
+// ([HomeVar]).
 // The result is absolute and cleaned; it is not created.
 func StateDir(env Env) (string, error) {
 	if home := env.Get(EnvHome); home != "" {
@@ -74,7 +76,7 @@ func StateDir(env Env) (string, error) {
 		}
 		return abs, nil
 	}
-	userHome := env.Get("HOME")
+	userHome := env.Get(HomeVar)
 	if userHome == "" {
 		h, err := os.UserHomeDir()
 		if err != nil {
@@ -95,9 +97,9 @@ func StateDir(env Env) (string, error) {
 // IsDefaultStateDir reports whether dir is what StateDir would pick with no
 // OPENPROGRAM_HOME and no profile, so client snippets can leave it out.
 func IsDefaultStateDir(env Env, dir string) bool {
-	bare := Env{"HOME=" + env.Get("HOME")}
+	bare := Env{HomeVar + "=" + env.Get(HomeVar)}
 	def, err := StateDir(bare)
-	return err == nil && env.Get("HOME") != "" && def == dir
+	return err == nil && env.Get(HomeVar) != "" && def == dir
 }
 
 // StoreKind names the kind of store url opens, for logs and reports:

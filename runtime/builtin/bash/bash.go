@@ -2,7 +2,6 @@ package bash
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,9 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/openprogram/openprogram/authz"
@@ -172,14 +169,15 @@ func (b *bashTool) Execute(ctx context.Context, _ string, raw json.RawMessage, u
 	cmd.Dir = dirs[0]
 	cmd.Env = b.o.Secrets.Strip(b.env())
 	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	prepareGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
 		return tool.ErrorResult(ReasonStart, fmt.Sprintf("bash: start %s: %v", b.o.Shell, err)), nil
 	}
 	pw.Close()
-	pgid := cmd.Process.Pid
+	pgid := startedGroup(cmd)
+	defer pgid.close()
 
 	out := newHeadTail(b.o.MaxOutputBytes)
 	readDone := make(chan struct{})
@@ -225,17 +223,14 @@ func (b *bashTool) Execute(ctx context.Context, _ string, raw json.RawMessage, u
 		code = cmd.ProcessState.ExitCode()
 	}
 	var status string
-	var ws syscall.WaitStatus
-	if cmd.ProcessState != nil {
-		ws, _ = cmd.ProcessState.Sys().(syscall.WaitStatus)
-	}
+	signal, signaled := killedBy(cmd.ProcessState)
 	switch {
 	case timedOut:
 		status = fmt.Sprintf("[timed out after %s; process group killed]", timeout)
 	case cancelled:
 		status = "[cancelled; process group killed]"
-	case ws.Signaled():
-		status = fmt.Sprintf("[killed by signal %s]", ws.Signal())
+	case signaled:
+		status = fmt.Sprintf("[killed by signal %s]", signal)
 	case waitErr != nil && cmd.ProcessState == nil:
 		status = fmt.Sprintf("[wait failed: %v]", waitErr)
 	default:
@@ -268,92 +263,6 @@ func (b *bashTool) env() []string {
 		return b.o.Env
 	}
 	return os.Environ()
-}
-
-// terminate sends SIGTERM to the group, SIGKILL after the grace period,
-// and returns the shell's wait result.
-func (b *bashTool) terminate(pgid int, waitDone <-chan error) error {
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	grace := time.NewTimer(b.o.KillGrace)
-	defer grace.Stop()
-	select {
-	case err := <-waitDone:
-		return err
-	case <-grace.C:
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	return <-waitDone
-}
-
-// reapGroup makes sure no process of the group survives: SIGTERM, a grace
-// period, then SIGKILL, then a bounded wait until the group is gone.
-func (b *bashTool) reapGroup(pgid int) {
-	if !groupAlive(pgid) {
-		return
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	if waitGone(pgid, b.o.KillGrace) {
-		return
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	waitGone(pgid, b.o.KillGrace)
-}
-
-func waitGone(pgid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if !groupAlive(pgid) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// groupAlive reports whether a live (non-zombie) process is in the group.
-// It scans /proc, because orphaned zombies stay in the group until their
-// new parent reaps them and kill(-pgid, 0) counts them; without /proc it
-// falls back to kill(-pgid, 0).
-func groupAlive(pgid int) bool {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return syscall.Kill(-pgid, 0) == nil
-	}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		pg, state, ok := procGroup(pid)
-		if ok && pg == pgid && state != 'Z' && state != 'X' {
-			return true
-		}
-	}
-	return false
-}
-
-// procGroup reads the process group and state of pid from /proc/<pid>/stat.
-func procGroup(pid int) (pgid int, state byte, ok bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 3 {
-		return 0, 0, false
-	}
-	pg, err := strconv.Atoi(f[2])
-	if err != nil || len(f[0]) == 0 {
-		return 0, 0, false
-	}
-	return pg, f[0][0], true
 }
 
 // readLines copies the pipe into out and streams complete lines (long

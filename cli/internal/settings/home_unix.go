@@ -1,0 +1,7 @@
+//go:build !windows
+
+package settings
+
+// HomeVar is the environment variable that names the user's home
+// directory, under which the default state directory lives.
+const HomeVar = "HOME"

@@ -1,0 +1,9 @@
+//go:build unix
+
+package cli
+
+import "syscall"
+
+// detached is how the task runner starts: a session of its own, so that
+// neither the client's terminal nor its process group takes it down.
+func detached() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
