@@ -150,10 +150,8 @@ func runFrameTee(cfg teeConfig, args []string) int {
 	var ee *exec.ExitError
 	switch {
 	case errors.As(werr, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			signal.Reset(ws.Signal())
-			_ = syscall.Kill(os.Getpid(), ws.Signal())
-			return 128 + int(ws.Signal())
+		if code, ok := dieLike(ee); ok {
+			return code
 		}
 		return ee.ExitCode()
 	case werr != nil:

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -128,7 +127,7 @@ func pruneSlots(cache, keep string) {
 		if err != nil {
 			continue
 		}
-		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+		if lockFile(lock, false) == nil {
 			os.Remove(target)
 			os.RemoveAll(target + ".work")
 		}
@@ -165,10 +164,10 @@ func sharedBuild(cache, slot, module, pkg, out string, args []string, env ...str
 		return fmt.Errorf("%w: open its lock: %w", errNoCache, err)
 	}
 	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+	if err := lockFile(lock, true); err != nil {
 		return fmt.Errorf("%w: take its lock: %w", errNoCache, err)
 	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer unlockFile(lock)
 	pruneSlots(cache, slot)
 	// go build links in its work directory and renames the result onto the
 	// target when both are on one file system: with the work directory

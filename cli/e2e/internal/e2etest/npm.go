@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -55,15 +54,15 @@ func NpmCI(t *testing.T, npm, dir string) {
 	mu, _ := npmDirs.LoadOrStore(dir, new(sync.Mutex))
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
-	lockFile, err := os.OpenFile(filepath.Join(dir, ".npm-ci.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	npmLock, err := os.OpenFile(filepath.Join(dir, ".npm-ci.lock"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		t.Fatalf("open the npm install lock: %v", err)
 	}
-	defer lockFile.Close()
-	if err := syscall.Flock(int(lockFile.Fd()), syscall.LOCK_EX); err != nil {
+	defer npmLock.Close()
+	if err := lockFile(npmLock, true); err != nil {
 		t.Fatalf("take the npm install lock: %v", err)
 	}
-	defer syscall.Flock(int(lockFile.Fd()), syscall.LOCK_UN)
+	defer unlockFile(npmLock)
 	lock, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
 	if err != nil {
 		t.Fatalf("read the lock file: %v", err)
