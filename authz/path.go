@@ -68,8 +68,8 @@ func resolvePath(workDir, p string) (resolved, at string, err error) {
 // walkPath resolves the absolute path full component by component. On an error it
 // returns the resolved path at which the walk failed.
 func walkPath(full string) (resolved, at string, err error) {
-	pending := splitPath(full)
-	cur := string(filepath.Separator)
+	cur, rest := splitRoot(full)
+	pending := splitPath(rest)
 	missing := "" // first component found missing; after it the rest is only joined
 	hops := 0
 	for len(pending) > 0 {
@@ -115,22 +115,24 @@ func walkPath(full string) (resolved, at string, err error) {
 			return "", next, fmt.Errorf("symlink %s has an empty target", show(next))
 		}
 		if filepath.IsAbs(target) {
-			cur = string(filepath.Separator)
+			cur, target = splitRoot(target)
 		}
 		pending = append(splitPath(target), pending...)
 	}
 	return cur, "", nil
 }
 
+// splitRoot splits the absolute path p into its root (the volume and a
+// separator: "/" on Unix, `C:\` or `\\server\share\` on Windows) and the rest.
+func splitRoot(p string) (root, rest string) {
+	vol := filepath.VolumeName(p)
+	return vol + string(filepath.Separator), p[len(vol):]
+}
+
+// splitPath splits p at every path separator (on Windows both \ and /),
+// dropping empty components.
 func splitPath(p string) []string {
-	parts := strings.Split(p, string(filepath.Separator))
-	out := parts[:0]
-	for _, s := range parts {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
+	return strings.FieldsFunc(p, func(r rune) bool { return r < 0x80 && os.IsPathSeparator(uint8(r)) })
 }
 
 // InsideWorkDirs reports whether resolved (an absolute path from [ResolvePath]) is one of
