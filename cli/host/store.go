@@ -9,8 +9,10 @@ import (
 	"os"
 	"strings"
 
+	"github.com/openprogram/openprogram/internal/privatefile"
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
+
 	// The two store backends register their URL schemes.
 	_ "github.com/openprogram/openprogram/sessions/postgres"
 	_ "github.com/openprogram/openprogram/sessions/sqlite"
@@ -20,11 +22,11 @@ import (
 // messages name it.
 const EnvHome = "OPENPROGRAM_HOME"
 
-// EnsureStateDir creates dir (and missing parents) with mode 0700 and
-// refuses a state directory that is a symlink, not a directory, or open to
-// group or others.
+// EnsureStateDir creates dir (and missing parents) owner-only (mode 0700;
+// on Windows a DACL for the user and SYSTEM) and refuses a state directory
+// that is a symlink, not a directory, or open to others.
 func EnsureStateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := privatefile.MkdirAll(dir); err != nil {
 		return fmt.Errorf("create state directory %s: %w", dir, err)
 	}
 	fi, err := os.Lstat(dir)
@@ -34,10 +36,7 @@ func EnsureStateDir(dir string) error {
 	if fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
 		return fmt.Errorf("state directory %s is not a plain directory; point %s at a real directory", dir, EnvHome)
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("state directory %s has mode %04o; run: chmod 700 %s", dir, fi.Mode().Perm(), dir)
-	}
-	return nil
+	return checkStateDirPrivate(dir, fi)
 }
 
 // StoreOptions say what opening a store may change. The zero value opens
