@@ -86,6 +86,16 @@ type Store interface {
 	// Branch returns the active branch: the chain from the session's head to
 	// the root, returned root first. Empty when the session has no head.
 	Branch(ctx context.Context, sessionID string) ([]Message, error)
+	// BranchBefore reads a branch backwards, one page at a time: at most
+	// limit messages of the chain that ends at beforeID's parent, or at the
+	// session's head when beforeID is "", returned root first (the last
+	// one is the newest). The next page passes the first message returned
+	// as beforeID; the root is reached when a page's first message has no
+	// parent (or the page is empty: the session has no head, or beforeID
+	// is a root). Its cost follows limit, not the branch's length: one
+	// key lookup per message. ErrNotFound if the session does not exist or
+	// beforeID is not one of its messages; limit must be positive.
+	BranchBefore(ctx context.Context, sessionID, beforeID string, limit int) ([]Message, error)
 	// SetHead moves the session's head to messageID, which must belong to
 	// the session (ErrNotFound otherwise). It bumps updated_at.
 	SetHead(ctx context.Context, sessionID, messageID string) error
