@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,5 +151,66 @@ func TestAuditOnFailureKey(t *testing.T) {
 	}
 	if r := runCLI(t, env, "config", "set", "audit.on_failure", "ignore"); r.code != cli.ExitUsage {
 		t.Errorf("config set audit.on_failure ignore = exit %d, stderr %q; want a usage error", r.code, r.stderr)
+	}
+}
+
+// TestServeRefusesACutLogNamingAnotherKey: a database writer deletes the
+// tail behind this host's anchor and names another key in the head; the
+// anchor is still checked, and mcp serve refuses.
+func TestServeRefusesACutLogNamingAnotherKey(t *testing.T) {
+	env, state := serveHost(t, "", nil)
+	mustCLI(t, env, "mcp", "serve")
+	mustCLI(t, env, "mcp", "serve")
+	anchor := readAnchorFile(t, state)
+	if !strings.HasPrefix(anchor, "5:") {
+		t.Fatalf("anchor after two starts = %q, want record 5", anchor)
+	}
+	execSQLite(t, state,
+		`DROP TRIGGER audit_log_no_delete`,
+		`DELETE FROM audit_log WHERE id > 3`,
+		`UPDATE audit_head SET last_id = 3, last_hash = (SELECT hash FROM audit_log WHERE id = 3), key_id = '0123456789abcdef'`)
+	wantRefused(t, env, anchor)
+}
+
+// TestAuditVerifyComparesWithTheAnchor: a store rolled back behind this
+// host's anchor (an old copy put back) is an intact chain, but audit verify
+// compares it with the anchor by default and fails, naming the anchor.
+func TestAuditVerifyComparesWithTheAnchor(t *testing.T) {
+	env, state := serveHost(t, "", nil)
+	mustCLI(t, env, "mcp", "serve")
+	db := filepath.Join(state, cli.DatabaseFileName)
+	old, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, env, "mcp", "serve")
+	anchor := readAnchorFile(t, state)
+	if err := os.WriteFile(db, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, env, "audit", "verify")
+	t.Logf("audit verify after a rollback behind the anchor: exit %d: %s%s", r.code, r.stdout, strings.TrimSpace(r.stderr))
+	if r.code != cli.ExitFailure || r.stdout != "" || !strings.Contains(r.stderr, anchor) || !strings.Contains(r.stderr, tokenauth.AnchorPath(state)) {
+		t.Errorf("audit verify after a rollback = exit %d, stdout %q, stderr %q; want exit 1 naming the anchor %s in %s",
+			r.code, r.stdout, r.stderr, anchor, tokenauth.AnchorPath(state))
+	}
+	if got := readAnchorFile(t, state); got != anchor {
+		t.Errorf("anchor after audit verify = %q, want it unchanged %q", got, anchor)
+	}
+}
+
+// execSQLite runs statements on the state directory's SQLite store behind
+// openprogram's back.
+func execSQLite(t *testing.T, state string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(state, cli.DatabaseFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 }

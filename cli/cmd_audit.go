@@ -53,25 +53,25 @@ func (c *auditTailCmd) Run(ctx context.Context, app *App) error {
 }
 
 type auditVerifyCmd struct {
-	Head string `name:"head" placeholder:"ID:MAC" help:"Also prove that the log still extends this head, printed earlier by audit head (catches truncation even by a holder of the key)."`
+	Head string `name:"head" placeholder:"ID:MAC" help:"Also prove that the log still extends this head, printed earlier by audit head (catches truncation even by a holder of the key). The log is always compared with this host's anchor."`
 }
 
 func (c *auditVerifyCmd) Run(ctx context.Context, app *App) error {
-	var anchor *sessions.AuditHead
+	var given *sessions.AuditHead
 	if c.Head != "" {
 		a, err := parseAuditHead(c.Head)
 		if err != nil {
 			return err
 		}
-		anchor = &a
+		given = &a
 	}
-	st, rep, err := verifyAudit(ctx, app, anchor)
+	st, rep, err := verifyAudit(ctx, app, given)
 	if err != nil {
 		return err
 	}
 	st.Close()
-	if anchor != nil {
-		_, err = fmt.Fprintf(app.Stdout, "audit log intact: %d records, extends head %d\n", rep.Records, anchor.ID)
+	if given != nil {
+		_, err = fmt.Fprintf(app.Stdout, "audit log intact: %d records, extends head %d\n", rep.Records, given.ID)
 		return err
 	}
 	_, err = fmt.Fprintf(app.Stdout, "audit log intact: %d records\n", rep.Records)
@@ -119,7 +119,7 @@ func (c *auditReanchorCmd) Run(ctx context.Context, app *App) error {
 	if !c.Yes {
 		return usagef("audit reanchor accepts a store whose audit log does not extend this host's anchor (after a deliberate restore); confirm with --yes")
 	}
-	st, _, err := verifyAudit(ctx, app, nil)
+	st, _, err := verifyAuditAnchored(ctx, app, nil, false)
 	if err != nil {
 		return err
 	}
@@ -154,14 +154,38 @@ func (c *auditReanchorCmd) Run(ctx context.Context, app *App) error {
 }
 
 // verifyAudit opens the store with the audit key and verifies the chain
-// (against anchor when not nil). On success the caller closes the store;
-// a broken chain is an error naming the first bad record.
-func verifyAudit(ctx context.Context, app *App, anchor *sessions.AuditHead) (sessions.Store, sessions.AuditReport, error) {
+// against this host's anchor (the audit_anchor file, when there is one)
+// and against given (a head the caller names, when not nil). On success
+// the caller closes the store; a broken chain, or one that does not extend
+// an anchor, is an error naming the first bad record.
+func verifyAudit(ctx context.Context, app *App, given *sessions.AuditHead) (sessions.Store, sessions.AuditReport, error) {
+	return verifyAuditAnchored(ctx, app, given, true)
+}
+
+// verifyAuditAnchored is verifyAudit; withLocal false leaves this host's
+// anchor out (audit reanchor, which replaces it).
+func verifyAuditAnchored(ctx context.Context, app *App, given *sessions.AuditHead, withLocal bool) (sessions.Store, sessions.AuditReport, error) {
+	var local *sessions.AuditHead
+	anchorPath := ""
+	if withLocal {
+		dir, err := app.StateDir()
+		if err != nil {
+			return nil, sessions.AuditReport{}, err
+		}
+		anchorPath = tokenauth.AnchorPath(dir)
+		if local, err = host.ReadAnchor(anchorPath); err != nil {
+			return nil, sessions.AuditReport{}, fmt.Errorf("verify the audit log: %w", err)
+		}
+	}
 	_, st, err := openAppStore(ctx, app)
 	if err != nil {
 		return nil, sessions.AuditReport{}, err
 	}
-	rep, err := st.VerifyAudit(ctx, anchor)
+	first := given
+	if first == nil {
+		first = local
+	}
+	rep, err := st.VerifyAudit(ctx, first)
 	if err != nil {
 		st.Close()
 		if errors.Is(err, sessions.ErrAuditKey) {
@@ -173,7 +197,19 @@ func verifyAudit(ctx context.Context, app *App, anchor *sessions.AuditHead) (ses
 	}
 	if !rep.OK {
 		st.Close()
+		if first == local && local != nil {
+			return nil, rep, fmt.Errorf("audit log broken at record %d: %s (%d records checked, against this host's anchor %s in %s; after a deliberate restore of the store: openprogram audit reanchor --yes)",
+				rep.FirstBadID, rep.Problem, rep.Records, host.FormatHead(*local), anchorPath)
+		}
 		return nil, rep, fmt.Errorf("audit log broken at record %d: %s (%d records checked)", rep.FirstBadID, rep.Problem, rep.Records)
+	}
+	if local != nil && first != local {
+		// The chain verified whole; the anchor needs its record only.
+		if _, err := st.CheckAuditAnchor(ctx, local); err != nil {
+			st.Close()
+			return nil, rep, fmt.Errorf("the audit log does not extend this host's anchor %s in %s: %w (after a deliberate restore of the store: openprogram audit reanchor --yes)",
+				host.FormatHead(*local), anchorPath, err)
+		}
 	}
 	return st, rep, nil
 }

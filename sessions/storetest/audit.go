@@ -33,6 +33,7 @@ var auditTests = []test{
 	{"TamperRecomputeKeepKeyID", testAuditTamperRecomputeKeepKeyID},
 	{"AnchorCatchesTruncation", testAuditAnchor},
 	{"CheckAnchor", testAuditCheckAnchor},
+	{"CheckAnchorNotSkippedByKeyID", testAuditCheckAnchorKeyID},
 	{"WrongKey", testAuditWrongKey},
 	{"NoKey", testAuditNoKey},
 	{"Rekey", testAuditRekey},
@@ -448,6 +449,38 @@ func testAuditCheckAnchor(t *testing.T, h *harness) {
 	bare := h.reopen(t, s, nil)
 	if _, err := bare.CheckAuditAnchor(ctxT(t), nil); !errors.Is(err, sessions.ErrAuditKey) {
 		t.Errorf("CheckAuditAnchor without a key = %v, want ErrAuditKey", err)
+	}
+}
+
+// testAuditCheckAnchorKeyID: a database writer who cuts the tail behind
+// the anchor and names another key in the head cannot turn the anchor
+// check into a warning about the key: the anchored record is gone, and
+// that is reported first, whatever the head's columns say.
+func testAuditCheckAnchorKeyID(t *testing.T, h *harness) {
+	s := h.store(t)
+	tm := h.tamperer(t, s)
+	recs := appendAudit(t, s, 5) // ids 2..6
+	anchor := sessions.AuditHead{ID: recs[4].ID, MAC: recs[4].Hash}
+	for id := anchor.ID; id > recs[1].ID; id-- {
+		if err := tm.DeleteAudit(ctxT(t), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head := headRow(t, tm)
+	for _, keyID := range []string{"0123456789abcdef", ""} {
+		head.LastID, head.LastHash, head.KeyID = recs[1].ID, recs[1].Hash, keyID
+		if err := tm.SetAuditHead(ctxT(t), head); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.CheckAuditAnchor(ctxT(t), &anchor)
+		t.Logf("CheckAuditAnchor after the tail was cut and the head named key %q: %v", keyID, err)
+		if !errors.Is(err, sessions.ErrAuditAnchor) {
+			t.Errorf("CheckAuditAnchor after the tail was cut and the head named key %q = %v, want ErrAuditAnchor", keyID, err)
+		}
+	}
+	bare := h.reopen(t, s, nil)
+	if _, err := bare.CheckAuditAnchor(ctxT(t), &anchor); !errors.Is(err, sessions.ErrAuditAnchor) {
+		t.Errorf("CheckAuditAnchor without a key after the tail was cut = %v, want ErrAuditAnchor", err)
 	}
 }
 

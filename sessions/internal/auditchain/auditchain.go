@@ -179,12 +179,11 @@ func CheckAppend(key []byte, head Head) error {
 // anchor (when not nil), rec being the stored record with the anchor's id
 // (nil when there is none), and whether a record may follow head (see
 // [CheckAppend]). A log that does not extend the anchor is an error
-// wrapping [sessions.ErrAuditAnchor]; a missing or other key wraps
-// [sessions.ErrAuditKey] first, since the anchor cannot be checked then.
+// wrapping [sessions.ErrAuditAnchor], checked first and whatever the
+// head's columns say: no edit of the head (its key id, its id) skips the
+// comparison, and with a key the anchored record's MAC is recomputed. Only
+// then does a missing or other key wrap [sessions.ErrAuditKey].
 func CheckAnchor(key []byte, head Head, anchor *sessions.AuditHead, rec *sessions.AuditRecord) error {
-	if key == nil || (head.KeyID != "" && head.KeyID != KeyID(key)) {
-		return CheckAppend(key, head)
-	}
 	if anchor != nil {
 		const fix = "it was emptied, replaced by another log or cut back"
 		switch {
@@ -192,8 +191,10 @@ func CheckAnchor(key []byte, head Head, anchor *sessions.AuditHead, rec *session
 			return fmt.Errorf("%w: the log ends at record %d and does not hold the anchored record %d: %s", sessions.ErrAuditAnchor, head.ID, anchor.ID, fix)
 		case !hmac.Equal([]byte(rec.Hash), []byte(anchor.MAC)):
 			return fmt.Errorf("%w: audit record %d is not the anchored record %d:%s: %s", sessions.ErrAuditAnchor, rec.ID, anchor.ID, anchor.MAC, fix)
-		case !hmac.Equal([]byte(RecordMAC(key, *rec)), []byte(rec.Hash)):
-			return fmt.Errorf("%w: audit record %d carries the anchored MAC but does not match it (forged)", sessions.ErrAuditAnchor, rec.ID)
+		case key != nil && !hmac.Equal([]byte(RecordMAC(key, *rec)), []byte(rec.Hash)):
+			// This host anchored the record after verifying it under its
+			// key: either it was forged since, or the key file changed.
+			return fmt.Errorf("%w: audit record %d carries the anchored MAC but does not match it under this host's key (forged, or the key file was replaced)", sessions.ErrAuditAnchor, rec.ID)
 		}
 	}
 	return CheckAppend(key, head)
