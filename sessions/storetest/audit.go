@@ -160,10 +160,20 @@ func testAuditVerifyIntact(t *testing.T, h *harness) {
 
 func testAuditConcurrent(t *testing.T, h *harness) {
 	a, b := h.pair(t)
+	appendAuditConcurrently(t, 15, a, b, a, b)
+	if diff := cmp.Diff(sessions.AuditReport{Records: 61, OK: true}, verify(t, b)); diff != "" {
+		t.Errorf("VerifyAudit after concurrent appends from two handles (-want +got):\n%s", diff)
+	}
+}
+
+// appendAuditConcurrently appends n audit records to each of stores (a store named
+// twice appends from two goroutines), all at once.
+func appendAuditConcurrently(t *testing.T, n int, stores ...sessions.Store) {
+	t.Helper()
 	var wg sync.WaitGroup
-	for _, s := range []sessions.Store{a, b, a, b} {
+	for _, s := range stores {
 		wg.Go(func() {
-			for i := range 15 {
+			for i := range n {
 				if _, err := s.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t", Origin: "o", Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}); err != nil {
 					t.Errorf("concurrent AppendAudit error: %v", err)
 					return
@@ -172,9 +182,6 @@ func testAuditConcurrent(t *testing.T, h *harness) {
 		})
 	}
 	wg.Wait()
-	if diff := cmp.Diff(sessions.AuditReport{Records: 61, OK: true}, verify(t, b)); diff != "" {
-		t.Errorf("VerifyAudit after concurrent appends from two handles (-want +got):\n%s", diff)
-	}
 }
 
 // tampered appends five records (ids 2 to 6, after the key record), lets

@@ -137,14 +137,15 @@ func Seal(key []byte, r sessions.AuditRecord) Head {
 	return h
 }
 
-// Next returns the record that follows head with the fields of in, the
-// time ts and its MAC under key.
-func Next(key []byte, head Head, ts time.Time, in sessions.NewAuditRecord, payload json.RawMessage) sessions.AuditRecord {
+// Next returns the record with id that follows head with the fields of
+// in, the time ts and its MAC under key. The id is above head's; other
+// writers' records may sit between them.
+func Next(key []byte, head Head, id int64, ts time.Time, in sessions.NewAuditRecord, payload json.RawMessage) sessions.AuditRecord {
 	prev := head.Hash
 	if prev == "" {
 		prev = Genesis
 	}
-	r := sessions.AuditRecord{ID: head.ID + 1, TS: ts, Type: in.Type, Origin: in.Origin,
+	r := sessions.AuditRecord{ID: id, TS: ts, Type: in.Type, Origin: in.Origin,
 		SessionID: in.SessionID, Payload: payload, PrevHash: prev}
 	r.Hash = RecordMAC(key, r)
 	return r
@@ -184,6 +185,14 @@ func CheckAppend(key []byte, head Head) error {
 // comparison, and with a key the anchored record's MAC is recomputed. Only
 // then does a missing or other key wrap [sessions.ErrAuditKey].
 func CheckAnchor(key []byte, head Head, anchor *sessions.AuditHead, rec *sessions.AuditRecord) error {
+	if err := checkSharedAnchor(key, head, anchor, rec); err != nil {
+		return err
+	}
+	return CheckAppend(key, head)
+}
+
+// checkSharedAnchor is CheckAnchor's comparison with the anchor.
+func checkSharedAnchor(key []byte, head Head, anchor *sessions.AuditHead, rec *sessions.AuditRecord) error {
 	if anchor != nil {
 		const fix = "it was emptied, replaced by another log or cut back"
 		switch {
@@ -197,7 +206,7 @@ func CheckAnchor(key []byte, head Head, anchor *sessions.AuditHead, rec *session
 			return fmt.Errorf("%w: audit record %d carries the anchored MAC but does not match it under this host's key (forged, or the key file was replaced)", sessions.ErrAuditAnchor, rec.ID)
 		}
 	}
-	return CheckAppend(key, head)
+	return nil
 }
 
 // Verifier walks a chain in id order. Feed every record to Add, then call
@@ -208,6 +217,7 @@ type Verifier struct {
 	anchor   *sessions.AuditHead
 	unkeyed  bool // a keyed check of a log that was never keyed
 	wrongKey bool // the head names another key
+	linkOnly bool // no key to check MACs with: links and the end only
 
 	n    int64
 	prev string
@@ -231,6 +241,14 @@ func NewVerifier(key []byte, head Head, anchor *sessions.AuditHead) *Verifier {
 	return v
 }
 
+// NewLinkVerifier returns a verifier of the keyed chain that ends at head
+// for a reader without its key (a host that joined with a signing key of
+// its own): it checks that ids and previous MACs link up to the head and
+// that the chain holds anchor, not the MACs or the head's seal.
+func NewLinkVerifier(head Head, anchor *sessions.AuditHead) *Verifier {
+	return &Verifier{head: head, anchor: anchor, prev: Genesis, linkOnly: true}
+}
+
 // Add checks the next record. It returns false once the chain is broken;
 // later records need not be fed.
 func (v *Verifier) Add(r sessions.AuditRecord) bool {
@@ -238,10 +256,18 @@ func (v *Verifier) Add(r sessions.AuditRecord) bool {
 		return false
 	}
 	want := v.n + 1
+	if r.ID > want && r.PrevHash == v.prev {
+		// Records of writer chains took the ids between: the shared
+		// chain links over them.
+		want = r.ID
+	}
 	var ok bool
-	if v.key != nil {
+	switch {
+	case v.linkOnly:
+		ok = true
+	case v.key != nil:
 		ok = hmac.Equal([]byte(RecordMAC(v.key, r)), []byte(r.Hash))
-	} else {
+	default:
 		ok = RecordHash(r) == r.Hash
 	}
 	switch {
