@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/cli/internal/auditkeys"
 	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
@@ -20,6 +21,46 @@ type auditCmd struct {
 	// Reanchor is the one command that accepts a log that does not extend
 	// the anchor; verify and head stay read-only.
 	Reanchor auditReanchorCmd `cmd:"" help:"After a deliberate restore of the store: verify the chain, audit the move and anchor this host to the restored log's head."`
+	Keys     auditKeysCmd     `cmd:"" help:"List or revoke the hosts' audit writer keys."`
+}
+
+type auditKeysCmd struct {
+	List   auditKeysListCmd   `cmd:"" help:"List the audit writer keys the store holds: id, active or revoked, pinned here or not, when added, whose."`
+	Revoke auditKeysRevokeCmd `cmd:"" help:"Revoke a host's audit writer key (audited): its writers cannot append any more, and verify names anything they append after."`
+}
+
+type auditKeysListCmd struct{}
+
+func (auditKeysListCmd) Run(ctx context.Context, app *App) error {
+	_, err := readAppStore(ctx, app, "list the audit writer keys", func(st sessions.Store) (struct{}, error) {
+		return struct{}{}, auditkeys.List(ctx, st, app.Stdout)
+	})
+	return err
+}
+
+type auditKeysRevokeCmd struct {
+	ID  string `arg:"" name:"key-id" help:"The key's id, as audit keys list prints it."`
+	Yes bool   `help:"Confirm: the host holding this key can no longer write audit records, so its prompt_send and tool_call are refused."`
+}
+
+func (c *auditKeysRevokeCmd) Run(ctx context.Context, app *App) error {
+	if !c.Yes {
+		return usagef("audit keys revoke stops the host holding that key from writing audit records; confirm with --yes")
+	}
+	cfg, _, err := loadAppConfig(app)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, app, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	err = auditkeys.Revoke(ctx, st, c.ID, app.Stdout)
+	if errors.Is(err, auditkeys.ErrUsage) {
+		return usagef("%v", err)
+	}
+	return err
 }
 
 type auditTailCmd struct {
@@ -177,7 +218,9 @@ func verifyAuditAnchored(ctx context.Context, app *App, given *sessions.AuditHea
 			return nil, sessions.AuditReport{}, fmt.Errorf("verify the audit log: %w", err)
 		}
 	}
-	_, st, err := openAppStore(ctx, app)
+	// Audit reanchor accepts a restored log, which may predate keys
+	// pinned since: it verifies without the pins.
+	_, st, err := openAppStoreWith(ctx, app, host.StoreOptions{Unpinned: !withLocal})
 	if err != nil {
 		return nil, sessions.AuditReport{}, err
 	}
@@ -190,18 +233,25 @@ func verifyAuditAnchored(ctx context.Context, app *App, given *sessions.AuditHea
 		st.Close()
 		if errors.Is(err, sessions.ErrAuditKey) {
 			dir, _ := app.StateDir()
-			return nil, rep, fmt.Errorf("verify the audit log: no audit key at %s: the key is created by the first `openprogram mcp serve` on this state directory; for a PostgreSQL store shared by several hosts, copy the key file from the host that created the log: %w",
-				tokenauth.KeyPath(dir), err)
+			return nil, rep, fmt.Errorf("verify the audit log: no audit key at %s and no signing key at %s: both are created by the first `openprogram mcp serve` on this state directory (a host joining a shared PostgreSQL store needs no file from another host): %w",
+				tokenauth.KeyPath(dir), tokenauth.SigningKeyPath(dir), err)
 		}
 		return nil, rep, fmt.Errorf("verify the audit log: %w", err)
 	}
 	if !rep.OK {
 		st.Close()
-		if first == local && local != nil {
+		if first == local && local != nil && given == nil {
 			return nil, rep, fmt.Errorf("audit log broken at record %d: %s (%d records checked, against this host's anchor %s in %s; after a deliberate restore of the store: openprogram audit reanchor --yes)",
 				rep.FirstBadID, rep.Problem, rep.Records, host.FormatHead(*local), anchorPath)
 		}
 		return nil, rep, fmt.Errorf("audit log broken at record %d: %s (%d records checked)", rep.FirstBadID, rep.Problem, rep.Records)
+	}
+	if withLocal {
+		dir, _ := app.StateDir()
+		if err := auditkeys.PinNew(tokenauth.PinsPath(dir), rep, app.Stderr); err != nil {
+			st.Close()
+			return nil, rep, err
+		}
 	}
 	if local != nil && first != local {
 		// The chain verified whole; the anchor needs its record only.

@@ -233,7 +233,7 @@ func (v *writerVerifier) end() bool {
 	w := *v.cur
 	switch {
 	case v.seq < w.Seq:
-		return v.fail(v.lastID, fmt.Sprintf("records %d to %d of %s are missing (its signed head is its record %d)", v.seq+1, w.Seq, v.name(w), w.Seq))
+		return v.fail(v.lastID, fmt.Sprintf("%s of %s %s missing (its signed head is its record %d)", recordRange(v.seq+1, w.Seq), v.name(w), isAre(v.seq+1, w.Seq), w.Seq))
 	case v.seq > w.Seq:
 		return v.fail(v.lastID, fmt.Sprintf("record %d of %s is not covered by its head %d (inserted)", w.Seq+1, v.name(w), w.Seq))
 	case v.prev != w.Hash:
@@ -259,7 +259,7 @@ func (v *writerVerifier) finish() sessions.AuditReport {
 	for _, id := range ids {
 		w := v.writers[id]
 		if !v.seen[id] && w.Seq > 0 {
-			v.fail(0, fmt.Sprintf("records 1 to %d of %s are missing (its signed head is its record %d)", w.Seq, v.name(w), w.Seq))
+			v.fail(0, fmt.Sprintf("%s of %s %s missing (its signed head is its record %d)", recordRange(1, w.Seq), v.name(w), isAre(1, w.Seq), w.Seq))
 			return v.rep
 		}
 		if w.BaseID > 0 && v.need[w.BaseID] != w.BaseHash {
@@ -452,4 +452,19 @@ func (l Log) SwitchTx(ctx context.Context, tx Tx) error {
 	}
 	_, err = l.appendAfter(ctx, tx, head, sessions.NewAuditRecord{Type: sessions.AuditWriters, Origin: "sessions"}, payload)
 	return err
+}
+
+// recordRange names the records from to to of a writer.
+func recordRange(from, to int64) string {
+	if from == to {
+		return fmt.Sprintf("record %d", from)
+	}
+	return fmt.Sprintf("records %d to %d", from, to)
+}
+
+func isAre(from, to int64) string {
+	if from == to {
+		return "is"
+	}
+	return "are"
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"strconv"
 	"time"
@@ -21,28 +20,14 @@ import (
 // writer's key. Appends of one writer never wait on another's: the only
 // row two appends touch is the writer's own.
 
-// WriterKeyID names an Ed25519 public key: 32 hex digits of its SHA-256.
-// A verifier recomputes it from the stored key, so the database cannot
-// pair a key id with another key.
-func WriterKeyID(pub ed25519.PublicKey) string {
-	sum := sha256.Sum256(pub)
-	return hex.EncodeToString(sum[:16])
-}
+// WriterKeyID is [sessions.AuditKeyID].
+func WriterKeyID(pub ed25519.PublicKey) string { return sessions.AuditKeyID(pub) }
 
-// EncodePublicKey is the stored form of a public key: unpadded base64url.
-func EncodePublicKey(pub ed25519.PublicKey) string {
-	return base64.RawURLEncoding.EncodeToString(pub)
-}
+// EncodePublicKey is [sessions.EncodeAuditKey].
+func EncodePublicKey(pub ed25519.PublicKey) string { return sessions.EncodeAuditKey(pub) }
 
-// DecodePublicKey parses [EncodePublicKey]'s form; ok is false for
-// anything that is not a 32-byte key.
-func DecodePublicKey(s string) (ed25519.PublicKey, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != ed25519.PublicKeySize {
-		return nil, false
-	}
-	return ed25519.PublicKey(b), true
-}
+// DecodePublicKey is [sessions.DecodeAuditKey].
+func DecodePublicKey(s string) (ed25519.PublicKey, bool) { return sessions.DecodeAuditKey(s) }
 
 // Writer is the stored head of one writer chain.
 type Writer struct {
