@@ -71,15 +71,7 @@ func (c *writerChain) append(ctx context.Context, in sessions.NewAuditRecord, pa
 	c.queue = append(c.queue, p)
 	if !c.leading {
 		c.leading = true
-		for len(c.queue) > 0 {
-			n := min(len(c.queue), maxBatch)
-			batch := c.queue[:n:n]
-			c.queue = c.queue[n:]
-			c.mu.Unlock()
-			c.flush(ctx, batch)
-			c.mu.Lock()
-		}
-		c.leading = false
+		c.lead(ctx, p.done)
 	}
 	c.mu.Unlock()
 	select {
@@ -88,6 +80,37 @@ func (c *writerChain) append(ctx context.Context, in sessions.NewAuditRecord, pa
 	case <-ctx.Done():
 		return sessions.AuditRecord{}, ctx.Err()
 	}
+}
+
+// lead flushes the queue, c.mu held and c.leading set, until own (the
+// leader's record) is written; records queued meanwhile are handed to a
+// goroutine that goes on leading, so that one caller does not flush for
+// others for ever.
+func (c *writerChain) lead(ctx context.Context, own chan struct{}) {
+	for len(c.queue) > 0 {
+		n := min(len(c.queue), maxBatch)
+		batch := c.queue[:n:n]
+		c.queue = c.queue[n:]
+		c.mu.Unlock()
+		c.flush(ctx, batch)
+		c.mu.Lock()
+		if own == nil {
+			continue
+		}
+		select {
+		case <-own:
+			if len(c.queue) > 0 {
+				go func() {
+					c.mu.Lock()
+					defer c.mu.Unlock()
+					c.lead(context.WithoutCancel(ctx), nil)
+				}()
+				return
+			}
+		default:
+		}
+	}
+	c.leading = false
 }
 
 // flush writes batch after the head, or fails every record of it.
