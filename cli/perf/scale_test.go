@@ -54,6 +54,7 @@ var (
 	scaleLimit   = flag.Int("scale.limit", 20, "CONNECTION LIMIT of the direct scenario's role (-1: only the server's max_connections)")
 	scaleIdle    = flag.Duration("scale.idle", 45*time.Second, "how long the servers stay idle before the held connections are counted (polled: the wait ends early once none is held)")
 	scaleStrict  = flag.Bool("scale.strict", true, "fail on failed prompts or connections held after the idle wait")
+	scaleOne     = flag.Bool("scale.onestate", false, "every server of a scenario shares one state directory (one host), instead of one each")
 )
 
 const (
@@ -194,13 +195,21 @@ func runScale(t *testing.T, bin, base string, bounced bool, n int) scaleResult {
 	deadline := time.Now().Add(scaleDeadline)
 	answered := make(chan struct{}, n)
 	verifyOn := []*state{first}
+	var one *state
 	for i := range n {
-		st := newState(t, filepath.Join(root, strconv.Itoa(i)), script)
+		var st *state
+		switch {
+		case *scaleOne && one != nil:
+			st = one
+		default:
+			st = newState(t, filepath.Join(root, strconv.Itoa(i)), script)
+			if err := shareKey(keyFile, st.dir); err != nil {
+				t.Fatalf("share the audit key: %v", err)
+			}
+			one = st
+		}
 		if i == n-1 {
 			verifyOn = append(verifyOn, st)
-		}
-		if err := shareKey(keyFile, st.dir); err != nil {
-			t.Fatalf("share the audit key: %v", err)
 		}
 		wg.Go(func() {
 			p, err := startServer(bin, st, serverURL)
