@@ -68,8 +68,10 @@ func TestServeRefusesAnEmptiedStore(t *testing.T) {
 	env, state := serveHost(t, "", nil)
 	mustCLI(t, env, "mcp", "serve")
 	anchor := readAnchorFile(t, state)
-	if fi, err := os.Lstat(tokenauth.AnchorPath(state)); err != nil || fi.Mode() != 0o600 {
-		t.Fatalf("anchor file = %v, %v; want mode 0600", fi, err)
+	for _, path := range []string{tokenauth.AnchorPath(state), tokenauth.SigningKeyPath(state), tokenauth.PinsPath(state)} {
+		if fi, err := os.Lstat(path); err != nil || fi.Mode() != 0o600 {
+			t.Fatalf("%s = %v, %v; want a file of mode 0600", path, fi, err)
+		}
 	}
 	if !strings.HasPrefix(anchor, "4:") {
 		t.Errorf("anchor after the first start = %q, want record 4 (shared key, writer key added, start, stop)", anchor)
