@@ -36,6 +36,15 @@ type secretKind struct {
 	exists, create, unavailable error
 	replace                     error  // what a failed replacement wraps
 	hint                        string // how to make a new file, after "remove it and"
+	maxSize                     int64  // largest file read; 0: maxFileSize
+}
+
+// limit is the largest file of kind k that is read.
+func (k *secretKind) limit() int64 {
+	if k.maxSize > 0 {
+		return k.maxSize
+	}
+	return maxFileSize
 }
 
 var tokenKind = &secretKind{
@@ -434,11 +443,11 @@ func readSecretFile(k *secretKind, path string) ([]byte, string, error) {
 	if st.Size == 0 {
 		return nil, "", k.unavailableError(target, fmt.Errorf("file is empty (remove it and %s)", k.hint))
 	}
-	if st.Size > maxFileSize {
-		return nil, "", k.unavailableError(target, fmt.Errorf("file is %d bytes, more than the %d allowed", st.Size, maxFileSize))
+	if st.Size > k.limit() {
+		return nil, "", k.unavailableError(target, fmt.Errorf("file is %d bytes, more than the %d allowed", st.Size, k.limit()))
 	}
 
-	buf := make([]byte, maxFileSize+1)
+	buf := make([]byte, k.limit()+1)
 	n, err := readFull(fd, buf)
 	if err != nil {
 		clear(buf)
