@@ -33,9 +33,13 @@ type prefix struct {
 
 // Pages of the backwards read: the first is small, as most turns need
 // little; each next one is twice the size, up to the largest.
+// Past wholeAfter messages read without finding where to stop (a session
+// stored before user messages carried history_before), the rest is read
+// whole with Branch, which reads a long branch faster than pages do.
 const (
-	firstPage = 64
-	lastPage  = 1024
+	firstPage  = 64
+	lastPage   = 1024
+	wholeAfter = 2 * lastPage
 )
 
 // window is the history a turn starts from.
@@ -64,39 +68,63 @@ func (r *Runtime) readWindow(ctx context.Context, sid string, budget, fixed int,
 		if err != nil {
 			return window{}, err
 		}
-		return whole(branch), nil
+		return whole(lastID(branch), parts(branch)), nil
 	}
-	latestTokens := estimateMessage(latest)
+	c := cutter{store: store, budget: budget, extra: fixed + estimateMessage(latest), first: map[string]part{}}
 	var (
-		read   []sessions.Message // root first: a suffix of the branch
-		before string
-		limit  = firstPage
-		first  = map[string]part{} // the first user message, once fetched
+		ps      []part             // the parts read, oldest first
+		pending []sessions.Message // tool results read whose part starts on an older page
+		head    string
+		before  string
+		limit   = firstPage
+		read    int
 	)
 	for {
 		page, err := store.BranchBefore(ctx, sid, before, limit)
 		if err != nil {
 			return window{}, err
 		}
-		read = append(page, read...)
-		if len(page) == 0 || page[0].ParentID == "" {
-			return whole(read), nil
+		if head == "" {
+			head = lastID(page)
 		}
-		w, ok, err := cut(ctx, store, read, budget, fixed+latestTokens, first)
+		if len(page) == 0 || page[0].ParentID == "" {
+			return whole(head, append(parts(append(page, pending...)), ps...)), nil
+		}
+		chain := append(page, pending...)
+		i := 0
+		for i < len(chain) && chain[i].Role == sessions.RoleTool {
+			i++
+		}
+		pending = chain[:i]
+		older := parts(chain[i:])
+		ps = append(older, ps...)
+		w, ok, err := c.cut(ctx, ps, len(older))
 		if err != nil || ok {
+			w.head = head
 			return w, err
+		}
+		if read += len(page); read >= wholeAfter {
+			branch, err := store.Branch(ctx, sid)
+			if err != nil {
+				return window{}, err
+			}
+			return whole(lastID(branch), parts(branch)), nil
 		}
 		before, limit = page[0].ID, min(2*limit, lastPage)
 	}
 }
 
-// whole is the window of a whole branch.
-func whole(branch []sessions.Message) window {
-	w := window{}
-	if len(branch) > 0 {
-		w.head = branch[len(branch)-1].ID
+func lastID(chain []sessions.Message) string {
+	if len(chain) == 0 {
+		return ""
 	}
-	for _, p := range parts(branch) {
+	return chain[len(chain)-1].ID
+}
+
+// whole is the window of a whole branch, its parts ps.
+func whole(head string, ps []part) window {
+	w := window{head: head}
+	for _, p := range ps {
 		if p.user && w.before.FirstUser == "" {
 			w.before.FirstUser = p.id
 		}
@@ -107,19 +135,25 @@ func whole(branch []sessions.Message) window {
 	return w
 }
 
-// cut looks, newest first, for a user message of read that carries its
-// history_before and from which the first user message, the parts from it
-// on and extra (the fixed costs and the latest message) are over budget.
-// ok is false when there is none yet: read further.
-func cut(ctx context.Context, store sessions.Store, read []sessions.Message, budget, extra int, first map[string]part) (window, bool, error) {
-	// A page can start inside a part: parts leaves out the tool results
-	// before the first other message read, which belong to an older part.
-	ps := parts(read)
-	tokens := 0 // of ps[k+1:]
-	for k := len(ps) - 1; k >= 0; k-- {
+// cutter looks for where a backwards read can stop.
+type cutter struct {
+	store  sessions.Store
+	budget int
+	extra  int             // the fixed costs and the latest message
+	first  map[string]part // the first user message, once fetched
+	tokens int             // of the parts looked at so far, the newest ones
+}
+
+// cut looks, newest first, through the n oldest parts of ps (the ones not
+// looked at yet) for a user message that carries its history_before and
+// from which the first user message, the parts from it on and the fixed
+// costs and the latest message are over budget. ok is false when there is
+// none yet: read further.
+func (c *cutter) cut(ctx context.Context, ps []part, n int) (window, bool, error) {
+	for k := n - 1; k >= 0; k-- {
 		p := ps[k]
 		if !p.user || p.before == nil {
-			tokens += p.tokens
+			c.tokens += p.tokens
 			continue
 		}
 		// p is the first user message itself, or the first one is older
@@ -128,8 +162,8 @@ func cut(ctx context.Context, store sessions.Store, read []sessions.Message, bud
 		if id := p.before.FirstUser; id != "" {
 			own = p.tokens
 			var ok bool
-			if fu, ok = first[id]; !ok {
-				m, err := store.GetMessage(ctx, id)
+			if fu, ok = c.first[id]; !ok {
+				m, err := c.store.GetMessage(ctx, id)
 				if err != nil {
 					return window{}, false, fmt.Errorf("read the first user message: %w", err)
 				}
@@ -137,14 +171,14 @@ func cut(ctx context.Context, store sessions.Store, read []sessions.Message, bud
 					return window{}, false, fmt.Errorf("message %q, named the first user message by %q, is a %s message: the stored history is inconsistent", id, p.id, m.Role)
 				}
 				fu = makePart(m, nil)
-				first[id] = fu
+				c.first[id] = fu
 			}
 		}
-		if extra+fu.tokens+own+tokens <= budget {
-			tokens += p.tokens
+		if c.extra+fu.tokens+own+c.tokens <= c.budget {
+			c.tokens += p.tokens
 			continue
 		}
-		w := window{head: read[len(read)-1].ID, before: *p.before}
+		w := window{before: *p.before}
 		if p.before.FirstUser != "" {
 			w.msgs = append(w.msgs, fu.msgs...)
 			w.unread = Omitted{Messages: max(p.before.Messages-len(fu.msgs), 0), Tokens: max(p.before.Tokens-fu.tokens, 0)}

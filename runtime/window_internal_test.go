@@ -148,10 +148,3 @@ func TestWindowEqualsWholeBranch(t *testing.T) {
 		}
 	}
 }
-
-func lastID(branch []sessions.Message) string {
-	if len(branch) == 0 {
-		return ""
-	}
-	return branch[len(branch)-1].ID
-}

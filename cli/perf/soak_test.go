@@ -13,7 +13,7 @@ const soakTurnsEnv = "OPENPROGRAM_SOAK_TURNS"
 
 // soakLimitKiB stops the soak once the server's resident set passes it,
 // so a server that grows with every turn cannot take the machine down.
-const soakLimitKiB = 1536 << 10
+const soakLimitKiB = 1024 << 10
 
 // TestSoakOneSession runs $OPENPROGRAM_SOAK_TURNS prompt_sends (e.g. 5000)
 // on one session of one `openprogram mcp serve` with the scripted model and
