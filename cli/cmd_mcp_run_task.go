@@ -68,14 +68,14 @@ func sweepTasks(ctx context.Context, h *host.Host, log *slog.Logger, done chan<-
 	t := time.NewTicker(taskSweepInterval)
 	defer t.Stop()
 	for {
-		failed, purged, err := h.SweepTasks(ctx)
+		r, err := h.SweepTasks(ctx)
 		switch {
 		case errors.Is(err, host.ErrNoTasks):
 			return
 		case err != nil && ctx.Err() == nil:
 			log.Warn("the task sweep failed; the next one retries", "error", err.Error())
-		case failed > 0 || purged > 0:
-			log.Info("task sweep", "failed_abandoned", failed, "purged_expired", purged)
+		case r.Failed > 0 || r.Finished > 0 || r.Purged > 0:
+			log.Info("task sweep", "failed_abandoned", r.Failed, "finished_committed", r.Finished, "purged_expired", r.Purged)
 		}
 		select {
 		case <-ctx.Done():

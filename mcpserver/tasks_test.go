@@ -408,17 +408,19 @@ func TestSweepTasks(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(31 * time.Second)
-		failed, purged, err := SweepTasks(ctx, tasks, time.Hour)
-		if err != nil || failed != 1 || purged != 0 {
-			t.Fatalf("SweepTasks = %d, %d, %v; want 1 failed", failed, purged, err)
+		te := newTaskEnv(t, nil)
+		o := SweepOptions{Store: tasks, Conversations: te.conv, Speaker: testSpeaker, Unclaimed: time.Hour}
+		r, err := SweepTasks(ctx, o)
+		if err != nil || r != (SweepResult{Failed: 1}) {
+			t.Fatalf("SweepTasks = %+v, %v; want 1 failed", r, err)
 		}
 		a, _ := tasks.raw("a")
 		if a.Status != sessions.TaskFailed || a.StatusMessage != TaskAbandonedMessage || !strings.Contains(string(a.Result), contracts.TextToolExecutionFailed) {
 			t.Errorf("swept task = %+v", a)
 		}
 		time.Sleep(time.Minute)
-		if _, purged, _ = SweepTasks(ctx, tasks, time.Hour); purged != 1 {
-			t.Errorf("purged %d expired tasks, want 1", purged)
+		if r, _ = SweepTasks(ctx, o); r.Purged != 1 {
+			t.Errorf("purged %d expired tasks, want 1", r.Purged)
 		}
 	})
 }

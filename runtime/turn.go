@@ -34,7 +34,9 @@ type TurnRequest struct {
 	// tool call the turn makes. Required (authz.NewMCPClient,
 	// authz.NewOwner).
 	Speaker authz.Speaker
-	// RequestID is an opaque id copied into every event of the turn.
+	// RequestID is an opaque id copied into every event of the turn and
+	// kept in the metadata of its user message and of its reply, so that
+	// [StoredReply] finds the reply of a turn whose caller is gone.
 	RequestID string
 	// Observe receives the turn's events as they happen, in order and one
 	// at a time: turn.start, turn.text (every streamed fragment),
@@ -289,7 +291,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 	}
 	auth := t.req.Speaker.Authority()
 	user := sessions.NewMessage{Role: sessions.RoleUser, Content: t.req.Text,
-		Metadata: metadata{Authority: &auth, Source: t.req.Speaker.Source(), AgentID: t.req.AgentID}.encode()}
+		Metadata: metadata{Authority: &auth, Source: t.req.Speaker.Source(), AgentID: t.req.AgentID, RequestID: t.req.RequestID}.encode()}
 	saved, err := store.AppendMessages(ctx, sid, parent, storable([]sessions.NewMessage{user}), true)
 	if err != nil {
 		return t.storeErr(ctx, "store the user message", err)
@@ -329,7 +331,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 		}
 		if len(resp.ToolCalls) == 0 {
 			t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: resp.Text,
-				Metadata: metadata{Provider: p.Name(), StopReason: resp.StopReason, Usage: resp.Usage, HistoryOmitted: omitted}.encode()})
+				Metadata: metadata{Provider: p.Name(), StopReason: resp.StopReason, Usage: resp.Usage, HistoryOmitted: omitted, RequestID: t.req.RequestID, Reply: true}.encode()})
 			return t.write(ctx, TurnResult{Text: resp.Text})
 		}
 
@@ -387,7 +389,7 @@ func (t *turn) offer() []provider.ToolSpec {
 // fail ends the turn with a failure text stored as the assistant message.
 func (t *turn) fail(ctx context.Context, class, text string) (TurnResult, error) {
 	t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: text,
-		Metadata: metadata{Failed: true, ErrorClass: class}.encode()})
+		Metadata: metadata{Failed: true, ErrorClass: class, RequestID: t.req.RequestID, Reply: true}.encode()})
 	return t.write(ctx, TurnResult{Text: text, Failed: true, ErrorClass: class})
 }
 

@@ -81,9 +81,9 @@ func TestSweepTasksFailsAbandonedTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
-	failed, _, err := h.SweepTasks(ctx)
-	if err != nil || failed != 1 {
-		t.Fatalf("SweepTasks = %d failed, %v; want 1", failed, err)
+	r, err := h.SweepTasks(ctx)
+	if err != nil || r.Failed != 1 {
+		t.Fatalf("SweepTasks = %+v, %v; want 1 failed", r, err)
 	}
 	got, err := ts.GetTask(ctx, clientID, "lapsed")
 	if err != nil || got.Status != sessions.TaskFailed || got.StatusMessage != mcpserver.TaskAbandonedMessage {
@@ -106,7 +106,7 @@ func TestTasksOff(t *testing.T) {
 		t.Errorf("Tasks with tasks off = %v, want ErrNoTasks", err)
 	}
 	// Nor does it sweep: a serve with tasks off writes nothing for them.
-	if _, _, err := h.SweepTasks(t.Context()); !errors.Is(err, host.ErrNoTasks) {
+	if _, err := h.SweepTasks(t.Context()); !errors.Is(err, host.ErrNoTasks) {
 		t.Errorf("SweepTasks with tasks off = %v, want ErrNoTasks", err)
 	}
 }
