@@ -77,9 +77,13 @@ const (
 	// taskLeaseTTL is the runner lease: a runner that stops renewing loses
 	// its task to SweepTasks this long after its last renewal.
 	taskLeaseTTL = 30 * time.Second
-	// taskRenewEvery is how often the runner renews its lease, stores its
-	// progress and looks for a tasks/cancel.
+	// taskRenewEvery is how often the runner renews its lease and stores
+	// its progress.
 	taskRenewEvery = 2 * time.Second
+	// taskWatchEvery is how often the runner reads its task for a
+	// tasks/cancel between renewals (a read of one row): a cancelled
+	// task's runner stops within a second.
+	taskWatchEvery = 250 * time.Millisecond
 	// taskResultPoll is how often tasks/result reads the store while it
 	// waits, once it has backed off from taskResultFirstPoll (doubling).
 	taskResultPoll      = 250 * time.Millisecond
@@ -851,19 +855,33 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 	var lostLease bool
 	var wg sync.WaitGroup
 	// The lease keeper: renews, stores the latest progress, and relays a
-	// tasks/cancel (status cancelled in the store) to the commit point.
+	// tasks/cancel (status cancelled in the store), seen at a renewal or
+	// a read between them, to the commit point.
 	wg.Go(func() {
-		tick := time.NewTicker(taskRenewEvery)
-		defer tick.Stop()
+		renew := time.NewTicker(taskRenewEvery)
+		defer renew.Stop()
+		watch := time.NewTicker(taskWatchEvery)
+		defer watch.Stop()
 		for {
+			var (
+				now sessions.Task
+				err error
+			)
 			select {
 			case <-answered:
 				return
-			case <-tick.C:
+			case <-watch.C:
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskRenewEvery)
+				now, err = tc.store.GetTask(rctx, task.ClientID, taskID)
+				cancel()
+				if err != nil {
+					continue // the renewal says what is wrong
+				}
+			case <-renew.C:
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskRenewEvery)
+				now, err = tc.store.RenewTask(rctx, taskID, runner, taskLeaseTTL, sink.take())
+				cancel()
 			}
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskRenewEvery)
-			now, err := tc.store.RenewTask(rctx, taskID, runner, taskLeaseTTL, sink.take())
-			cancel()
 			switch {
 			case errors.Is(err, sessions.ErrLeaseLost):
 				lostLease = true

@@ -644,3 +644,27 @@ func TestTaskPromptTooLarge(t *testing.T) {
 		}
 	})
 }
+
+// A tasks/cancel stops the runner's turn within a second, long before its
+// next lease renewal: the runner does not outlive a cancel by seconds.
+func TestRunTaskSeesACancelWithinASecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+		if _, err := te.tasks.CreateTask(t.Context(), sessions.NewTask{ID: "task_c", ClientID: testClientID, Request: rawParams(taskRequest{RequestID: 1, SessionID: "mcp_c", NewSession: true, Prompt: "block"}), TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- te.srv.runTask(t.Context(), "task_c", "r") }()
+		synctest.Wait()
+		if _, err := te.tasks.CancelTask(t.Context(), testClientID, "task_c"); err != nil {
+			t.Fatal(err)
+		}
+		cancelled := time.Now()
+		if err := <-done; err != nil {
+			t.Errorf("runTask of a cancelled task = %v", err)
+		}
+		if took := time.Since(cancelled); took > time.Second {
+			t.Errorf("the runner stopped %s after the cancel, want within a second", took)
+		}
+	})
+}

@@ -18,6 +18,9 @@ import (
 // opening its host takes seconds, not minutes.
 const TaskUnclaimedAfter = 2 * time.Minute
 
+// DefaultTaskMaxRunners is the default of mcp_server.tasks.max_runners.
+const DefaultTaskMaxRunners = 16
+
 // ErrNotPaired: the client a task belongs to is no longer the paired one
 // (its token was rotated), so its task does not run.
 var ErrNotPaired = errors.New("host: the task's client is no longer paired")
