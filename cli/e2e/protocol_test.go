@@ -100,7 +100,7 @@ func TestClientInfoChangesNothing(t *testing.T) {
 		a := session("alpha-client", "1.0.0")
 		b := session("Zeta Other Client", "99.1.0-rc.1+build")
 
-		want := observed{Protocol: "2025-11-25", ServerName: "openprogram", ServerVersion: "e2e-test", Capabilities: []string{"tools"}}
+		want := observed{Protocol: "2025-11-25", ServerName: "openprogram", ServerVersion: "e2e-test", Capabilities: []string{"tasks", "tools"}}
 		if a.Protocol != want.Protocol || a.ServerName != want.ServerName || a.ServerVersion != want.ServerVersion ||
 			!slices.Equal(a.Capabilities, want.Capabilities) {
 			t.Errorf("initialize = protocol %q server %q %q capabilities %v, want %q %q %q %v",

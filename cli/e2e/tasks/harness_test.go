@@ -64,7 +64,7 @@ func newInstall(t *testing.T, backend string, turn time.Duration) *install {
 	t.Cleanup(in.stopRunners)
 	for _, kv := range [][2]string{
 		{"model.provider", "openai"}, {"model.name", "fake"}, {"model.base_url", in.fake.URL + "/v1"},
-		{"model.api_key_env", "none"}, {"model.timeout", "5m"}, {"mcp_server.tasks.enabled", "true"},
+		{"model.api_key_env", "none"}, {"model.timeout", "5m"}, // tasks are on by default
 	} {
 		in.MustRun("config", "set", kv[0], kv[1])
 	}

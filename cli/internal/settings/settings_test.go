@@ -95,7 +95,7 @@ func TestConfigDefaultsTyped(t *testing.T) {
 			StoreURL:  "sqlite:" + filepath.Join(dir, DatabaseFileName),
 			Model:     provider.Config{Settings: provider.Settings{Timeout: runtime.DefaultModelTimeout}},
 			Agent:     host.AgentConfig{MaxSteps: runtime.DefaultMaxSteps},
-			MCPServer: host.MCPServerConfig{Tasks: host.TasksConfig{MaxWorking: 4, MaxRunners: host.DefaultTaskMaxRunners, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour}},
+			MCPServer: host.MCPServerConfig{Tasks: host.TasksConfig{Enabled: true, MaxWorking: 4, MaxRunners: host.DefaultTaskMaxRunners, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour}},
 		}
 		if diff := cmp.Diff(want, cfg.Config, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s: defaults (-want +got):\n%s", dir, diff)

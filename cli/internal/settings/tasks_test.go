@@ -40,15 +40,15 @@ func TestTaskKeysValidated(t *testing.T) {
 }
 
 func TestTaskSettingsTyped(t *testing.T) {
-	want := host.TasksConfig{MaxWorking: 4, MaxRunners: 16, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour}
+	want := host.TasksConfig{Enabled: true, MaxWorking: 4, MaxRunners: 16, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour}
 	if got := configOf(t, nil).MCPServer.Tasks; got != want {
 		t.Errorf("default tasks config = %+v, want %+v", got, want)
 	}
 	hc := configOf(t, map[string]string{
-		"mcp_server.tasks.enabled": "true", "mcp_server.tasks.max_working": "2", "mcp_server.tasks.max_runners": "3",
+		"mcp_server.tasks.enabled": "false", "mcp_server.tasks.max_working": "2", "mcp_server.tasks.max_runners": "3",
 		"mcp_server.tasks.default_ttl": "10m", "mcp_server.tasks.max_ttl": "2h",
 	})
-	want = host.TasksConfig{Enabled: true, MaxWorking: 2, MaxRunners: 3, DefaultTTL: 10 * time.Minute, MaxTTL: 2 * time.Hour}
+	want = host.TasksConfig{Enabled: false, MaxWorking: 2, MaxRunners: 3, DefaultTTL: 10 * time.Minute, MaxTTL: 2 * time.Hour}
 	if hc.MCPServer.Tasks != want {
 		t.Errorf("tasks config = %+v, want %+v", hc.MCPServer.Tasks, want)
 	}
