@@ -96,6 +96,9 @@ const (
 	taskResultQuickPoll = 20 * time.Millisecond
 	// tasksListLimit is the page size of tasks/list.
 	tasksListLimit = 100
+	// maxProgressStatus bounds the statusMessage a working task shows from
+	// its turn's progress, in bytes.
+	maxProgressStatus = 256
 )
 
 // taskConfig is TaskOptions with defaults applied.
@@ -170,9 +173,19 @@ type taskJSON struct {
 // taskTime is the protocol's ISO 8601 form of a task time: UTC, ms.
 func taskTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
+// wire is task as the protocol's Task. A working task's statusMessage is
+// its turn's latest progress, as its runner stored it (at most once per
+// lease renewal, clipped to maxProgressStatus), so that any connection of
+// its client, not only the one that created it, sees the turn go on.
 func (t *taskConfig) wire(task sessions.Task) taskJSON {
+	msg := task.StatusMessage
+	if task.Status == sessions.TaskWorking && msg == "" {
+		if p, ok := decodeProgress(task.Progress); ok {
+			msg = clip.String(p.Message, maxProgressStatus-len(clip.Marker))
+		}
+	}
 	return taskJSON{
-		TaskID: task.ID, Status: task.Status, StatusMessage: task.StatusMessage,
+		TaskID: task.ID, Status: task.Status, StatusMessage: msg,
 		CreatedAt: taskTime(task.CreatedAt), LastUpdatedAt: taskTime(task.UpdatedAt),
 		TTL: task.TTL.Milliseconds(), PollInterval: t.pollInterval.Milliseconds(),
 	}

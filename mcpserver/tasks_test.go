@@ -668,3 +668,52 @@ func TestRunTaskSeesACancelWithinASecond(t *testing.T) {
 		}
 	})
 }
+
+// A connection that did not create a task (a client that reconnected)
+// sees the turn's latest stored progress as the task's statusMessage in
+// tasks/get while it works, clipped; an ended task shows its own message.
+func TestTaskGetShowsProgress(t *testing.T) {
+	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+	ctx := t.Context()
+	if _, err := te.tasks.CreateTask(ctx, sessions.NewTask{ID: "task_p", ClientID: testClientID, Request: rawParams(taskRequest{SessionID: "s", Prompt: "p"}), TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := te.tasks.ClaimTask(ctx, "task_p", "r", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	get := func() taskJSON {
+		t.Helper()
+		res, rerr := te.conn().tasksGet(ctx, &stdio.Request{}, rawParams(map[string]string{"taskId": "task_p"}))
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		var got taskJSON
+		if err := json.Unmarshal(res, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := get(); got.StatusMessage != "" {
+		t.Errorf("statusMessage before any progress = %q, want none", got.StatusMessage)
+	}
+	progress := rawParams(storedProgress{Progress: 3, Message: "tool memory_search started"})
+	if _, err := te.tasks.RenewTask(ctx, "task_p", "r", time.Minute, progress); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); got.StatusMessage != "tool memory_search started" {
+		t.Errorf("statusMessage while working = %q, want the stored progress", got.StatusMessage)
+	}
+	long := rawParams(storedProgress{Progress: 4, Message: strings.Repeat("é", 1000)})
+	if _, err := te.tasks.RenewTask(ctx, "task_p", "r", time.Minute, long); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); len(got.StatusMessage) > maxProgressStatus || !strings.HasPrefix(got.StatusMessage, "éé") {
+		t.Errorf("statusMessage of a long progress message is %d bytes, want at most %d", len(got.StatusMessage), maxProgressStatus)
+	}
+	if _, err := te.tasks.FinishTask(ctx, "task_p", "r", sessions.TaskCompleted, "", rawParams(taskOutcome{Result: mustResult(executionFailed())})); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); got.StatusMessage != "" {
+		t.Errorf("statusMessage of a completed task = %q, want none", got.StatusMessage)
+	}
+}

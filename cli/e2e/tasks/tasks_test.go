@@ -20,7 +20,11 @@ const longTurn = 90 * time.Second
 // with a new server process, gets the reply with getTaskResult.
 func TestTaskOutlivesTheClient(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, e2etest.SQLite, longTurn)
+	e2etest.ForBackends(t, testTaskOutlivesTheClient)
+}
+
+func testTaskOutlivesTheClient(t *testing.T, backend string) {
+	in := newInstall(t, backend, longTurn)
 	began := time.Now()
 	s := in.startTask("do the long work")
 	if s.Created.Status != "working" || s.Created.TTL == nil || *s.Created.TTL != time.Hour.Milliseconds() ||
@@ -71,7 +75,11 @@ func TestTaskOutlivesTheClient(t *testing.T) {
 // runner's turn, and the turn writes nothing to the session.
 func TestTaskCancelMidTurn(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, e2etest.SQLite, longTurn)
+	e2etest.ForBackends(t, testTaskCancelMidTurn)
+}
+
+func testTaskCancelMidTurn(t *testing.T, backend string) {
+	in := newInstall(t, backend, longTurn)
 	id := in.startTask("work that will be cancelled").Created.TaskID
 	var c task
 	in.step(in.Token, "cancel", id).ok(t, &c)
@@ -110,7 +118,11 @@ func TestTaskCancelMidTurn(t *testing.T) {
 // it closed: the runner lives on.
 func TestTaskIsolation(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, e2etest.SQLite, longTurn)
+	e2etest.ForBackends(t, testTaskIsolation)
+}
+
+func testTaskIsolation(t *testing.T, backend string) {
+	in := newInstall(t, backend, longTurn)
 	id := in.startTask("work of the first client", "TASKS_START_SIGTERM=1").Created.TaskID
 	var mine struct {
 		Tasks []task `json:"tasks"`
@@ -143,7 +155,11 @@ func TestTaskIsolation(t *testing.T) {
 // lapses; the sweep of the next `mcp serve` fails it with the fixed message.
 func TestTaskOfAKilledRunnerFails(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, e2etest.SQLite, longTurn)
+	e2etest.ForBackends(t, testTaskOfAKilledRunnerFails)
+}
+
+func testTaskOfAKilledRunnerFails(t *testing.T, backend string) {
+	in := newInstall(t, backend, longTurn)
 	id := in.startTask("work whose runner dies").Created.TaskID
 	pids := runners(id)
 	if len(pids) != 1 {
@@ -171,7 +187,11 @@ func TestTaskOfAKilledRunnerFails(t *testing.T) {
 // is made.
 func TestPlainPromptSendMakesNoTask(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, e2etest.SQLite, 0)
+	e2etest.ForBackends(t, testPlainPromptSendMakesNoTask)
+}
+
+func testPlainPromptSendMakesNoTask(t *testing.T, backend string) {
+	in := newInstall(t, backend, 0)
 	var res struct {
 		Content []struct {
 			Text string `json:"text"`
