@@ -4,10 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"path/filepath"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,147 +16,8 @@ import (
 	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/runtime/provider/scripted"
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/storetest"
 )
-
-// errDead is what every write of a runner that died answers.
-var errDead = errors.New("the runner's process is gone")
-
-// dyingStore is the session and task store as a runner sees it that is
-// killed right after the turn's reply is stored: the write of the reply
-// goes through, then the runner is gone: none of its later writes (the
-// audit records, the task's end, its lease renewals, the release of the
-// session) reaches the store, and its task lease lapses.
-type dyingStore struct {
-	sessions.Store
-	tasks sessions.TaskStore
-
-	// atCommit kills the runner right after its commit point instead,
-	// before the reply is written.
-	atCommit bool
-
-	mu           sync.Mutex
-	dead         bool
-	task, runner string
-}
-
-// die stops the runner: its task lease lapses, nobody renews it any more.
-func (d *dyingStore) die(ctx context.Context) {
-	d.mu.Lock()
-	d.dead = true
-	task, runner := d.task, d.runner
-	d.mu.Unlock()
-	if _, err := d.tasks.RenewTask(context.WithoutCancel(ctx), task, runner, time.Microsecond, nil); err != nil {
-		panic(err)
-	}
-}
-
-func (d *dyingStore) gone() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.dead
-}
-
-func (d *dyingStore) AppendMessages(ctx context.Context, sessionID, parentID string, msgs []sessions.NewMessage, moveHead bool) ([]sessions.Message, error) {
-	if d.gone() {
-		return nil, errDead
-	}
-	out, err := d.Store.AppendMessages(ctx, sessionID, parentID, msgs, moveHead)
-	if err == nil && slices.ContainsFunc(msgs, func(m sessions.NewMessage) bool { return m.Role == sessions.RoleAssistant }) {
-		d.die(ctx)
-	}
-	return out, err
-}
-
-func (d *dyingStore) AppendAudit(ctx context.Context, r sessions.NewAuditRecord) (sessions.AuditRecord, error) {
-	if d.gone() {
-		return sessions.AuditRecord{}, errDead
-	}
-	return d.Store.AppendAudit(ctx, r)
-}
-
-func (d *dyingStore) RenewTurn(ctx context.Context, sessionID, owner string, ttl time.Duration) error {
-	if d.gone() {
-		return errDead
-	}
-	return d.Store.RenewTurn(ctx, sessionID, owner, ttl)
-}
-
-func (d *dyingStore) ReleaseTurn(ctx context.Context, sessionID, owner string) error {
-	if d.gone() {
-		return errDead
-	}
-	return d.Store.ReleaseTurn(ctx, sessionID, owner)
-}
-
-func (d *dyingStore) DeleteSession(ctx context.Context, id string) error {
-	if d.gone() {
-		return errDead
-	}
-	return d.Store.DeleteSession(ctx, id)
-}
-
-func (d *dyingStore) CreateTask(ctx context.Context, t sessions.NewTask) (sessions.Task, error) {
-	return d.tasks.CreateTask(ctx, t)
-}
-
-func (d *dyingStore) GetTask(ctx context.Context, clientID, id string) (sessions.Task, error) {
-	return d.tasks.GetTask(ctx, clientID, id)
-}
-
-func (d *dyingStore) ListTasks(ctx context.Context, clientID, cursor string, limit int) (sessions.TaskPage, error) {
-	return d.tasks.ListTasks(ctx, clientID, cursor, limit)
-}
-
-func (d *dyingStore) CancelTask(ctx context.Context, clientID, id string) (sessions.Task, error) {
-	return d.tasks.CancelTask(ctx, clientID, id)
-}
-
-func (d *dyingStore) ClaimTask(ctx context.Context, id, runner string, ttl time.Duration) (sessions.Task, error) {
-	if d.gone() {
-		return sessions.Task{}, errDead
-	}
-	return d.tasks.ClaimTask(ctx, id, runner, ttl)
-}
-
-func (d *dyingStore) RenewTask(ctx context.Context, id, runner string, ttl time.Duration, progress json.RawMessage) (sessions.Task, error) {
-	if d.gone() {
-		return sessions.Task{}, errDead
-	}
-	return d.tasks.RenewTask(ctx, id, runner, ttl, progress)
-}
-
-func (d *dyingStore) CommitTask(ctx context.Context, id, runner string) (sessions.Task, error) {
-	if d.gone() {
-		return sessions.Task{}, errDead
-	}
-	d.mu.Lock()
-	d.task, d.runner = id, runner
-	d.mu.Unlock()
-	task, err := d.tasks.CommitTask(ctx, id, runner)
-	if err == nil && d.atCommit {
-		d.die(ctx)
-	}
-	return task, err
-}
-
-func (d *dyingStore) FinishTask(ctx context.Context, id, runner, status, message string, result json.RawMessage) (sessions.Task, error) {
-	if d.gone() {
-		return sessions.Task{}, errDead
-	}
-	return d.tasks.FinishTask(ctx, id, runner, status, message, result)
-}
-
-func (d *dyingStore) FailAbandonedTasks(ctx context.Context, message string, result json.RawMessage, unclaimed time.Duration) (int, error) {
-	return d.tasks.FailAbandonedTasks(ctx, message, result, unclaimed)
-}
-
-func (d *dyingStore) AbandonedCommits(ctx context.Context, limit int) ([]sessions.Task, error) {
-	return d.tasks.AbandonedCommits(ctx, limit)
-}
-
-func (d *dyingStore) PurgeExpiredTasks(ctx context.Context) (int, error) {
-	return d.tasks.PurgeExpiredTasks(ctx)
-}
 
 // auditRecords returns st's audit records.
 func auditRecords(t *testing.T, st sessions.Store) []sessions.AuditRecord {
@@ -196,7 +54,7 @@ func TestSweepFinishesATaskWhoseRunnerDiedAfterItsReply(t *testing.T) {
 
 func sweepAfterReply(t *testing.T, st sessions.Store, ts sessions.TaskStore) {
 	const reply = "the reply that was stored"
-	dying := &dyingStore{Store: st, tasks: ts}
+	dying := &storetest.Dying{Store: st, Tasks: ts}
 	te, err := newTaskEnvErr(func(o *TaskOptions) {
 		o.Store = dying
 		o.Start = func(context.Context, string) error { return nil }
@@ -282,7 +140,7 @@ func testSpeaker(clientID string) (authz.Speaker, error) {
 // telling the client to send the prompt again.
 func TestSweepFailsACommittedTaskWithoutAReply(t *testing.T) {
 	st, ts := newMemStore(time.Now), newMemTasks(time.Now)
-	dying := &dyingStore{Store: st, tasks: ts, atCommit: true}
+	dying := &storetest.Dying{Store: st, Tasks: ts, AtCommit: true}
 	te, err := newTaskEnvErr(func(o *TaskOptions) {
 		o.Store = dying
 		o.Start = func(context.Context, string) error { return nil }

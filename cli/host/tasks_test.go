@@ -11,12 +11,17 @@ import (
 	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/postgres/pgtest"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
 // tasksHost opens a host whose state directory holds a token, with tasks
 // on, and returns it with the token's client id.
-func tasksHost(t *testing.T) (*host.Host, string) {
+func tasksHost(t *testing.T) (*host.Host, string) { return tasksHostOn(t, "sqlite") }
+
+// tasksHostOn is tasksHost on backend: "sqlite" (in the state directory)
+// or "postgres" (a schema of its own under OPENPROGRAM_TEST_DATABASE_URL).
+func tasksHostOn(t *testing.T, backend string) (*host.Host, string) {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -27,7 +32,11 @@ func tasksHost(t *testing.T) (*host.Host, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := host.Config{StateDir: state, StoreURL: "sqlite:" + filepath.Join(state, "openprogram.db"),
+	url := "sqlite:" + filepath.Join(state, "openprogram.db")
+	if backend == "postgres" {
+		url = pgtest.URL(t, "op_host_tasks")
+	}
+	cfg := host.Config{StateDir: state, StoreURL: url,
 		MCPServer: host.MCPServerConfig{Tasks: host.TasksConfig{Enabled: true, MaxWorking: 4, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour}}}
 	h, err := host.Open(context.Background(), cfg, nil)
 	if err != nil {

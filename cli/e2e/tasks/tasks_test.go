@@ -81,6 +81,13 @@ func TestTaskCancelMidTurn(t *testing.T) {
 func testTaskCancelMidTurn(t *testing.T, backend string) {
 	in := newInstall(t, backend, longTurn)
 	id := in.startTask("work that will be cancelled").Created.TaskID
+	// A new connection (each step is a new client and server process) sees
+	// the turn's progress as the task's statusMessage.
+	e2etest.Eventually(t, "tasks/get of a later connection to show the turn's progress", time.Minute, func() bool {
+		var g task
+		in.step(in.Token, "get", id).ok(t, &g)
+		return g.Status == "working" && g.StatusMessage == "turn started"
+	})
 	var c task
 	in.step(in.Token, "cancel", id).ok(t, &c)
 	if c.TaskID != id || c.Status != "cancelled" {
