@@ -280,13 +280,21 @@ func TestToolsList(t *testing.T) {
 	for _, tl := range memory.Tools(nil) {
 		registry[tl.Name()] = contracts.RuntimeTool{Name: tl.Name(), Description: tl.Description(), InputSchema: tl.InputSchema()}
 	}
-	var wantSix any
+	var wantSix []any
 	data, err := json.Marshal(contracts.Tools())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(data, &wantSix); err != nil {
 		t.Fatal(err)
+	}
+	// Durable tasks are on by default: a tool that may run as a task
+	// carries its execution member (prompt_send alone, "optional").
+	for _, tl := range wantSix {
+		m := tl.(map[string]any)
+		if e := contracts.Execution(m["name"].(string)); e != nil {
+			m["execution"] = map[string]any{"taskSupport": e.TaskSupport}
+		}
 	}
 
 	for _, tc := range []struct {
