@@ -34,7 +34,8 @@ type install struct {
 	fake *fakemodel.Server
 	// asked is closed when the model was first asked (a turn is running).
 	asked   chan struct{}
-	release chan struct{}
+	release chan struct{} // closed by answer
+	once    sync.Once
 	server  string // what tasks.mjs starts: the frame tee in front of the binary
 	scripts string // interop/ts, its npm packages installed
 }
@@ -56,7 +57,7 @@ func newInstall(t *testing.T, backend string, turn time.Duration) *install {
 	// Cleanups run last first: runners are stopped, then the fake released
 	// and closed (the tee's frames are checked after them).
 	t.Cleanup(func() {
-		close(in.release)
+		in.answer()
 		in.fake.Close()
 	})
 	in.server = e2etest.FrameTee(t)
@@ -70,6 +71,9 @@ func newInstall(t *testing.T, backend string, turn time.Duration) *install {
 	}
 	return in
 }
+
+// answer makes the fake model answer every turn now.
+func (in *install) answer() { in.once.Do(func() { close(in.release) }) }
 
 // outcome is what one tasks.mjs step printed last.
 type outcome struct {
