@@ -177,6 +177,22 @@ func (in *install) startTask(prompt string, env ...string) started {
 	return s
 }
 
+// swept returns task id once it is no longer working (the sweep of a
+// later `mcp serve`, each step's, settled it once its runner's lease
+// lapsed), or as it is after three minutes.
+func (in *install) swept(id string) task {
+	in.t.Helper()
+	var got task
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		in.step(in.Token, "get", id).ok(in.t, &got)
+		if got.Status != "working" || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
 // taskLog is the runners' log file.
 func (in *install) taskLog() string {
 	data, _ := os.ReadFile(filepath.Join(in.Home, cli.TaskLogFileName))

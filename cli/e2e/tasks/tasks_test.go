@@ -176,15 +176,7 @@ func testTaskOfAKilledRunnerFails(t *testing.T, backend string) {
 		t.Fatalf("kill the runner: %v", err)
 	}
 	e2etest.Eventually(t, "the killed runner to be gone", time.Minute, func() bool { return len(runners(id)) == 0 })
-	var got task
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		in.step(in.Token, "get", id).ok(t, &got)
-		if got.Status != "working" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(2 * time.Second)
-	}
+	got := in.swept(id)
 	if got.Status != "failed" || got.StatusMessage != mcpserver.TaskAbandonedMessage {
 		t.Errorf("the task of the killed runner = %+v, want failed with %q", got, mcpserver.TaskAbandonedMessage)
 	}
