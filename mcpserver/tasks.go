@@ -754,26 +754,29 @@ func finishFromReply(ctx context.Context, store sessions.TaskStore, line *conver
 		func() { line.Completed(ctx, turn, reply) })
 }
 
-// finishSwept ends task with status in its runner's name, then runs
-// ended (nil: nothing) and writes mcp.task.finished on line (nil: none).
+// finishSwept runs ended (nil: nothing) and writes mcp.task.finished on
+// line (nil: none), then ends task with status in its runner's name. The
+// records come first, as a runner writes its turn's record before its
+// task's end: a sweeper killed in between leaves the task to the next
+// sweep, which writes them again, rather than an end without its records.
 // It reports false when the task had ended meanwhile.
 func finishSwept(ctx context.Context, store sessions.TaskStore, line *conversation.Line, task sessions.Task, status, message string, out taskOutcome, ended func()) (bool, error) {
 	body, err := json.Marshal(out)
 	if err != nil {
 		return false, fmt.Errorf("encode the result of task %q: %w", task.ID, err)
 	}
-	done, err := store.FinishTask(ctx, task.ID, task.Runner, status, message, body)
+	if ended != nil {
+		ended()
+	}
+	if line != nil {
+		line.Record(ctx, AuditTaskFinished, "", TaskFinishedPayload{TaskID: task.ID, ClientID: task.ClientID, Status: status})
+	}
+	_, err = store.FinishTask(ctx, task.ID, task.Runner, status, message, body)
 	switch {
 	case errors.Is(err, sessions.ErrTaskDone), errors.Is(err, sessions.ErrLeaseLost):
 		return false, nil
 	case err != nil:
 		return false, err
-	}
-	if ended != nil {
-		ended()
-	}
-	if line != nil {
-		line.Record(ctx, AuditTaskFinished, "", TaskFinishedPayload{TaskID: task.ID, ClientID: task.ClientID, Status: done.Status})
 	}
 	return true, nil
 }

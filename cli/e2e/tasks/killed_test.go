@@ -20,7 +20,9 @@ import (
 // turn's mcp.prompt.completed, with the reply committed): once its lease
 // lapses, the sweep of a later `mcp serve` finishes the task completed,
 // tasks/result answers the stored reply, and the audit log has the turn's
-// and the task's end. It is never failed with "send the prompt again".
+// and the task's end (written before the task ends: a `mcp serve` whose
+// client kills it mid-sweep leaves the task to the next sweep). It is
+// never failed with "send the prompt again".
 func TestTaskOfARunnerKilledAfterItsReply(t *testing.T) {
 	t.Parallel()
 	in := newInstall(t, "postgres", longTurn)
@@ -98,7 +100,9 @@ func TestTaskOfARunnerKilledAfterItsReply(t *testing.T) {
 			finished++
 		}
 	}
-	if completed != 1 || finished != 1 {
+	// One of each, or more should a sweeper have been killed between its
+	// records and the task's end (the next sweep writes them again).
+	if completed < 1 || finished < 1 {
 		t.Errorf("the task's records: %d mcp.prompt.completed, %d mcp.task.finished; want one of each", completed, finished)
 	}
 	in.VerifyAudit()
