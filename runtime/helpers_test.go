@@ -131,6 +131,9 @@ func branch(t testing.TB, s sessions.Store, sid string) []stored {
 				t.Fatalf("metadata of %s: %v", m.ID, err)
 			}
 		}
+		// The turn's tags (its request id and reply mark) are
+		// TestStoredReply's to check.
+		meta.RequestID, meta.Reply = "", false
 		out = append(out, stored{Role: m.Role, Content: m.Content, Meta: meta})
 	}
 	return out

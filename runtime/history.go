@@ -44,6 +44,40 @@ type metadata struct {
 	HistoryOmitted *Omitted        `json:"history_omitted,omitempty"`
 	// Before, on a user message, sums up the history before it.
 	Before *prefix `json:"history_before,omitempty"`
+
+	// RequestID is the turn's TurnRequest.RequestID, on its user message
+	// and its reply; Reply marks the reply (the turn's final assistant
+	// message).
+	RequestID string `json:"request_id,omitempty"`
+	Reply     bool   `json:"reply,omitempty"`
+}
+
+// StoredReply returns the reply the turn with requestID stored, as
+// ProcessUserTurn returned it, looked up in branch (a session's active
+// branch, root first, as Store.Branch reads it): found is false when the
+// branch holds no reply of that turn (it stored none, or the head was
+// moved off it). A caller that lost a turn's answer (its process stopped
+// after the final write) learns the outcome from the store this way.
+func StoredReply(branch []sessions.Message, requestID string) (res TurnResult, found bool) {
+	if requestID == "" {
+		return TurnResult{}, false
+	}
+	for i := len(branch) - 1; i >= 0; i-- {
+		m := branch[i]
+		md := decodeMetadata(m.Metadata)
+		if md.RequestID != requestID {
+			continue
+		}
+		switch {
+		case m.Role == sessions.RoleAssistant && md.Reply && !found:
+			res = TurnResult{Text: m.Content, AssistantMessageID: m.ID, Failed: md.Failed, ErrorClass: md.ErrorClass}
+			found = true
+		case m.Role == sessions.RoleUser && found:
+			res.UserMessageID = m.ID
+			return res, true
+		}
+	}
+	return res, found
 }
 
 // UsageOf returns the token usage recorded in a stored message's metadata,

@@ -34,7 +34,9 @@ type TurnRequest struct {
 	// tool call the turn makes. Required (authz.NewMCPClient,
 	// authz.NewOwner).
 	Speaker authz.Speaker
-	// RequestID is an opaque id copied into every event of the turn.
+	// RequestID is an opaque id copied into every event of the turn and
+	// kept in the metadata of its user message and of its reply, so that
+	// [StoredReply] finds the reply of a turn whose caller is gone.
 	RequestID string
 	// Observe receives the turn's events as they happen, in order and one
 	// at a time: turn.start, turn.text (every streamed fragment),
@@ -287,7 +289,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 	if ctx.Err() != nil {
 		return TurnResult{}, errStopped
 	}
-	meta := metadata{Authority: &auth, Source: t.req.Speaker.Source(), AgentID: t.req.AgentID}
+	meta := metadata{Authority: &auth, Source: t.req.Speaker.Source(), AgentID: t.req.AgentID, RequestID: t.req.RequestID}
 	if w.before != (prefix{}) {
 		meta.Before = &w.before // nothing before: a read of it reaches the root anyway
 	}
@@ -330,7 +332,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 		}
 		if len(resp.ToolCalls) == 0 {
 			t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: resp.Text,
-				Metadata: metadata{Provider: p.Name(), StopReason: resp.StopReason, Usage: resp.Usage, HistoryOmitted: omitted}.encode()})
+				Metadata: metadata{Provider: p.Name(), StopReason: resp.StopReason, Usage: resp.Usage, HistoryOmitted: omitted, RequestID: t.req.RequestID, Reply: true}.encode()})
 			return t.write(ctx, TurnResult{Text: resp.Text})
 		}
 
@@ -388,7 +390,7 @@ func (t *turn) offer() []provider.ToolSpec {
 // fail ends the turn with a failure text stored as the assistant message.
 func (t *turn) fail(ctx context.Context, class, text string) (TurnResult, error) {
 	t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: text,
-		Metadata: metadata{Failed: true, ErrorClass: class}.encode()})
+		Metadata: metadata{Failed: true, ErrorClass: class, RequestID: t.req.RequestID, Reply: true}.encode()})
 	return t.write(ctx, TurnResult{Text: text, Failed: true, ErrorClass: class})
 }
 
