@@ -230,7 +230,7 @@ func TestAuditKeysRevokeAndAForeignTail(t *testing.T) {
 	base := pgtest.BaseURL(t)
 	url := pgtest.WithParams(base, map[string]string{"search_path": pgtest.Schema(t, base, "op_cli_keys")})
 	envA, _ := serveHost(t, url, nil)
-	envB, _ := serveHost(t, url, nil)
+	envB, stateB := serveHost(t, url, nil)
 	mustCLI(t, envA, "mcp", "serve")
 	mustCLI(t, envB, "mcp", "serve")
 	mustCLI(t, envA, "audit", "verify")
@@ -257,10 +257,19 @@ func TestAuditKeysRevokeAndAForeignTail(t *testing.T) {
 	if tail := mustCLI(t, envA, "audit", "tail", "--json"); !strings.Contains(tail, `"type":"audit.key.revoked"`) {
 		t.Errorf("audit tail after the revocation = %s, want an audit.key.revoked record", tail)
 	}
+	tokenB, err := os.ReadFile(filepath.Join(stateB, "mcp_server_token"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := runCLI(t, envB, "mcp", "token", "rotate", "--yes")
 	t.Logf("mcp token rotate on B after its key was revoked: exit %d: %s", r.code, strings.TrimSpace(r.stderr))
 	if r.code == 0 || !strings.Contains(r.stderr, "revoked") {
 		t.Errorf("mcp token rotate on the revoked host = exit %d, stderr %q; want a refusal saying the key was revoked", r.code, r.stderr)
+	}
+	// No side effect without its record: the refused record leaves the
+	// token as it was, and prints none.
+	if after, _ := os.ReadFile(filepath.Join(stateB, "mcp_server_token")); string(after) != string(tokenB) || r.stdout != "" {
+		t.Errorf("mcp token rotate whose audit record was refused changed the token (stdout %q)", r.stdout)
 	}
 	conn, err := pgx.Connect(t.Context(), url)
 	if err != nil {

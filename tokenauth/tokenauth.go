@@ -164,19 +164,52 @@ func (k *secretKind) createError(target string, cause error) error {
 	return fmt.Errorf("%w: %q: %w", k.create, target, cause)
 }
 
-// Rotate replaces the token at path with a new one and returns it. It is
-// the one way to replace a token, for when the old one may have leaked.
+// Rotate replaces the token at path with a new one and returns it: it is
+// [NewToken] then [RotateTo]. A caller that must record the rotation
+// before it happens (the audit log) calls the two itself.
+func Rotate(path string) (string, error) {
+	token, err := NewToken()
+	if err != nil {
+		return "", err
+	}
+	if err := RotateTo(path, token); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// NewToken makes a new token, as [Create] and [Rotate] do, and writes
+// nothing. Its [Fingerprint] is the client id it will give.
+func NewToken() (string, error) {
+	raw := make([]byte, tokenBytes)
+	defer clear(raw)
+	if _, err := rand.Read(raw); err != nil {
+		return "", fmt.Errorf("%w: read random bytes: %w", ErrRotate, err)
+	}
+	return base64.RawURLEncoding.EncodeToString(raw), nil
+}
+
+// RotateTo replaces the token at path with token, which must be one
+// [NewToken] made (else the error wraps [ErrRotate] and nothing changes).
+// It is the one way to replace a token, for when the old one may have
+// leaked.
 //
 // The file at path must be a valid token file (the rules of [Authenticate]);
 // otherwise nothing changes and the error wraps [ErrRotate]. The new token
-// is made and written like [Create]'s, to an exclusive temporary file that
-// is then renamed over path: a reader sees the old token or the new one,
-// whole, never a mix or nothing, and the old token stops authenticating the
-// moment the rename is done. Servers already running keep their session.
-func Rotate(path string) (string, error) {
+// is written like [Create]'s, to an exclusive temporary file that is then
+// renamed over path: a reader sees the old token or the new one, whole,
+// never a mix or nothing, and the old token stops authenticating the moment
+// the rename is done. Servers already running keep their session.
+func RotateTo(path, token string) error {
+	// The one form NewToken writes: decoding alone would let a newline
+	// (which base64 skips) into the file.
+	if raw, err := base64.RawURLEncoding.Strict().DecodeString(token); err != nil || len(raw) != tokenBytes ||
+		base64.RawURLEncoding.EncodeToString(raw) != token {
+		return fmt.Errorf("%w: the new token is not one NewToken made", ErrRotate)
+	}
 	dir, name, err := safedir.Open(path, false)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrRotate, err)
+		return fmt.Errorf("%w: %w", ErrRotate, err)
 	}
 	defer dir.Close()
 	target := filepath.Join(dir.Path(), name)
@@ -184,24 +217,14 @@ func Rotate(path string) (string, error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir.Fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return "", fmt.Errorf("%w: %q does not exist; %s first", ErrRotate, target, tokenKind.hint)
+			return fmt.Errorf("%w: %q does not exist; %s first", ErrRotate, target, tokenKind.hint)
 		}
-		return "", fmt.Errorf("%w: %q: inspect: %w", ErrRotate, target, err)
+		return fmt.Errorf("%w: %q: inspect: %w", ErrRotate, target, err)
 	}
 	if problem, fix := tokenKind.checkFile(&st); problem != "" {
-		return "", fmt.Errorf("%w: %q: file %s (%s)", ErrRotate, target, problem, fix)
+		return fmt.Errorf("%w: %q: file %s (%s)", ErrRotate, target, problem, fix)
 	}
-
-	raw := make([]byte, tokenBytes)
-	defer clear(raw)
-	if _, err := rand.Read(raw); err != nil {
-		return "", fmt.Errorf("%w: %q: read random bytes: %w", ErrRotate, target, err)
-	}
-	token := base64.RawURLEncoding.EncodeToString(raw)
-	if err := publish(tokenKind, dir, name, target, token, true); err != nil {
-		return "", err
-	}
-	return token, nil
+	return publish(tokenKind, dir, name, target, token, true)
 }
 
 // Read returns the token stored at path, after the checks [Authenticate]
