@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/cli/internal/auditkeys"
 	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
@@ -20,6 +21,46 @@ type auditCmd struct {
 	// Reanchor is the one command that accepts a log that does not extend
 	// the anchor; verify and head stay read-only.
 	Reanchor auditReanchorCmd `cmd:"" help:"After a deliberate restore of the store: verify the chain, audit the move and anchor this host to the restored log's head."`
+	Keys     auditKeysCmd     `cmd:"" help:"List or revoke the hosts' audit writer keys."`
+}
+
+type auditKeysCmd struct {
+	List   auditKeysListCmd   `cmd:"" help:"List the audit writer keys the store holds: id, active or revoked, pinned here or not, when added, whose."`
+	Revoke auditKeysRevokeCmd `cmd:"" help:"Revoke a host's audit writer key (audited): its writers cannot append any more, and verify names anything they append after."`
+}
+
+type auditKeysListCmd struct{}
+
+func (auditKeysListCmd) Run(ctx context.Context, app *App) error {
+	_, err := readAppStore(ctx, app, "list the audit writer keys", func(st sessions.Store) (struct{}, error) {
+		return struct{}{}, auditkeys.List(ctx, st, app.Stdout)
+	})
+	return err
+}
+
+type auditKeysRevokeCmd struct {
+	ID  string `arg:"" name:"key-id" help:"The key's id, as audit keys list prints it."`
+	Yes bool   `help:"Confirm: the host holding this key can no longer write audit records, so its prompt_send and tool_call are refused."`
+}
+
+func (c *auditKeysRevokeCmd) Run(ctx context.Context, app *App) error {
+	if !c.Yes {
+		return usagef("audit keys revoke stops the host holding that key from writing audit records; confirm with --yes")
+	}
+	cfg, _, err := loadAppConfig(app)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, app, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	err = auditkeys.Revoke(ctx, st, c.ID, app.Stdout)
+	if errors.Is(err, auditkeys.ErrUsage) {
+		return usagef("%v", err)
+	}
+	return err
 }
 
 type auditTailCmd struct {
@@ -53,25 +94,25 @@ func (c *auditTailCmd) Run(ctx context.Context, app *App) error {
 }
 
 type auditVerifyCmd struct {
-	Head string `name:"head" placeholder:"ID:MAC" help:"Also prove that the log still extends this head, printed earlier by audit head (catches truncation even by a holder of the key)."`
+	Head string `name:"head" placeholder:"ID:MAC" help:"Also prove that the log still extends this head, printed earlier by audit head (catches truncation even by a holder of the key). The log is always compared with this host's anchor."`
 }
 
 func (c *auditVerifyCmd) Run(ctx context.Context, app *App) error {
-	var anchor *sessions.AuditHead
+	var given *sessions.AuditHead
 	if c.Head != "" {
 		a, err := parseAuditHead(c.Head)
 		if err != nil {
 			return err
 		}
-		anchor = &a
+		given = &a
 	}
-	st, rep, err := verifyAudit(ctx, app, anchor)
+	st, rep, err := verifyAudit(ctx, app, given)
 	if err != nil {
 		return err
 	}
 	st.Close()
-	if anchor != nil {
-		_, err = fmt.Fprintf(app.Stdout, "audit log intact: %d records, extends head %d\n", rep.Records, anchor.ID)
+	if given != nil {
+		_, err = fmt.Fprintf(app.Stdout, "audit log intact: %d records, extends head %d\n", rep.Records, given.ID)
 		return err
 	}
 	_, err = fmt.Fprintf(app.Stdout, "audit log intact: %d records\n", rep.Records)
@@ -119,7 +160,7 @@ func (c *auditReanchorCmd) Run(ctx context.Context, app *App) error {
 	if !c.Yes {
 		return usagef("audit reanchor accepts a store whose audit log does not extend this host's anchor (after a deliberate restore); confirm with --yes")
 	}
-	st, _, err := verifyAudit(ctx, app, nil)
+	st, _, err := verifyAuditAnchored(ctx, app, nil, false)
 	if err != nil {
 		return err
 	}
@@ -154,26 +195,71 @@ func (c *auditReanchorCmd) Run(ctx context.Context, app *App) error {
 }
 
 // verifyAudit opens the store with the audit key and verifies the chain
-// (against anchor when not nil). On success the caller closes the store;
-// a broken chain is an error naming the first bad record.
-func verifyAudit(ctx context.Context, app *App, anchor *sessions.AuditHead) (sessions.Store, sessions.AuditReport, error) {
-	_, st, err := openAppStore(ctx, app)
+// against this host's anchor (the audit_anchor file, when there is one)
+// and against given (a head the caller names, when not nil). On success
+// the caller closes the store; a broken chain, or one that does not extend
+// an anchor, is an error naming the first bad record.
+func verifyAudit(ctx context.Context, app *App, given *sessions.AuditHead) (sessions.Store, sessions.AuditReport, error) {
+	return verifyAuditAnchored(ctx, app, given, true)
+}
+
+// verifyAuditAnchored is verifyAudit; withLocal false leaves this host's
+// anchor out (audit reanchor, which replaces it).
+func verifyAuditAnchored(ctx context.Context, app *App, given *sessions.AuditHead, withLocal bool) (sessions.Store, sessions.AuditReport, error) {
+	var local *sessions.AuditHead
+	anchorPath := ""
+	if withLocal {
+		dir, err := app.StateDir()
+		if err != nil {
+			return nil, sessions.AuditReport{}, err
+		}
+		anchorPath = tokenauth.AnchorPath(dir)
+		if local, err = host.ReadAnchor(anchorPath); err != nil {
+			return nil, sessions.AuditReport{}, fmt.Errorf("verify the audit log: %w", err)
+		}
+	}
+	// Audit reanchor accepts a restored log, which may predate keys
+	// pinned since: it verifies without the pins.
+	_, st, err := openAppStoreWith(ctx, app, host.StoreOptions{Unpinned: !withLocal})
 	if err != nil {
 		return nil, sessions.AuditReport{}, err
 	}
-	rep, err := st.VerifyAudit(ctx, anchor)
+	first := given
+	if first == nil {
+		first = local
+	}
+	rep, err := st.VerifyAudit(ctx, first)
 	if err != nil {
 		st.Close()
 		if errors.Is(err, sessions.ErrAuditKey) {
 			dir, _ := app.StateDir()
-			return nil, rep, fmt.Errorf("verify the audit log: no audit key at %s: the key is created by the first `openprogram mcp serve` on this state directory; for a PostgreSQL store shared by several hosts, copy the key file from the host that created the log: %w",
-				tokenauth.KeyPath(dir), err)
+			return nil, rep, fmt.Errorf("verify the audit log: no audit key at %s and no signing key at %s: both are created by the first `openprogram mcp serve` on this state directory (a host joining a shared PostgreSQL store needs no file from another host): %w",
+				tokenauth.KeyPath(dir), tokenauth.SigningKeyPath(dir), err)
 		}
 		return nil, rep, fmt.Errorf("verify the audit log: %w", err)
 	}
 	if !rep.OK {
 		st.Close()
+		if first == local && local != nil && given == nil {
+			return nil, rep, fmt.Errorf("audit log broken at record %d: %s (%d records checked, against this host's anchor %s in %s; after a deliberate restore of the store: openprogram audit reanchor --yes)",
+				rep.FirstBadID, rep.Problem, rep.Records, host.FormatHead(*local), anchorPath)
+		}
 		return nil, rep, fmt.Errorf("audit log broken at record %d: %s (%d records checked)", rep.FirstBadID, rep.Problem, rep.Records)
+	}
+	if withLocal {
+		dir, _ := app.StateDir()
+		if err := auditkeys.PinNew(tokenauth.PinsPath(dir), rep, app.Stderr); err != nil {
+			st.Close()
+			return nil, rep, err
+		}
+	}
+	if local != nil && first != local {
+		// The chain verified whole; the anchor needs its record only.
+		if _, err := st.CheckAuditAnchor(ctx, local); err != nil {
+			st.Close()
+			return nil, rep, fmt.Errorf("the audit log does not extend this host's anchor %s in %s: %w (after a deliberate restore of the store: openprogram audit reanchor --yes)",
+				host.FormatHead(*local), anchorPath, err)
+		}
 	}
 	return st, rep, nil
 }

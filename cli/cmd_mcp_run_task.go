@@ -22,6 +22,7 @@ import (
 type mcpRunTaskCmd struct {
 	LogLevel  string `name:"log-level" default:"info" enum:"debug,info,warn,error" help:"Least severe log records written: ${enum}."`
 	LogFormat string `name:"log-format" default:"text" enum:"text,json" help:"Log record format: ${enum}."`
+	Slots     int    `name:"slots" default:"0" help:"How many runner slots the runner inherits, open from file descriptor 3 (held until it exits)."`
 	Client    string `name:"client" required:"" help:"The client id (token fingerprint) the task belongs to."`
 	Task      string `arg:"" name:"task-id" help:"The task to run."`
 }
@@ -30,6 +31,11 @@ type mcpRunTaskCmd struct {
 // task through its context on SIGTERM or SIGINT (cli's main).
 func (c mcpRunTaskCmd) Run(ctx context.Context, app *App) error {
 	signal.Ignore(syscall.SIGHUP)
+	// The slots are this process's alone: no process it starts inherits
+	// them, so they are free again when it exits.
+	for fd := 3; fd < 3+min(max(c.Slots, 0), runnerSlots); fd++ {
+		syscall.CloseOnExec(fd)
+	}
 	dir, err := app.StateDir()
 	if err != nil {
 		return err
@@ -68,14 +74,14 @@ func sweepTasks(ctx context.Context, h *host.Host, log *slog.Logger, done chan<-
 	t := time.NewTicker(taskSweepInterval)
 	defer t.Stop()
 	for {
-		failed, purged, err := h.SweepTasks(ctx)
+		r, err := h.SweepTasks(ctx)
 		switch {
 		case errors.Is(err, host.ErrNoTasks):
 			return
 		case err != nil && ctx.Err() == nil:
 			log.Warn("the task sweep failed; the next one retries", "error", err.Error())
-		case failed > 0 || purged > 0:
-			log.Info("task sweep", "failed_abandoned", failed, "purged_expired", purged)
+		case r.Failed > 0 || r.Finished > 0 || r.Purged > 0:
+			log.Info("task sweep", "failed_abandoned", r.Failed, "finished_committed", r.Finished, "purged_expired", r.Purged)
 		}
 		select {
 		case <-ctx.Done():

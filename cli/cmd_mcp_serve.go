@@ -50,12 +50,14 @@ func (c mcpServeCmd) Run(ctx context.Context, app *App) error {
 	app.Logger = logger
 	log := app.Logger.With("client_id", clientID)
 
-	spawner := taskSpawner{exe: app.Executable, stateDir: dir, env: app.Env, logLevel: c.LogLevel, logFormat: c.LogFormat}
+	spawner := &taskSpawner{exe: app.Executable, stateDir: dir, env: app.Env, logLevel: c.LogLevel, logFormat: c.LogFormat}
 	h, err := openHost(ctx, app, dir, host.Options{Logger: log, StartTask: spawner.start})
 	if err != nil {
 		return err
 	}
 	defer h.Close()
+	tc := h.Config().MCPServer.Tasks
+	spawner.maxWorking, spawner.maxRunners = tc.MaxWorking, tc.MaxRunners
 	// The sweep runs beside the connection, from the start: a store that is
 	// slow to sweep never delays the answer to initialize.
 	sweepCtx, stopSweep := context.WithCancel(ctx)

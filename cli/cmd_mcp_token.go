@@ -73,8 +73,8 @@ type tokenRotatedPayload struct {
 	NewClientID string `json:"new_client_id"`
 }
 
-// Run replaces the token after an explicit confirmation, records it in the
-// audit log, prints the new token once and says which clients to update.
+// Run replaces the token after an explicit confirmation and after its
+// audit record, prints the new token once and says which clients to update.
 func (c *mcpTokenRotateCmd) Run(ctx context.Context, app *App) error {
 	if !c.Yes && !console.IsTerminal(app.Stdin) {
 		return usagef("this replaces the token and needs a confirmation: run it in a terminal or pass --yes")
@@ -106,18 +106,24 @@ func (c *mcpTokenRotateCmd) Run(ctx context.Context, app *App) error {
 		return fmt.Errorf("open the store for the audit record: %w; the token was not changed", err)
 	}
 	defer st.Close()
-	token, err := tokenauth.Rotate(path)
+	// The record comes first: no rotation happens without its record. A
+	// rotation that then fails leaves a record of one that was attempted,
+	// and says so.
+	token, err := tokenauth.NewToken()
 	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintln(app.Stdout, token); err != nil {
 		return err
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	payload := tokenRotatedPayload{OldClientID: oldID, NewClientID: tokenauth.Fingerprint(token)}
 	if _, err := sessions.AppendAuditPayload(actx, st, auditTokenRotated, "cli", "", payload); err != nil {
-		return fmt.Errorf("the token was rotated but its audit record failed: %w", err)
+		return fmt.Errorf("record the rotation in the audit log: %w; the token was not changed", err)
+	}
+	if err := tokenauth.RotateTo(path, token); err != nil {
+		return fmt.Errorf("%w; the audit log's mcp.token.rotated record names a rotation that did not happen, and the old token still works", err)
+	}
+	if _, err := fmt.Fprintln(app.Stdout, token); err != nil {
+		return err
 	}
 	fmt.Fprintln(app.Stderr, "the old token no longer works; update every client that uses it:")
 	for _, client := range clients.Installed(app.Env) {

@@ -17,6 +17,11 @@ import (
 // the audit key if it exists (it is never created here); the caller closes
 // the store.
 func openAppStore(ctx context.Context, app *App) (*settings.Config, sessions.Store, error) {
+	return openAppStoreWith(ctx, app, host.StoreOptions{})
+}
+
+// openAppStoreWith is openAppStore with o (its Logger is the app's).
+func openAppStoreWith(ctx context.Context, app *App, o host.StoreOptions) (*settings.Config, sessions.Store, error) {
 	cfg, dir, err := loadAppConfig(app)
 	if err != nil {
 		return nil, nil, err
@@ -25,7 +30,8 @@ func openAppStore(ctx context.Context, app *App) (*settings.Config, sessions.Sto
 		// A read-only command does not install: no state dir means no store yet.
 		return nil, nil, fmt.Errorf("no state directory at %s yet: create one with `openprogram mcp token create`", dir)
 	}
-	st, err := host.OpenStore(ctx, cfg.StateDir, cfg.StoreURL, &host.StoreOptions{Logger: app.Logger})
+	o.Logger = app.Logger
+	st, err := host.OpenStore(ctx, cfg.StateDir, cfg.StoreURL, &o)
 	if err != nil {
 		return nil, nil, err
 	}

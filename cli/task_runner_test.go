@@ -78,7 +78,7 @@ func TestTaskSpawnerDetaches(t *testing.T) {
 		return string(data)
 	}
 	args := strings.Split(strings.TrimSuffix(read(".args"), "\n"), "\n")
-	if want := []string{"mcp", "run-task", "--log-level", "debug", "--log-format", "json", "--client", "0123456789abcdef", "--", "task-1"}; !slices.Equal(args, want) {
+	if want := []string{"mcp", "run-task", "--log-level", "debug", "--log-format", "json", "--slots", "2", "--client", "0123456789abcdef", "--", "task-1"}; !slices.Equal(args, want) {
 		t.Errorf("argv = %q, want %q", args, want)
 	}
 	if runtime.GOOS == "linux" {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
 	"github.com/openprogram/openprogram/internal/clip"
 	"github.com/openprogram/openprogram/internal/schema"
@@ -75,9 +77,13 @@ const (
 	// taskLeaseTTL is the runner lease: a runner that stops renewing loses
 	// its task to SweepTasks this long after its last renewal.
 	taskLeaseTTL = 30 * time.Second
-	// taskRenewEvery is how often the runner renews its lease, stores its
-	// progress and looks for a tasks/cancel.
+	// taskRenewEvery is how often the runner renews its lease and stores
+	// its progress.
 	taskRenewEvery = 2 * time.Second
+	// taskWatchEvery is how often the runner reads its task for a
+	// tasks/cancel between renewals (a read of one row): a cancelled
+	// task's runner stops within a second.
+	taskWatchEvery = 250 * time.Millisecond
 	// taskResultPoll is how often tasks/result reads the store while it
 	// waits, once it has backed off from taskResultFirstPoll (doubling).
 	taskResultPoll      = 250 * time.Millisecond
@@ -90,6 +96,9 @@ const (
 	taskResultQuickPoll = 20 * time.Millisecond
 	// tasksListLimit is the page size of tasks/list.
 	tasksListLimit = 100
+	// maxProgressStatus bounds the statusMessage a working task shows from
+	// its turn's progress, in bytes.
+	maxProgressStatus = 256
 )
 
 // taskConfig is TaskOptions with defaults applied.
@@ -164,9 +173,19 @@ type taskJSON struct {
 // taskTime is the protocol's ISO 8601 form of a task time: UTC, ms.
 func taskTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
+// wire is task as the protocol's Task. A working task's statusMessage is
+// its turn's latest progress, as its runner stored it (at most once per
+// lease renewal, clipped to maxProgressStatus), so that any connection of
+// its client, not only the one that created it, sees the turn go on.
 func (t *taskConfig) wire(task sessions.Task) taskJSON {
+	msg := task.StatusMessage
+	if task.Status == sessions.TaskWorking && msg == "" {
+		if p, ok := decodeProgress(task.Progress); ok {
+			msg = clip.String(p.Message, maxProgressStatus-len(clip.Marker))
+		}
+	}
 	return taskJSON{
-		TaskID: task.ID, Status: task.Status, StatusMessage: task.StatusMessage,
+		TaskID: task.ID, Status: task.Status, StatusMessage: msg,
 		CreatedAt: taskTime(task.CreatedAt), LastUpdatedAt: taskTime(task.UpdatedAt),
 		TTL: task.TTL.Milliseconds(), PollInterval: t.pollInterval.Milliseconds(),
 	}
@@ -591,23 +610,175 @@ func newRunnerID() string {
 	return fmt.Sprintf("%s/%d/%s", clip.String(host, 64), os.Getpid(), rand.Text()[:10])
 }
 
-// SweepTasks fails the tasks whose runner lease lapsed, or that no runner
-// claimed within unclaimed of their creation (status failed, statusMessage
-// [TaskAbandonedMessage], the result of a failed prompt_send), and purges
-// the expired tasks. The host calls it when it starts serving and
-// periodically.
-func SweepTasks(ctx context.Context, store sessions.TaskStore, unclaimed time.Duration) (failed, purged int, err error) {
+// TaskReplyLostMessage is the statusMessage of a task whose runner
+// stopped after its commit point without storing the reply: the turn
+// cannot be answered, and sending the prompt again is the client's call.
+const TaskReplyLostMessage = "the task's runner stopped while storing the reply; no reply was stored"
+
+// SweepOptions are what [SweepTasks] works with.
+type SweepOptions struct {
+	// Store keeps the tasks. Required.
+	Store sessions.TaskStore
+	// Conversations is the host's conversation service: a task whose
+	// runner stopped after its commit point is finished from the reply its
+	// session holds, and the turn's records are written on a line of the
+	// task's client. Required.
+	Conversations *conversation.Service
+	// Speaker returns the speaker of the client with clientID (the one a
+	// runner of its tasks runs with). Required.
+	Speaker func(clientID string) (authz.Speaker, error)
+	// Unclaimed is how long a task may wait for its runner to claim it
+	// before it is failed. Required (> 0).
+	Unclaimed time.Duration
+	// Logger receives diagnostics; nil discards.
+	Logger *slog.Logger
+}
+
+// SweepResult counts what one [SweepTasks] did.
+type SweepResult struct {
+	// Failed tasks had lost their runner before their commit point (or
+	// never had one); Finished ones had lost it after, and were finished
+	// from the stored reply (or failed when none was stored).
+	Failed, Finished int
+	// Purged tasks had expired.
+	Purged int
+}
+
+// sweepBatch bounds the committed tasks one sweep settles.
+const sweepBatch = 100
+
+// SweepTasks settles the tasks whose runner is gone and purges the expired
+// ones. A task whose runner lease lapsed before its commit point, or that
+// no runner claimed within o.Unclaimed of its creation, is failed
+// (statusMessage [TaskAbandonedMessage], the result of a failed
+// prompt_send). A task whose runner stopped after its commit point is
+// finished from its session: completed with the result the prompt_send
+// would have answered when the reply is stored, with the
+// mcp.prompt.completed and mcp.task.finished records its runner did not
+// write; failed with [TaskReplyLostMessage] when no reply was stored and
+// none can be any more (the session's turn lease is free). The host calls
+// it when it starts serving and periodically.
+func SweepTasks(ctx context.Context, o SweepOptions) (SweepResult, error) {
+	var r SweepResult
+	if o.Store == nil || o.Conversations == nil || o.Speaker == nil || o.Unclaimed <= 0 {
+		return r, errors.New("mcpserver: SweepOptions needs Store, Conversations, Speaker and a positive Unclaimed")
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	commits, err := o.Store.AbandonedCommits(ctx, sweepBatch)
+	if err != nil {
+		return r, fmt.Errorf("sweep tasks: %w", err)
+	}
+	for _, task := range commits {
+		settled, err := settleCommitted(ctx, o, task)
+		if err != nil {
+			log.Warn("settle a task whose runner stopped after its commit point; the next sweep retries", "task_id", task.ID, "error", err)
+			continue
+		}
+		if settled {
+			r.Finished++
+		}
+	}
 	out, err := json.Marshal(failedOutcome())
 	if err != nil {
-		return 0, 0, fmt.Errorf("encode abandoned task result: %w", err)
+		return r, fmt.Errorf("encode abandoned task result: %w", err)
 	}
-	if failed, err = store.FailAbandonedTasks(ctx, TaskAbandonedMessage, out, unclaimed); err != nil {
-		return 0, 0, fmt.Errorf("fail abandoned tasks: %w", err)
+	if r.Failed, err = o.Store.FailAbandonedTasks(ctx, TaskAbandonedMessage, out, o.Unclaimed); err != nil {
+		return r, fmt.Errorf("fail abandoned tasks: %w", err)
 	}
-	if purged, err = store.PurgeExpiredTasks(ctx); err != nil {
-		return failed, 0, fmt.Errorf("purge expired tasks: %w", err)
+	if r.Purged, err = o.Store.PurgeExpiredTasks(ctx); err != nil {
+		return r, fmt.Errorf("purge expired tasks: %w", err)
 	}
-	return failed, purged, nil
+	return r, nil
+}
+
+// settleCommitted finishes task, working and committing, whose runner's
+// lease lapsed, in that runner's name: from the reply its session holds,
+// or failed when it holds none and the session is free. It reports
+// whether it ended the task (false: another did first, or the session is
+// still busy and the next sweep looks again).
+func settleCommitted(ctx context.Context, o SweepOptions, task sessions.Task) (bool, error) {
+	var req taskRequest
+	if err := json.Unmarshal(task.Request, &req); err != nil || req.SessionID == "" {
+		return finishSwept(ctx, o.Store, nil, task, sessions.TaskFailed, TaskReplyLostMessage, failedOutcome(), nil)
+	}
+	sp, err := o.Speaker(task.ClientID)
+	if err != nil {
+		return false, fmt.Errorf("the speaker of the task's client: %w", err)
+	}
+	line, err := o.Conversations.Open(sp, nil)
+	if err != nil {
+		return false, err
+	}
+	defer line.Close(conversation.ReasonRunnerStopped)
+	requestID := req.RequestID
+	if _, err := jsonrpc.MakeID(requestID); err != nil {
+		requestID = task.ID
+	}
+	turn := conversation.Turn{RequestID: requestID, SessionID: req.SessionID, NewSession: req.NewSession, Text: req.Prompt, TaskID: task.ID}
+	reply, found, err := line.StoredReply(ctx, turn)
+	if err != nil {
+		return false, err
+	}
+	if found {
+		return finishFromReply(ctx, o.Store, line, task, turn, reply)
+	}
+	// No reply: unless the runner is still writing it (its session's turn
+	// lease is live), none will ever come.
+	store := o.Conversations.Store()
+	owner := "sweep/" + newRunnerID()
+	switch err := store.AcquireTurn(ctx, req.SessionID, owner, taskLeaseTTL); {
+	case errors.Is(err, sessions.ErrBusy):
+		return false, nil
+	case err != nil && !errors.Is(err, sessions.ErrNotFound):
+		return false, err
+	case err == nil:
+		defer store.ReleaseTurn(context.WithoutCancel(ctx), req.SessionID, owner) //nolint:errcheck // the lease lapses on its own
+		// A reply written between the read and the lease is found now.
+		if reply, found, err = line.StoredReply(ctx, turn); err != nil {
+			return false, err
+		} else if found {
+			return finishFromReply(ctx, o.Store, line, task, turn, reply)
+		}
+	}
+	return finishSwept(ctx, o.Store, line, task, sessions.TaskFailed, TaskReplyLostMessage, failedOutcome(), nil)
+}
+
+// finishFromReply completes task with the result its turn's stored reply
+// gives, and writes the turn's record and the task's.
+func finishFromReply(ctx context.Context, store sessions.TaskStore, line *conversation.Line, task sessions.Task, turn conversation.Turn, reply conversation.Reply) (bool, error) {
+	res, _ := promptAnswer(reply, nil)
+	return finishSwept(ctx, store, line, task, sessions.TaskCompleted, "", taskOutcome{Result: mustResult(res)},
+		func() { line.Completed(ctx, turn, reply) })
+}
+
+// finishSwept runs ended (nil: nothing) and writes mcp.task.finished on
+// line (nil: none), then ends task with status in its runner's name. The
+// records come first, as a runner writes its turn's record before its
+// task's end: a sweeper killed in between leaves the task to the next
+// sweep, which writes them again, rather than an end without its records.
+// It reports false when the task had ended meanwhile.
+func finishSwept(ctx context.Context, store sessions.TaskStore, line *conversation.Line, task sessions.Task, status, message string, out taskOutcome, ended func()) (bool, error) {
+	body, err := json.Marshal(out)
+	if err != nil {
+		return false, fmt.Errorf("encode the result of task %q: %w", task.ID, err)
+	}
+	if ended != nil {
+		ended()
+	}
+	if line != nil {
+		line.Record(ctx, AuditTaskFinished, "", TaskFinishedPayload{TaskID: task.ID, ClientID: task.ClientID, Status: status})
+	}
+	_, err = store.FinishTask(ctx, task.ID, task.Runner, status, message, body)
+	switch {
+	case errors.Is(err, sessions.ErrTaskDone), errors.Is(err, sessions.ErrLeaseLost):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
 
 // RunTask runs task taskID to its end: it claims the task's runner lease,
@@ -700,19 +871,33 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 	var lostLease bool
 	var wg sync.WaitGroup
 	// The lease keeper: renews, stores the latest progress, and relays a
-	// tasks/cancel (status cancelled in the store) to the commit point.
+	// tasks/cancel (status cancelled in the store), seen at a renewal or
+	// a read between them, to the commit point.
 	wg.Go(func() {
-		tick := time.NewTicker(taskRenewEvery)
-		defer tick.Stop()
+		renew := time.NewTicker(taskRenewEvery)
+		defer renew.Stop()
+		watch := time.NewTicker(taskWatchEvery)
+		defer watch.Stop()
 		for {
+			var (
+				now sessions.Task
+				err error
+			)
 			select {
 			case <-answered:
 				return
-			case <-tick.C:
+			case <-watch.C:
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskRenewEvery)
+				now, err = tc.store.GetTask(rctx, task.ClientID, taskID)
+				cancel()
+				if err != nil {
+					continue // the renewal says what is wrong
+				}
+			case <-renew.C:
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskRenewEvery)
+				now, err = tc.store.RenewTask(rctx, taskID, runner, taskLeaseTTL, sink.take())
+				cancel()
 			}
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskRenewEvery)
-			now, err := tc.store.RenewTask(rctx, taskID, runner, taskLeaseTTL, sink.take())
-			cancel()
 			switch {
 			case errors.Is(err, sessions.ErrLeaseLost):
 				lostLease = true

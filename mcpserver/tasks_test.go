@@ -408,17 +408,19 @@ func TestSweepTasks(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(31 * time.Second)
-		failed, purged, err := SweepTasks(ctx, tasks, time.Hour)
-		if err != nil || failed != 1 || purged != 0 {
-			t.Fatalf("SweepTasks = %d, %d, %v; want 1 failed", failed, purged, err)
+		te := newTaskEnv(t, nil)
+		o := SweepOptions{Store: tasks, Conversations: te.conv, Speaker: testSpeaker, Unclaimed: time.Hour}
+		r, err := SweepTasks(ctx, o)
+		if err != nil || r != (SweepResult{Failed: 1}) {
+			t.Fatalf("SweepTasks = %+v, %v; want 1 failed", r, err)
 		}
 		a, _ := tasks.raw("a")
 		if a.Status != sessions.TaskFailed || a.StatusMessage != TaskAbandonedMessage || !strings.Contains(string(a.Result), contracts.TextToolExecutionFailed) {
 			t.Errorf("swept task = %+v", a)
 		}
 		time.Sleep(time.Minute)
-		if _, purged, _ = SweepTasks(ctx, tasks, time.Hour); purged != 1 {
-			t.Errorf("purged %d expired tasks, want 1", purged)
+		if r, _ = SweepTasks(ctx, o); r.Purged != 1 {
+			t.Errorf("purged %d expired tasks, want 1", r.Purged)
 		}
 	})
 }
@@ -641,4 +643,77 @@ func TestTaskPromptTooLarge(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// A tasks/cancel stops the runner's turn within a second, long before its
+// next lease renewal: the runner does not outlive a cancel by seconds.
+func TestRunTaskSeesACancelWithinASecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+		if _, err := te.tasks.CreateTask(t.Context(), sessions.NewTask{ID: "task_c", ClientID: testClientID, Request: rawParams(taskRequest{RequestID: 1, SessionID: "mcp_c", NewSession: true, Prompt: "block"}), TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- te.srv.runTask(t.Context(), "task_c", "r") }()
+		synctest.Wait()
+		if _, err := te.tasks.CancelTask(t.Context(), testClientID, "task_c"); err != nil {
+			t.Fatal(err)
+		}
+		cancelled := time.Now()
+		if err := <-done; err != nil {
+			t.Errorf("runTask of a cancelled task = %v", err)
+		}
+		if took := time.Since(cancelled); took > time.Second {
+			t.Errorf("the runner stopped %s after the cancel, want within a second", took)
+		}
+	})
+}
+
+// A connection that did not create a task (a client that reconnected)
+// sees the turn's latest stored progress as the task's statusMessage in
+// tasks/get while it works, clipped; an ended task shows its own message.
+func TestTaskGetShowsProgress(t *testing.T) {
+	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+	ctx := t.Context()
+	if _, err := te.tasks.CreateTask(ctx, sessions.NewTask{ID: "task_p", ClientID: testClientID, Request: rawParams(taskRequest{SessionID: "s", Prompt: "p"}), TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := te.tasks.ClaimTask(ctx, "task_p", "r", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	get := func() taskJSON {
+		t.Helper()
+		res, rerr := te.conn().tasksGet(ctx, &stdio.Request{}, rawParams(map[string]string{"taskId": "task_p"}))
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		var got taskJSON
+		if err := json.Unmarshal(res, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := get(); got.StatusMessage != "" {
+		t.Errorf("statusMessage before any progress = %q, want none", got.StatusMessage)
+	}
+	progress := rawParams(storedProgress{Progress: 3, Message: "tool memory_search started"})
+	if _, err := te.tasks.RenewTask(ctx, "task_p", "r", time.Minute, progress); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); got.StatusMessage != "tool memory_search started" {
+		t.Errorf("statusMessage while working = %q, want the stored progress", got.StatusMessage)
+	}
+	long := rawParams(storedProgress{Progress: 4, Message: strings.Repeat("é", 1000)})
+	if _, err := te.tasks.RenewTask(ctx, "task_p", "r", time.Minute, long); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); len(got.StatusMessage) > maxProgressStatus || !strings.HasPrefix(got.StatusMessage, "éé") {
+		t.Errorf("statusMessage of a long progress message is %d bytes, want at most %d", len(got.StatusMessage), maxProgressStatus)
+	}
+	if _, err := te.tasks.FinishTask(ctx, "task_p", "r", sessions.TaskCompleted, "", rawParams(taskOutcome{Result: mustResult(executionFailed())})); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(); got.StatusMessage != "" {
+		t.Errorf("statusMessage of a completed task = %q, want none", got.StatusMessage)
+	}
 }

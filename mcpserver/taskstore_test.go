@@ -205,7 +205,7 @@ func (m *memTasks) FailAbandonedTasks(_ context.Context, message string, result 
 		if t.Status != sessions.TaskWorking {
 			continue
 		}
-		lapsed := t.Runner != "" && !now.Before(t.RunnerExpiresAt)
+		lapsed := t.Runner != "" && !now.Before(t.RunnerExpiresAt) && !t.Committing
 		never := t.Runner == "" && !now.Before(t.CreatedAt.Add(unclaimed))
 		if lapsed || never {
 			t.Status, t.StatusMessage, t.Result, t.UpdatedAt = sessions.TaskFailed, message, result, now
@@ -213,6 +213,19 @@ func (m *memTasks) FailAbandonedTasks(_ context.Context, message string, result 
 		}
 	}
 	return n, nil
+}
+
+func (m *memTasks) AbandonedCommits(_ context.Context, limit int) ([]sessions.Task, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []sessions.Task
+	for _, t := range m.tasks {
+		if t.Status == sessions.TaskWorking && t.Committing && !m.now().Before(t.RunnerExpiresAt) {
+			out = append(out, *t)
+		}
+	}
+	slices.SortFunc(out, func(a, b sessions.Task) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out[:min(len(out), limit)], nil
 }
 
 func (m *memTasks) PurgeExpiredTasks(context.Context) (int, error) {

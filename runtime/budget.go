@@ -215,9 +215,28 @@ func shortened(s string) string {
 	return s[:n] + shortenedNote(len(s)-n)
 }
 
-// fit is fitHistory with the runtime's budget.
-func (r *Runtime) fit(msgs []provider.Message, tools []provider.ToolSpec) ([]provider.Message, *Omitted) {
-	return fitHistory(r.system, tools, msgs, historyBudget(r.opts.ContextTokens, r.opts.MaxOutputTokens))
+// budget is the runtime's history budget (0: none).
+func (r *Runtime) budget() int { return historyBudget(r.opts.ContextTokens, r.opts.MaxOutputTokens) }
+
+// fit is fitWindow with the runtime's system prompt and budget.
+func (r *Runtime) fit(msgs []provider.Message, tools []provider.ToolSpec, unread Omitted) ([]provider.Message, *Omitted) {
+	return fitWindow(r.system, tools, msgs, r.budget(), unread)
+}
+
+// fitWindow is fitHistory for msgs that follow history left out without
+// being read (unread, see [window]): what fitHistory returns for the whole
+// history.
+func fitWindow(system string, tools []provider.ToolSpec, msgs []provider.Message, budget int, unread Omitted) ([]provider.Message, *Omitted) {
+	sent, om := fitHistory(system, tools, msgs, budget)
+	if unread == (Omitted{}) {
+		return sent, om
+	}
+	if om == nil {
+		om = &Omitted{}
+	}
+	om.Messages += unread.Messages
+	om.Tokens += unread.Tokens
+	return sent, om
 }
 
 // turnContext bounds the model calls and tool runs of one turn by

@@ -93,13 +93,22 @@ func createSession(t testing.TB, s sessions.Store, id string) {
 	}
 }
 
-func script(t testing.TB, js string) *scripted.Provider {
+// scriptedModel is a scripted provider with the record of the requests
+// it served.
+type scriptedModel struct {
+	*scripted.Provider
+	*scripted.Recorder
+}
+
+// script is a scripted provider of js that records its requests.
+func script(t testing.TB, js string) scriptedModel {
 	t.Helper()
 	s, err := scripted.Parse([]byte(js))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return scripted.New(s)
+	p := scripted.New(s)
+	return scriptedModel{Provider: p, Recorder: p.Record()}
 }
 
 // stored is a stored message reduced to what tests compare.
@@ -122,6 +131,9 @@ func branch(t testing.TB, s sessions.Store, sid string) []stored {
 				t.Fatalf("metadata of %s: %v", m.ID, err)
 			}
 		}
+		// The turn's tags (its request id and reply mark) are
+		// TestStoredReply's to check.
+		meta.RequestID, meta.Reply = "", false
 		out = append(out, stored{Role: m.Role, Content: m.Content, Meta: meta})
 	}
 	return out

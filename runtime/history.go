@@ -15,7 +15,7 @@ import (
 // metadata is what the turn loop stores in sessions.Message.Metadata, as
 // JSON. Each role uses a subset:
 //
-//   - user: Authority (the speaker's six fields), Source, AgentID
+//   - user: Authority (the speaker's six fields), Source, AgentID, Before
 //   - assistant asking for tools: ToolCalls, Provider, Usage, HistoryOmitted
 //   - tool: ToolCallID, ToolName, IsError, Denied, ReasonCode
 //   - final assistant: Provider, StopReason, Usage, HistoryOmitted; or
@@ -42,6 +42,42 @@ type metadata struct {
 
 	Usage          *provider.Usage `json:"usage,omitempty"`
 	HistoryOmitted *Omitted        `json:"history_omitted,omitempty"`
+	// Before, on a user message, sums up the history before it.
+	Before *prefix `json:"history_before,omitempty"`
+
+	// RequestID is the turn's TurnRequest.RequestID, on its user message
+	// and its reply; Reply marks the reply (the turn's final assistant
+	// message).
+	RequestID string `json:"request_id,omitempty"`
+	Reply     bool   `json:"reply,omitempty"`
+}
+
+// StoredReply returns the reply the turn with requestID stored, as
+// ProcessUserTurn returned it, looked up in branch (a session's active
+// branch, root first, as Store.Branch reads it): found is false when the
+// branch holds no reply of that turn (it stored none, or the head was
+// moved off it). A caller that lost a turn's answer (its process stopped
+// after the final write) learns the outcome from the store this way.
+func StoredReply(branch []sessions.Message, requestID string) (res TurnResult, found bool) {
+	if requestID == "" {
+		return TurnResult{}, false
+	}
+	for i := len(branch) - 1; i >= 0; i-- {
+		m := branch[i]
+		md := decodeMetadata(m.Metadata)
+		if md.RequestID != requestID {
+			continue
+		}
+		switch {
+		case m.Role == sessions.RoleAssistant && md.Reply && !found:
+			res = TurnResult{Text: m.Content, AssistantMessageID: m.ID, Failed: md.Failed, ErrorClass: md.ErrorClass}
+			found = true
+		case m.Role == sessions.RoleUser && found:
+			res.UserMessageID = m.ID
+			return res, true
+		}
+	}
+	return res, found
 }
 
 // UsageOf returns the token usage recorded in a stored message's metadata,
@@ -117,50 +153,98 @@ func modelText(content string, a *authz.Authority) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// history turns the stored active branch into the model's conversation.
-// Failure notices are left out (they are the runtime speaking, not the
-// model), and tool calls are kept only with their results, so the
-// conversation stays valid for every wire format.
+// history turns the stored active branch into the model's conversation,
+// one part at a time (see [parts]).
 func history(branch []sessions.Message) []provider.Message {
-	out := make([]provider.Message, 0, len(branch))
-	answered := map[string]bool{}  // call ids with a stored result
-	requested := map[string]bool{} // call ids of the assistant messages kept so far
-	for _, m := range branch {
-		if m.Role == sessions.RoleTool {
-			answered[decodeMetadata(m.Metadata).ToolCallID] = true
-		}
-	}
-	for _, m := range branch {
-		meta := decodeMetadata(m.Metadata)
-		switch m.Role {
-		case sessions.RoleUser:
-			out = append(out, provider.Message{Role: provider.RoleUser, Content: modelText(m.Content, meta.Authority)})
-		case sessions.RoleAssistant:
-			if meta.Failed {
-				continue
-			}
-			pm := provider.Message{Role: provider.RoleAssistant, Content: m.Content}
-			for _, c := range meta.ToolCalls {
-				if answered[c.ID] {
-					pm.ToolCalls = append(pm.ToolCalls, provider.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-					requested[c.ID] = true
-				}
-			}
-			if pm.Content == "" && len(pm.ToolCalls) == 0 {
-				continue
-			}
-			out = append(out, pm)
-		case sessions.RoleTool:
-			if !requested[meta.ToolCallID] {
-				continue // a result without its call would be rejected
-			}
-			out = append(out, provider.Message{Role: provider.RoleTool, Content: m.Content,
-				ToolCallID: meta.ToolCallID, ToolName: meta.ToolName, IsError: meta.IsError})
-		case sessions.RoleSystem:
-			out = append(out, provider.Message{Role: provider.RoleSystem, Content: m.Content})
-		}
+	var out []provider.Message
+	for _, p := range parts(branch) {
+		out = append(out, p.msgs...)
 	}
 	return out
+}
+
+// part is one stored message other than a tool result, with the tool
+// results stored right after it: what it becomes in the model's
+// conversation is decided by those messages alone, so a history can be
+// built from the newest part backwards and stop anywhere.
+type part struct {
+	id     string
+	msgs   []provider.Message // what the model sees of it: nothing, or one unit of fitHistory
+	tokens int                // estimateMessage of msgs
+	// before is a user message's history_before, when it has one.
+	before *prefix
+	user   bool
+}
+
+// parts splits a stored chain into its parts, oldest first. Tool results
+// before the chain's first other message belong to a part that is not in
+// it: they are left out, as are results without their call anywhere.
+//
+// What the model sees: failure notices are left out (they are the runtime
+// speaking, not the model); an assistant's tool calls are kept only with
+// their results stored right after it, and a result only after its call,
+// so the conversation stays valid for every wire format; a user message is
+// its text in its speaker's envelope ([modelText]).
+func parts(chain []sessions.Message) []part {
+	var out []part
+	for i := 0; i < len(chain); {
+		if chain[i].Role == sessions.RoleTool {
+			i++
+			continue
+		}
+		end := i + 1
+		for end < len(chain) && chain[end].Role == sessions.RoleTool {
+			end++
+		}
+		out = append(out, makePart(chain[i], chain[i+1:end]))
+		i = end
+	}
+	return out
+}
+
+func makePart(m sessions.Message, results []sessions.Message) part {
+	meta := decodeMetadata(m.Metadata)
+	p := part{id: m.ID}
+	switch m.Role {
+	case sessions.RoleUser:
+		p.user, p.before = true, meta.Before
+		p.msgs = []provider.Message{{Role: provider.RoleUser, Content: modelText(m.Content, meta.Authority)}}
+	case sessions.RoleSystem:
+		p.msgs = []provider.Message{{Role: provider.RoleSystem, Content: m.Content}}
+	case sessions.RoleAssistant:
+		if meta.Failed {
+			break
+		}
+		answered := map[string]bool{}
+		rmeta := make([]metadata, len(results))
+		for i, r := range results {
+			rmeta[i] = decodeMetadata(r.Metadata)
+			answered[rmeta[i].ToolCallID] = true
+		}
+		pm := provider.Message{Role: provider.RoleAssistant, Content: m.Content}
+		requested := map[string]bool{}
+		for _, c := range meta.ToolCalls {
+			if answered[c.ID] {
+				pm.ToolCalls = append(pm.ToolCalls, provider.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+				requested[c.ID] = true
+			}
+		}
+		if pm.Content == "" && len(pm.ToolCalls) == 0 {
+			break
+		}
+		p.msgs = []provider.Message{pm}
+		for i, r := range results {
+			if !requested[rmeta[i].ToolCallID] {
+				continue // a result without its call would be rejected
+			}
+			p.msgs = append(p.msgs, provider.Message{Role: provider.RoleTool, Content: r.Content,
+				ToolCallID: rmeta[i].ToolCallID, ToolName: rmeta[i].ToolName, IsError: rmeta[i].IsError})
+		}
+	}
+	for _, pm := range p.msgs {
+		p.tokens += estimateMessage(pm)
+	}
+	return p
 }
 
 // resultText is what the model sees of a tool result.

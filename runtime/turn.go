@@ -34,7 +34,9 @@ type TurnRequest struct {
 	// tool call the turn makes. Required (authz.NewMCPClient,
 	// authz.NewOwner).
 	Speaker authz.Speaker
-	// RequestID is an opaque id copied into every event of the turn.
+	// RequestID is an opaque id copied into every event of the turn and
+	// kept in the metadata of its user message and of its reply, so that
+	// [StoredReply] finds the reply of a turn whose caller is gone.
 	RequestID string
 	// Observe receives the turn's events as they happen, in order and one
 	// at a time: turn.start, turn.text (every streamed fragment),
@@ -103,7 +105,8 @@ var errStopped = errors.New("turn stopped")
 //
 //  1. take the session's turn lease (held elsewhere: an error wrapping
 //     sessions.ErrBusy, and nothing is written);
-//  2. read the active branch as the model's history;
+//  2. read the active branch as the model's history, from the head
+//     backwards only as far as Options.ContextTokens reaches;
 //  3. store the user message under the head (moving the head), with the
 //     speaker's authority in its metadata; a non-owner's text reaches the
 //     model inside a JSON speaker envelope;
@@ -274,34 +277,34 @@ type turn struct {
 
 func (t *turn) run(ctx context.Context) (TurnResult, error) {
 	store, sid := t.r.opts.Store, t.req.SessionID
-	branch, err := store.Branch(ctx, sid)
+	auth := t.req.Speaker.Authority()
+	latest := provider.Message{Role: provider.RoleUser, Content: modelText(t.req.Text, &auth)}
+	specs := t.offer()
+	w, err := t.r.readWindow(ctx, sid, t.r.budget(), estimateFixed(t.r.system, specs), latest)
 	if err != nil {
 		return t.storeErr(ctx, "read the active branch", err)
 	}
-	parent := ""
-	if len(branch) > 0 {
-		parent = branch[len(branch)-1].ID
-	}
-	msgs := history(branch)
+	msgs := w.msgs
 
 	if ctx.Err() != nil {
 		return TurnResult{}, errStopped
 	}
-	auth := t.req.Speaker.Authority()
-	user := sessions.NewMessage{Role: sessions.RoleUser, Content: t.req.Text,
-		Metadata: metadata{Authority: &auth, Source: t.req.Speaker.Source(), AgentID: t.req.AgentID}.encode()}
-	saved, err := store.AppendMessages(ctx, sid, parent, storable([]sessions.NewMessage{user}), true)
+	meta := metadata{Authority: &auth, Source: t.req.Speaker.Source(), AgentID: t.req.AgentID, RequestID: t.req.RequestID}
+	if w.before != (prefix{}) {
+		meta.Before = &w.before // nothing before: a read of it reaches the root anyway
+	}
+	user := sessions.NewMessage{Role: sessions.RoleUser, Content: t.req.Text, Metadata: meta.encode()}
+	saved, err := store.AppendMessages(ctx, sid, w.head, storable([]sessions.NewMessage{user}), true)
 	if err != nil {
 		return t.storeErr(ctx, "store the user message", err)
 	}
 	t.userID = saved[0].ID
-	msgs = append(msgs, provider.Message{Role: provider.RoleUser, Content: modelText(t.req.Text, &auth)})
+	msgs = append(msgs, latest)
 
 	p := t.r.opts.Provider
 	if p == nil {
 		return t.fail(ctx, ErrorClassNotConfigured, "Turn failed: "+t.r.opts.ProviderErr.Error())
 	}
-	specs := t.offer()
 	tctx, stopTimeout := t.r.turnContext(ctx)
 	defer stopTimeout()
 	chars := 0 // streamed so far; consumers coalesce the fragments
@@ -313,7 +316,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 		if ctx.Err() != nil {
 			return TurnResult{}, errStopped
 		}
-		sent, omitted := t.r.fit(msgs, specs)
+		sent, omitted := t.r.fit(msgs, specs, w.unread)
 		resp, err := p.Stream(tctx, provider.Request{System: t.r.system, Messages: sent, Tools: specs}, func(d provider.Delta) {
 			if d.Text == "" {
 				return
@@ -329,7 +332,7 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 		}
 		if len(resp.ToolCalls) == 0 {
 			t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: resp.Text,
-				Metadata: metadata{Provider: p.Name(), StopReason: resp.StopReason, Usage: resp.Usage, HistoryOmitted: omitted}.encode()})
+				Metadata: metadata{Provider: p.Name(), StopReason: resp.StopReason, Usage: resp.Usage, HistoryOmitted: omitted, RequestID: t.req.RequestID, Reply: true}.encode()})
 			return t.write(ctx, TurnResult{Text: resp.Text})
 		}
 
@@ -387,7 +390,7 @@ func (t *turn) offer() []provider.ToolSpec {
 // fail ends the turn with a failure text stored as the assistant message.
 func (t *turn) fail(ctx context.Context, class, text string) (TurnResult, error) {
 	t.chain = append(t.chain, sessions.NewMessage{Role: sessions.RoleAssistant, Content: text,
-		Metadata: metadata{Failed: true, ErrorClass: class}.encode()})
+		Metadata: metadata{Failed: true, ErrorClass: class, RequestID: t.req.RequestID, Reply: true}.encode()})
 	return t.write(ctx, TurnResult{Text: text, Failed: true, ErrorClass: class})
 }
 

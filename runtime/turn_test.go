@@ -656,3 +656,51 @@ func TestOfferFollowsToolAllowed(t *testing.T) {
 		t.Errorf("tools offered to a paired speaker (-want +got):\n%s", diff)
 	}
 }
+
+// A turn keeps its request id with its user message and its reply, so
+// that StoredReply finds the reply of that turn, and of no other, in the
+// session's branch: the answer of a turn whose caller stopped after the
+// final write.
+func TestStoredReply(t *testing.T) {
+	store := openStore(t, "")
+	createSession(t, store, "s1")
+	p := script(t, `{"turns":[
+		{"text":"Looking.","tool_calls":[{"id":"c1","name":"memory_search","arguments":{"query":"q"}}]},
+		{"text":"First answer."},
+		{"text":"Second answer."}
+	]}`)
+	rec := &recorder{}
+	rt := runtime.New(runtime.Options{Store: store, Provider: p, Registry: registry(t, rec.tool("memory_search", authz.CapMemoryRead, nil))})
+	first := mcpRequest(t, "s1", "first")
+	first.RequestID = "task/one"
+	res1, err := rt.ProcessUserTurn(t.Context(), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := mcpRequest(t, "s1", "second")
+	second.RequestID = "task/two"
+	res2, err := rt.ProcessUserTurn(t.Context(), second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := store.Branch(t.Context(), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id   string
+		want runtime.TurnResult
+	}{{"task/one", res1}, {"task/two", res2}} {
+		got, found := runtime.StoredReply(msgs, c.id)
+		if !found || got != c.want {
+			t.Errorf("StoredReply(%q) = %+v, %v; want %+v", c.id, got, found, c.want)
+		}
+	}
+	if got, found := runtime.StoredReply(msgs, "task/three"); found {
+		t.Errorf("StoredReply of a turn that stored nothing = %+v", got)
+	}
+	// A turn that stored only its user message has no reply.
+	if got, found := runtime.StoredReply(msgs[:len(msgs)-1], "task/two"); found {
+		t.Errorf("StoredReply without the reply = %+v", got)
+	}
+}

@@ -51,4 +51,14 @@ const (
 	// AuditKeyed: a log written before keyed audit was re-keyed (written by
 	// the store itself).
 	AuditKeyed = "audit.keyed"
+	// AuditKeyAdded: a writer key was used for the first time (written by
+	// the store, first in its writer chain): {key_id, public_key, label}.
+	AuditKeyAdded = "audit.key.added"
+	// AuditKeyRevoked: `openprogram audit keys revoke` revoked a writer key:
+	// {key_id}.
+	AuditKeyRevoked = "audit.key.revoked"
+	// AuditWriters: migration 0006 closed the shared chain for writers with
+	// keys of their own (written to the shared chain, under its key, by
+	// the store that migrated): {shared_records}.
+	AuditWriters = "audit.writers"
 )

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -28,6 +29,25 @@ type Options struct {
 	// Nil (the zero value): AppendAudit and VerifyAudit fail with
 	// [ErrAuditKey]; nothing else changes.
 	AuditKey []byte
+
+	// AuditSigner, when set, is the Ed25519 key of this store's own writer
+	// chain: every record it appends goes to a chain of its own (one per
+	// open store), signed with this key, and appends never wait on another
+	// writer's. Its public key is recorded in the store (with
+	// AuditSignerLabel) the first time, with an audit.key.added record.
+	// Without it, records go to the shared chain keyed with AuditKey.
+	AuditSigner ed25519.PrivateKey
+	// AuditSignerLabel says whose key AuditSigner is (a host name).
+	AuditSignerLabel string
+	// AuditAnchor is the record this host anchored last, bound into the
+	// first record of the writer chain, so that a chain of this host's
+	// deleted whole is named by VerifyAudit through the chain after it.
+	AuditAnchor *AuditHead
+	// AuditPins are the writer public keys the verifier trusts (key id to
+	// key): VerifyAudit refuses a stored key that contradicts its pin and
+	// names a pinned key the log no longer holds. Keys not pinned are
+	// reported (AuditKey.Pinned false) for the caller to pin.
+	AuditPins map[string]ed25519.PublicKey
 
 	// AdoptUnkeyedLog lets the store key an audit log that has no key yet:
 	// a log of the first, unkeyed version is re-keyed from its first record

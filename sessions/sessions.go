@@ -86,6 +86,16 @@ type Store interface {
 	// Branch returns the active branch: the chain from the session's head to
 	// the root, returned root first. Empty when the session has no head.
 	Branch(ctx context.Context, sessionID string) ([]Message, error)
+	// BranchBefore reads a branch backwards, one page at a time: at most
+	// limit messages of the chain that ends at beforeID's parent, or at the
+	// session's head when beforeID is "", returned root first (the last
+	// one is the newest). The next page passes the first message returned
+	// as beforeID; the root is reached when a page's first message has no
+	// parent (or the page is empty: the session has no head, or beforeID
+	// is a root). Its cost follows limit, not the branch's length: one
+	// key lookup per message. ErrNotFound if the session does not exist or
+	// beforeID is not one of its messages; limit must be positive.
+	BranchBefore(ctx context.Context, sessionID, beforeID string, limit int) ([]Message, error)
 	// SetHead moves the session's head to messageID, which must belong to
 	// the session (ErrNotFound otherwise). It bumps updated_at.
 	SetHead(ctx context.Context, sessionID, messageID string) error
@@ -158,6 +168,15 @@ type Store interface {
 	// ErrAuditAnchor (the log does not extend anchor) or ErrAuditBroken
 	// (the head fails its seal).
 	CheckAuditAnchor(ctx context.Context, anchor *AuditHead) (AuditHead, error)
+	// AuditKeys lists the writer keys the log holds, in id order (Revoked
+	// from the revocation records the log holds).
+	AuditKeys(ctx context.Context) ([]AuditKey, error)
+	// RevokeAuditKey appends an audit.key.revoked record for key id to
+	// this store's writer chain: appends signed with that key are refused
+	// from then on, and VerifyAudit reports any record its writers append
+	// after it. It needs a signing key ([Options.AuditSigner]) other than
+	// the one revoked; an unknown id is ErrNotFound.
+	RevokeAuditKey(ctx context.Context, id string) (AuditRecord, error)
 
 	// Close releases the store's database handles.
 	Close() error
@@ -242,9 +261,14 @@ type NewAuditRecord struct {
 	Payload   json.RawMessage
 }
 
-// AuditRecord is a stored audit record. Hash is the record's MAC: an
-// HMAC-SHA-256 under the audit key over PrevHash (the previous record's
-// MAC) and the record's content.
+// AuditRecord is a stored audit record. ID orders every record of the
+// log (the database assigns it). A record of the shared chain (Writer "")
+// has Hash, its MAC: an HMAC-SHA-256 under the audit key over PrevHash (the
+// previous record's MAC) and the record's content. A record of a writer
+// chain (one store opened to write with a signing key, see
+// [Options.AuditSigner]) has Writer, its Seq in that chain (1, 2, ...),
+// Hash, a SHA-256 over PrevHash and its content, and Sig, the writer's
+// Ed25519 signature of Hash.
 type AuditRecord struct {
 	ID        int64
 	TS        time.Time
@@ -254,6 +278,28 @@ type AuditRecord struct {
 	Payload   json.RawMessage
 	PrevHash  string
 	Hash      string
+	Writer    string
+	Seq       int64
+	Sig       string
+}
+
+// AuditKey is a writer's public key as the store records it.
+type AuditKey struct {
+	// ID is the key's id: 32 hex digits of the SHA-256 of the key.
+	ID string
+	// PublicKey is the Ed25519 public key, unpadded base64url.
+	PublicKey string
+	// Label says whose key it is (the host name when it was added).
+	Label string
+	// Added is when a writer first used it.
+	Added time.Time
+	// Revoked: an audit.key.revoked record names it.
+	Revoked bool
+	// Pinned: the verifier had pinned it before (see [Options.AuditPins]);
+	// a key seen for the first time is not.
+	Pinned bool
+	// Records is how many records its writers hold (VerifyAudit only).
+	Records int64
 }
 
 // AuditHead names a record of the chain by its id and MAC, the form
@@ -270,4 +316,11 @@ type AuditReport struct {
 	OK         bool
 	FirstBadID int64
 	Problem    string
+	// Writers is how many writer chains were verified.
+	Writers int64
+	// Keys are the writer keys the log holds, in id order.
+	Keys []AuditKey
+	// Notes say what was not checked and why (the shared chain's MACs
+	// without its key).
+	Notes []string
 }

@@ -152,10 +152,18 @@ type TaskStore interface {
 	FinishTask(ctx context.Context, id, runner, status, message string, result json.RawMessage) (Task, error)
 
 	// FailAbandonedTasks moves to TaskFailed, with message and result,
-	// every working task whose runner lease lapsed (committing or not), or
-	// that no runner claimed within unclaimed (> 0) of its creation, and
-	// returns how many.
+	// every working task that is not committing whose runner lease lapsed,
+	// or that no runner claimed within unclaimed (> 0) of its creation, and
+	// returns how many. A committing task whose lease lapsed is left
+	// working: its reply may be stored (see AbandonedCommits).
 	FailAbandonedTasks(ctx context.Context, message string, result json.RawMessage, unclaimed time.Duration) (int, error)
+	// AbandonedCommits returns at most limit (1 to MaxTaskPage) working
+	// tasks that are committing and whose runner lease lapsed, oldest
+	// first, with their Request: their runner stopped after its commit
+	// point, so their reply may be stored. Whoever settles one finishes it
+	// with FinishTask in the name of its Runner, whose compare-and-set
+	// makes exactly one of it and a runner that wakes up win.
+	AbandonedCommits(ctx context.Context, limit int) ([]Task, error)
 	// PurgeExpiredTasks deletes the expired tasks and returns how many.
 	PurgeExpiredTasks(ctx context.Context) (int, error)
 }

@@ -49,3 +49,46 @@ func ReadAnchor(path string) ([]byte, error) {
 	text, _, err := readSecretFile(anchorKind, path)
 	return text, err
 }
+
+// PinsFileName is the name, inside the state directory, of the audit
+// writer keys this host's verifier pinned: one line per key, written and
+// replaced like the anchor.
+const PinsFileName = "audit_pins"
+
+// Errors returned by [WritePins] and [ReadPins]. No error ever holds the
+// file's content.
+var (
+	ErrPinsWrite       = errors.New("could not write audit pins")
+	ErrPinsUnavailable = errors.New("audit pins file unavailable or invalid")
+)
+
+var pinsKind = &secretKind{
+	create: ErrPinsWrite, replace: ErrPinsWrite, unavailable: ErrPinsUnavailable,
+	hint:    "it is made again by `openprogram audit verify`, pinning the keys the store holds then",
+	maxSize: maxPinsSize,
+}
+
+// maxPinsSize bounds the pins file: some 400 keys.
+const maxPinsSize = 64 << 10
+
+// PinsPath returns the audit pins file's path inside stateDir.
+func PinsPath(stateDir string) string {
+	return filepath.Join(stateDir, PinsFileName)
+}
+
+// WritePins stores text (1 to 65536 bytes) at path by [WriteAnchor]'s
+// procedure. Errors wrap [ErrPinsWrite].
+func WritePins(path string, text []byte) error {
+	if len(text) == 0 || len(text) > maxPinsSize {
+		return fmt.Errorf("%w: %d bytes of text, want 1 to %d", ErrPinsWrite, len(text), maxPinsSize)
+	}
+	return writeSecret(pinsKind, path, text)
+}
+
+// ReadPins returns the text stored at path by [WritePins], after the
+// checks [ReadAnchor] makes. A missing file is an error wrapping both
+// [ErrPinsUnavailable] and [io/fs.ErrNotExist].
+func ReadPins(path string) ([]byte, error) {
+	text, _, err := readSecretFile(pinsKind, path)
+	return text, err
+}

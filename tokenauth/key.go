@@ -1,6 +1,7 @@
 package tokenauth
 
 import (
+	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -47,6 +48,12 @@ func CreateKey(path string) ([]byte, error) {
 // in unpadded base64url, else the error wraps [ErrKeyUnavailable]. ReadKey
 // never creates or changes anything.
 func ReadKey(path string) ([]byte, error) {
+	return readKeyOf(keyKind, path)
+}
+
+// readKeyOf reads a [KeySize]-byte secret of kind k at path.
+func readKeyOf(k *secretKind, path string) ([]byte, error) {
+	keyKind := k
 	text, target, err := readSecretFile(keyKind, path)
 	if err != nil {
 		return nil, err
@@ -67,14 +74,68 @@ func ReadKey(path string) ([]byte, error) {
 // [CreateKey] when nothing is there; created reports whether this call made
 // it. Of several callers racing on one path, all get the one key that won.
 func LoadOrCreateKey(path string) (key []byte, created bool, err error) {
-	key, err = ReadKey(path)
+	return loadOrCreateKeyOf(keyKind, path)
+}
+
+func loadOrCreateKeyOf(k *secretKind, path string) (key []byte, created bool, err error) {
+	key, err = readKeyOf(k, path)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return key, false, err
 	}
-	key, err = CreateKey(path)
-	if errors.Is(err, ErrKeyExists) {
-		key, err = ReadKey(path)
+	key, err = createSecret(k, path)
+	if errors.Is(err, k.exists) {
+		key, err = readKeyOf(k, path)
 		return key, false, err
 	}
 	return key, err == nil, err
+}
+
+// SigningKeyFileName is the name, inside the state directory, of the
+// seed of this host's Ed25519 audit signing key: the key that signs the
+// host's audit writer chains. Its public half is recorded in the store;
+// the file never leaves the host.
+const SigningKeyFileName = "audit_signing_key"
+
+// Errors returned by [ReadSigningKey] and [LoadOrCreateSigningKey], in the
+// roles [ErrKeyExists], [ErrKeyCreate] and [ErrKeyUnavailable] have for the
+// audit key. No error ever holds key material.
+var (
+	ErrSigningKeyExists      = errors.New("audit signing key already exists")
+	ErrSigningKeyCreate      = errors.New("could not create audit signing key")
+	ErrSigningKeyUnavailable = errors.New("audit signing key file unavailable or invalid")
+)
+
+var signingKeyKind = &secretKind{
+	exists: ErrSigningKeyExists, create: ErrSigningKeyCreate, unavailable: ErrSigningKeyUnavailable,
+	hint: "restore it from a backup; or, to give this host a new key, move it away, start openprogram (a new key is made and recorded) and revoke the old one with `openprogram audit keys revoke`",
+}
+
+// SigningKeyPath returns the audit signing key file's path inside stateDir.
+func SigningKeyPath(stateDir string) string {
+	return filepath.Join(stateDir, SigningKeyFileName)
+}
+
+// ReadSigningKey returns the Ed25519 signing key whose seed is stored at
+// path, after the checks [ReadKey] makes. It never creates anything.
+func ReadSigningKey(path string) (ed25519.PrivateKey, error) {
+	seed, err := readKeyOf(signingKeyKind, path)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(seed)
+	return ed25519.NewKeyFromSeed(seed), nil
+}
+
+// LoadOrCreateSigningKey returns the signing key at path, creating its
+// seed (32 bytes from crypto/rand) with the no-replace procedure of
+// [CreateKey] when nothing is there; created reports whether this call
+// made it. Of several callers racing on one path, all get the one key
+// that won.
+func LoadOrCreateSigningKey(path string) (key ed25519.PrivateKey, created bool, err error) {
+	seed, created, err := loadOrCreateKeyOf(signingKeyKind, path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer clear(seed)
+	return ed25519.NewKeyFromSeed(seed), created, nil
 }

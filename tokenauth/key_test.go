@@ -4,7 +4,9 @@ package tokenauth_test
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,5 +114,38 @@ func TestLoadOrCreateKey(t *testing.T) {
 	key, made, err := tokenauth.LoadOrCreateKey(path)
 	if err != nil || made || !bytes.Equal(key, keys[0]) {
 		t.Errorf("LoadOrCreateKey on an existing key = %x, created %v, %v; want the same key, not created", key, made, err)
+	}
+}
+
+func TestSigningKeyAndPins(t *testing.T) {
+	dir := filepath.Join(privateDir(t), "state")
+	path := tokenauth.SigningKeyPath(dir)
+	if _, err := tokenauth.ReadSigningKey(path); !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, tokenauth.ErrSigningKeyUnavailable) {
+		t.Fatalf("ReadSigningKey(missing) = %v, want ErrSigningKeyUnavailable and fs.ErrNotExist", err)
+	}
+	key, created, err := tokenauth.LoadOrCreateSigningKey(path)
+	if err != nil || !created || len(key) != ed25519.PrivateKeySize {
+		t.Fatalf("LoadOrCreateSigningKey = %d bytes, %v, %v; want a new key", len(key), created, err)
+	}
+	again, created, err := tokenauth.LoadOrCreateSigningKey(path)
+	if err != nil || created || !again.Equal(key) {
+		t.Fatalf("LoadOrCreateSigningKey again = created %v, %v; want the same key", created, err)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode() != 0o600 {
+		t.Errorf("signing key file = %v, %v; want mode 0600", fi, err)
+	}
+	pins := tokenauth.PinsPath(dir)
+	text := []byte(strings.Repeat("k", 5000)) // more than a token file may hold
+	if err := tokenauth.WritePins(pins, text); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tokenauth.ReadPins(pins); err != nil || string(got) != string(text) {
+		t.Errorf("ReadPins = %d bytes, %v; want what was written", len(got), err)
+	}
+	if fi, err := os.Lstat(pins); err != nil || fi.Mode() != 0o600 {
+		t.Errorf("pins file = %v, %v; want mode 0600", fi, err)
+	}
+	if err := tokenauth.WritePins(pins, make([]byte, 65<<10)); !errors.Is(err, tokenauth.ErrPinsWrite) {
+		t.Errorf("WritePins(65 KiB) = %v, want ErrPinsWrite", err)
 	}
 }

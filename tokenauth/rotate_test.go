@@ -124,3 +124,33 @@ func TestRotateReadersSeeWholeTokens(t *testing.T) {
 	}
 	t.Logf("%d reads during 50 rotations", n)
 }
+
+// TestRotateTo: a caller makes the new token first (NewToken), records
+// what it is about to do, then puts it in place; RotateTo takes only a
+// token NewToken could have made, and changes nothing otherwise.
+func TestRotateTo(t *testing.T) {
+	state := filepath.Join(privateDir(t), "state")
+	path := tokenauth.Path(state)
+	old, err := tokenauth.Create(path)
+	if err != nil {
+		t.Fatalf("Create = %v", err)
+	}
+	token, err := tokenauth.NewToken()
+	if err != nil || !tokenRE.MatchString(token) || token == old {
+		t.Fatalf("NewToken = %q, %v; want a token shaped like Create's", token, err)
+	}
+	checkTokenFile(t, path, old) // making a token writes nothing
+	for _, bad := range []string{"", "short", old + "x", "!" + old[1:], old[:42] + "\n", old[:20] + "\n" + old[20:]} {
+		if err := tokenauth.RotateTo(path, bad); !errors.Is(err, tokenauth.ErrRotate) {
+			t.Errorf("RotateTo(%q) = %v, want ErrRotate", bad, err)
+		}
+	}
+	checkTokenFile(t, path, old)
+	if err := tokenauth.RotateTo(path, token); err != nil {
+		t.Fatalf("RotateTo = %v", err)
+	}
+	checkTokenFile(t, path, token)
+	if _, err := authenticate(t, env(old), path); !errors.Is(err, tokenauth.ErrAuthFailed) {
+		t.Errorf("Authenticate(old token) after RotateTo = %v, want ErrAuthFailed", err)
+	}
+}

@@ -16,11 +16,11 @@ import (
 	"github.com/openprogram/openprogram/tokenauth/internal/safedir"
 )
 
-// rotate is [Rotate].
-func rotate(path string) (string, error) {
+// rotateTo is [RotateTo] after its check of token.
+func rotateTo(path, token string) error {
 	dir, name, err := safedir.Open(path, false)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrRotate, err)
+		return fmt.Errorf("%w: %w", ErrRotate, err)
 	}
 	defer dir.Close()
 	target := filepath.Join(dir.Path(), name)
@@ -28,24 +28,15 @@ func rotate(path string) (string, error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir.Fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return "", fmt.Errorf("%w: %q does not exist; %s first", ErrRotate, target, tokenKind.hint)
+			return fmt.Errorf("%w: %q does not exist; %s first", ErrRotate, target, tokenKind.hint)
 		}
-		return "", fmt.Errorf("%w: %q: inspect: %w", ErrRotate, target, err)
+		return fmt.Errorf("%w: %q: inspect: %w", ErrRotate, target, err)
 	}
 	if problem, fix := tokenKind.checkFile(&st); problem != "" {
-		return "", fmt.Errorf("%w: %q: file %s (%s)", ErrRotate, target, problem, fix)
+		return fmt.Errorf("%w: %q: file %s (%s)", ErrRotate, target, problem, fix)
 	}
 
-	raw := make([]byte, tokenBytes)
-	defer clear(raw)
-	if _, err := rand.Read(raw); err != nil {
-		return "", fmt.Errorf("%w: %q: read random bytes: %w", ErrRotate, target, err)
-	}
-	token := base64.RawURLEncoding.EncodeToString(raw)
-	if err := publish(tokenKind, dir, name, target, token, true); err != nil {
-		return "", err
-	}
-	return token, nil
+	return publish(tokenKind, dir, name, target, token, true)
 }
 
 // createSecret makes 32 random bytes and publishes them at path in unpadded
@@ -258,11 +249,11 @@ func readSecretFile(k *secretKind, path string) ([]byte, string, error) {
 	if st.Size == 0 {
 		return nil, "", k.unavailableError(target, fmt.Errorf("file is empty (remove it and %s)", k.hint))
 	}
-	if st.Size > maxFileSize {
-		return nil, "", k.unavailableError(target, fmt.Errorf("file is %d bytes, more than the %d allowed", st.Size, maxFileSize))
+	if st.Size > k.limit() {
+		return nil, "", k.unavailableError(target, fmt.Errorf("file is %d bytes, more than the %d allowed", st.Size, k.limit()))
 	}
 
-	buf := make([]byte, maxFileSize+1)
+	buf := make([]byte, k.limit()+1)
 	n, err := readFull(fd, buf)
 	if err != nil {
 		clear(buf)

@@ -50,34 +50,25 @@ func createSecret(k *secretKind, path string) ([]byte, error) {
 	return raw, nil
 }
 
-// rotate is [Rotate].
-func rotate(path string) (string, error) {
+// rotateTo is [RotateTo] after its check of token.
+func rotateTo(path, token string) error {
 	dir, name, err := safedir.Open(path, false)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrRotate, err)
+		return fmt.Errorf("%w: %w", ErrRotate, err)
 	}
 	target := filepath.Join(dir.Path(), name)
 	f, _, problem, fix, err := openSecret(target)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("%w: %q does not exist; %s first", ErrRotate, target, tokenKind.hint)
+		return fmt.Errorf("%w: %q does not exist; %s first", ErrRotate, target, tokenKind.hint)
 	}
 	if err != nil {
-		return "", fmt.Errorf("%w: %q: inspect: %w", ErrRotate, target, err)
+		return fmt.Errorf("%w: %q: inspect: %w", ErrRotate, target, err)
 	}
 	f.Close()
 	if problem != "" {
-		return "", fmt.Errorf("%w: %q: file %s (%s)", ErrRotate, target, problem, fix)
+		return fmt.Errorf("%w: %q: file %s (%s)", ErrRotate, target, problem, fix)
 	}
-	raw := make([]byte, tokenBytes)
-	defer clear(raw)
-	if _, err := rand.Read(raw); err != nil {
-		return "", fmt.Errorf("%w: %q: read random bytes: %w", ErrRotate, target, err)
-	}
-	token := base64.RawURLEncoding.EncodeToString(raw)
-	if err := publish(tokenKind, dir.Path(), target, token, true); err != nil {
-		return "", err
-	}
-	return token, nil
+	return publish(tokenKind, dir.Path(), target, token, true)
 }
 
 // writeSecret creates or replaces the secret file at path with text, by
@@ -249,10 +240,10 @@ func readSecretFile(k *secretKind, path string) ([]byte, string, error) {
 	if st.Size() == 0 {
 		return nil, "", k.unavailableError(target, fmt.Errorf("file is empty (remove it and %s)", k.hint))
 	}
-	if st.Size() > maxFileSize {
-		return nil, "", k.unavailableError(target, fmt.Errorf("file is %d bytes, more than the %d allowed", st.Size(), maxFileSize))
+	if st.Size() > k.limit() {
+		return nil, "", k.unavailableError(target, fmt.Errorf("file is %d bytes, more than the %d allowed", st.Size(), k.limit()))
 	}
-	buf := make([]byte, maxFileSize+1)
+	buf := make([]byte, k.limit()+1)
 	n, err := io.ReadFull(f, buf)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		clear(buf)

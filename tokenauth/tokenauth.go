@@ -1,6 +1,7 @@
 package tokenauth
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -31,6 +32,15 @@ type secretKind struct {
 	exists, create, unavailable error
 	replace                     error  // what a failed replacement wraps
 	hint                        string // how to make a new file, after "remove it and"
+	maxSize                     int64  // largest file read; 0: maxFileSize
+}
+
+// limit is the largest file of kind k that is read.
+func (k *secretKind) limit() int64 {
+	if k.maxSize > 0 {
+		return k.maxSize
+	}
+	return maxFileSize
 }
 
 var tokenKind = &secretKind{
@@ -119,17 +129,50 @@ func (k *secretKind) createError(target string, cause error) error {
 	return fmt.Errorf("%w: %q: %w", k.create, target, cause)
 }
 
-// Rotate replaces the token at path with a new one and returns it. It is
-// the one way to replace a token, for when the old one may have leaked.
+// Rotate replaces the token at path with a new one and returns it: it is
+// [NewToken] then [RotateTo]. A caller that must record the rotation
+// before it happens (the audit log) calls the two itself.
+func Rotate(path string) (string, error) {
+	token, err := NewToken()
+	if err != nil {
+		return "", err
+	}
+	if err := RotateTo(path, token); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// NewToken makes a new token, as [Create] and [Rotate] do, and writes
+// nothing. Its [Fingerprint] is the client id it will give.
+func NewToken() (string, error) {
+	raw := make([]byte, tokenBytes)
+	defer clear(raw)
+	if _, err := rand.Read(raw); err != nil {
+		return "", fmt.Errorf("%w: read random bytes: %w", ErrRotate, err)
+	}
+	return base64.RawURLEncoding.EncodeToString(raw), nil
+}
+
+// RotateTo replaces the token at path with token, which must be one
+// [NewToken] made (else the error wraps [ErrRotate] and nothing changes).
+// It is the one way to replace a token, for when the old one may have
+// leaked.
 //
 // The file at path must be a valid token file (the rules of [Authenticate]);
 // otherwise nothing changes and the error wraps [ErrRotate]. The new token
-// is made and written like [Create]'s, to an exclusive temporary file that
-// is then renamed over path: a reader sees the old token or the new one,
-// whole, never a mix or nothing, and the old token stops authenticating the
-// moment the rename is done. Servers already running keep their session.
-func Rotate(path string) (string, error) {
-	return rotate(path)
+// is written like [Create]'s, to an exclusive temporary file that is then
+// renamed over path: a reader sees the old token or the new one, whole,
+// never a mix or nothing, and the old token stops authenticating the moment
+// the rename is done. Servers already running keep their session.
+func RotateTo(path, token string) error {
+	// The one form NewToken writes: decoding alone would let a newline
+	// (which base64 skips) into the file.
+	if raw, err := base64.RawURLEncoding.Strict().DecodeString(token); err != nil || len(raw) != tokenBytes ||
+		base64.RawURLEncoding.EncodeToString(raw) != token {
+		return fmt.Errorf("%w: the new token is not one NewToken made", ErrRotate)
+	}
+	return rotateTo(path, token)
 }
 
 // Read returns the token stored at path, after the checks [Authenticate]

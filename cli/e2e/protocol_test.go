@@ -102,7 +102,7 @@ func TestClientInfoChangesNothing(t *testing.T) {
 		a := session("alpha-client", "1.0.0")
 		b := session("Zeta Other Client", "99.1.0-rc.1+build")
 
-		want := observed{Protocol: "2025-11-25", ServerName: "openprogram", ServerVersion: "e2e-test", Capabilities: []string{"tools"}}
+		want := observed{Protocol: "2025-11-25", ServerName: "openprogram", ServerVersion: "e2e-test", Capabilities: []string{"tasks", "tools"}}
 		if a.Protocol != want.Protocol || a.ServerName != want.ServerName || a.ServerVersion != want.ServerVersion ||
 			!slices.Equal(a.Capabilities, want.Capabilities) {
 			t.Errorf("initialize = protocol %q server %q %q capabilities %v, want %q %q %q %v",
@@ -282,13 +282,21 @@ func TestToolsList(t *testing.T) {
 	for _, tl := range memory.Tools(nil) {
 		registry[tl.Name()] = contracts.RuntimeTool{Name: tl.Name(), Description: tl.Description(), InputSchema: tl.InputSchema()}
 	}
-	var wantSix any
+	var wantSix []any
 	data, err := json.Marshal(contracts.Tools())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(data, &wantSix); err != nil {
 		t.Fatal(err)
+	}
+	// Durable tasks are on by default: a tool that may run as a task
+	// carries its execution member (prompt_send alone, "optional").
+	for _, tl := range wantSix {
+		m := tl.(map[string]any)
+		if e := contracts.Execution(m["name"].(string)); e != nil {
+			m["execution"] = map[string]any{"taskSupport": e.TaskSupport}
+		}
 	}
 
 	for _, tc := range []struct {

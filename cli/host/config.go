@@ -74,8 +74,13 @@ type TasksConfig struct {
 	// Enabled is mcp_server.tasks.enabled: `mcp serve` offers tasks.
 	Enabled bool
 	// MaxWorking is mcp_server.tasks.max_working: the most working tasks
-	// of one client identity.
+	// of one client identity, and the most live runner processes of its
+	// tasks.
 	MaxWorking int
+	// MaxRunners is mcp_server.tasks.max_runners: the most live runner
+	// processes of the state directory, all clients together (0:
+	// [DefaultTaskMaxRunners]).
+	MaxRunners int
 	// DefaultTTL is mcp_server.tasks.default_ttl, how long a task is kept
 	// when its client asks for no ttl; at most MaxTTL.
 	DefaultTTL time.Duration

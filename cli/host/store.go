@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -60,6 +61,9 @@ type StoreOptions struct {
 	// sessions.ErrNoStore; one an older version wrote,
 	// sessions.ErrMigrationsPending. It overrides Create.
 	Inspect bool
+	// Unpinned opens the store without this host's pins of audit writer
+	// keys (audit reanchor: a restored log may predate keys pinned since).
+	Unpinned bool
 	// Logger hears what the store says while it opens (a wait for the
 	// database). Nil discards.
 	Logger *slog.Logger
@@ -83,6 +87,12 @@ func OpenStore(ctx context.Context, stateDir, url string, o *StoreOptions) (sess
 	if err != nil {
 		return nil, err
 	}
+	if err := auditSignerOptions(stateDir, create, opts); err != nil {
+		return nil, err
+	}
+	if o.Unpinned {
+		opts.AuditPins = nil
+	}
 	opts.Logger = o.Logger
 	opts.NoMigrate = o.Inspect
 	st, err := sessions.OpenWith(ctx, url, opts)
@@ -103,6 +113,43 @@ func OpenStore(ctx context.Context, stateDir, url string, o *StoreOptions) (sess
 		return nil, err
 	}
 	return held, nil
+}
+
+// auditSignerOptions adds this host's audit signing key (created, with
+// create, and pinned), the pins and, with create, the anchor to opts: the
+// store then appends to writer chains of its own, signed with the key.
+// Without a signing key (and without create) the store can still verify.
+func auditSignerOptions(stateDir string, create bool, opts *sessions.Options) error {
+	path := tokenauth.SigningKeyPath(stateDir)
+	var key []byte
+	var err error
+	if create {
+		key, _, err = tokenauth.LoadOrCreateSigningKey(path)
+	} else if key, err = tokenauth.ReadSigningKey(path); errors.Is(err, fs.ErrNotExist) {
+		key, err = nil, nil
+	}
+	if err != nil {
+		return fmt.Errorf("load the audit signing key: %w", err)
+	}
+	if key != nil {
+		opts.AuditSigner, opts.AuditSignerLabel = key, signerLabel()
+	}
+	if create && key != nil {
+		pub := opts.AuditSigner.Public().(ed25519.PublicKey)
+		own := sessions.AuditKey{ID: sessions.AuditKeyID(pub), PublicKey: sessions.EncodeAuditKey(pub), Label: opts.AuditSignerLabel}
+		if _, err := AddPins(tokenauth.PinsPath(stateDir), []sessions.AuditKey{own}); err != nil {
+			return err
+		}
+		// An unreadable anchor is refused by the anchor check after the
+		// open; the chain then starts after none.
+		opts.AuditAnchor, _ = ReadAnchor(tokenauth.AnchorPath(stateDir))
+	}
+	pins, err := ReadPins(tokenauth.PinsPath(stateDir))
+	if err != nil {
+		return err
+	}
+	opts.AuditPins = PinnedKeys(pins)
+	return nil
 }
 
 // auditKeyOptions reads (with create: reads or creates) the audit key at

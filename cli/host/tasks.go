@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
@@ -16,6 +17,9 @@ import (
 // before [Host.SweepTasks] fails it: starting the runner process and
 // opening its host takes seconds, not minutes.
 const TaskUnclaimedAfter = 2 * time.Minute
+
+// DefaultTaskMaxRunners is the default of mcp_server.tasks.max_runners.
+const DefaultTaskMaxRunners = 16
 
 // ErrNotPaired: the client a task belongs to is no longer the paired one
 // (its token was rotated), so its task does not run.
@@ -81,16 +85,22 @@ func (h *Host) RunTask(ctx context.Context, clientID, taskID string, logger *slo
 	return mcpserver.RunTask(ctx, opts, taskID)
 }
 
-// SweepTasks fails the tasks whose runner is gone (a lapsed lease, or no
-// runner within [TaskUnclaimedAfter]) with mcpserver.TaskAbandonedMessage,
-// and deletes the expired ones (mcpserver.SweepTasks). `mcp serve` runs it
+// SweepTasks settles the tasks whose runner is gone and deletes the
+// expired ones (mcpserver.SweepTasks): a task whose runner stopped before
+// its commit point (or that no runner claimed within
+// [TaskUnclaimedAfter]) fails with mcpserver.TaskAbandonedMessage; one
+// whose runner stopped after it is finished from the reply stored in its
+// session, with the records its runner did not write. `mcp serve` runs it
 // when it starts and every minute while it serves. With tasks off it does
 // nothing and answers [ErrNoTasks]: no client can reach a task then, and
 // the first serve with tasks on sweeps what is left.
-func (h *Host) SweepTasks(ctx context.Context) (failed, purged int, err error) {
+func (h *Host) SweepTasks(ctx context.Context) (mcpserver.SweepResult, error) {
 	ts, err := h.Tasks()
 	if err != nil {
-		return 0, 0, err
+		return mcpserver.SweepResult{}, err
 	}
-	return mcpserver.SweepTasks(ctx, ts, TaskUnclaimedAfter)
+	return mcpserver.SweepTasks(ctx, mcpserver.SweepOptions{
+		Store: ts, Conversations: h.conv, Unclaimed: TaskUnclaimedAfter, Logger: h.log,
+		Speaker: func(clientID string) (authz.Speaker, error) { return h.MCPClient(clientID) },
+	})
 }

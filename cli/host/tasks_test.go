@@ -11,12 +11,17 @@ import (
 	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/postgres/pgtest"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
 // tasksHost opens a host whose state directory holds a token, with tasks
 // on, and returns it with the token's client id.
-func tasksHost(t *testing.T) (*host.Host, string) {
+func tasksHost(t *testing.T) (*host.Host, string) { return tasksHostOn(t, "sqlite") }
+
+// tasksHostOn is tasksHost on backend: "sqlite" (in the state directory)
+// or "postgres" (a schema of its own under OPENPROGRAM_TEST_DATABASE_URL).
+func tasksHostOn(t *testing.T, backend string) (*host.Host, string) {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -27,7 +32,11 @@ func tasksHost(t *testing.T) (*host.Host, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := host.Config{StateDir: state, StoreURL: "sqlite:" + filepath.Join(state, "openprogram.db"),
+	url := "sqlite:" + filepath.Join(state, "openprogram.db")
+	if backend == "postgres" {
+		url = pgtest.URL(t, "op_host_tasks")
+	}
+	cfg := host.Config{StateDir: state, StoreURL: url,
 		MCPServer: host.MCPServerConfig{Tasks: host.TasksConfig{Enabled: true, MaxWorking: 4, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour}}}
 	h, err := host.Open(context.Background(), cfg, nil)
 	if err != nil {
@@ -81,9 +90,9 @@ func TestSweepTasksFailsAbandonedTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
-	failed, _, err := h.SweepTasks(ctx)
-	if err != nil || failed != 1 {
-		t.Fatalf("SweepTasks = %d failed, %v; want 1", failed, err)
+	r, err := h.SweepTasks(ctx)
+	if err != nil || r.Failed != 1 {
+		t.Fatalf("SweepTasks = %+v, %v; want 1 failed", r, err)
 	}
 	got, err := ts.GetTask(ctx, clientID, "lapsed")
 	if err != nil || got.Status != sessions.TaskFailed || got.StatusMessage != mcpserver.TaskAbandonedMessage {
@@ -106,7 +115,7 @@ func TestTasksOff(t *testing.T) {
 		t.Errorf("Tasks with tasks off = %v, want ErrNoTasks", err)
 	}
 	// Nor does it sweep: a serve with tasks off writes nothing for them.
-	if _, _, err := h.SweepTasks(t.Context()); !errors.Is(err, host.ErrNoTasks) {
+	if _, err := h.SweepTasks(t.Context()); !errors.Is(err, host.ErrNoTasks) {
 		t.Errorf("SweepTasks with tasks off = %v, want ErrNoTasks", err)
 	}
 }

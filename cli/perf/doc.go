@@ -95,6 +95,16 @@
 //     prompt latency, peak server connections and connections held after an
 //     idle wait. It is a test: small under `go test` (30 + 30, failing on any
 //     failed prompt or held connection), full sizes with `make bench-scale`.
+//   - BenchmarkPromptSendHistory (history_test.go): prompt_send of a
+//     2,000-byte prompt with model.context_tokens 8000, on a new session
+//     each time and on one session seeded through the Store API with 1,000
+//     and 10,000 messages (a dozen untimed turns first), on SQLite and,
+//     when OPENPROGRAM_TEST_DATABASE_URL is set, PostgreSQL: the turn at
+//     10,000 messages should cost what a new session's does.
+//   - TestSoakOneSession (soak_test.go): on demand
+//     (OPENPROGRAM_SOAK_TURNS=5000), that many prompt_send on one session of
+//     one server with the default configuration, logging its RSS every 500
+//     turns and its peak at the end; it stops past 1 GiB.
 //
 // Latencies are measured, never asserted: the targets are compared in the
 // benchstat summary, not in tests.

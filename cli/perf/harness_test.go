@@ -148,7 +148,8 @@ func goBuild(out, pkg string) error {
 type state struct {
 	dir   string
 	token string
-	log   string // the servers' stderr, appended
+	log   string   // the servers' stderr, appended
+	extra []string // more of the servers' environment (KEY=value)
 }
 
 // tinyScript is the model script of benchmarks that never prompt.
@@ -185,12 +186,12 @@ func newState(tb testing.TB, dir, script string) *state {
 // env is the whole environment of a server: nothing inherited but PATH, so
 // that no OPENPROGRAM_DATABASE_URL or the like leaks in.
 func (s *state) env() []string {
-	return []string{
+	return append([]string{
 		"OPENPROGRAM_HOME=" + s.dir,
 		tokenauth.EnvVar + "=" + s.token,
 		"HOME=" + s.dir,
 		"PATH=" + os.Getenv("PATH"),
-	}
+	}, s.extra...)
 }
 
 // serveCmd returns an unstarted `openprogram mcp serve` for s, its stderr

@@ -54,6 +54,7 @@ var (
 	scaleLimit   = flag.Int("scale.limit", 20, "CONNECTION LIMIT of the direct scenario's role (-1: only the server's max_connections)")
 	scaleIdle    = flag.Duration("scale.idle", 45*time.Second, "how long the servers stay idle before the held connections are counted (polled: the wait ends early once none is held)")
 	scaleStrict  = flag.Bool("scale.strict", true, "fail on failed prompts or connections held after the idle wait")
+	scaleOne     = flag.Bool("scale.onestate", false, "every server of a scenario shares one state directory (one host), instead of one each")
 )
 
 const (
@@ -92,7 +93,10 @@ func TestScale(t *testing.T) {
 				for _, e := range r.errors {
 					t.Logf("  %s", e)
 				}
-				if *scaleStrict && (r.started != n || r.failed > 0 || r.held > 0) {
+				for _, v := range r.verified {
+					t.Logf("  audit verify on %s", v)
+				}
+				if *scaleStrict && (r.started != n || r.failed > 0 || r.held > 0 || r.broken) {
 					t.Errorf("%s N=%d: %d of %d started, %d prompts failed, %d connections held after the idle wait; want all started, 0, 0",
 						sc.name, n, r.started, n, r.failed, r.held)
 				}
@@ -107,6 +111,8 @@ type scaleResult struct {
 	peak, held          int
 	idleWaited          time.Duration
 	errors              []string // the first few distinct failures
+	verified            []string // audit verify's answer on two of the state directories
+	broken              bool     // one of them was not intact
 }
 
 func runScale(t *testing.T, bin, base string, bounced bool, n int) scaleResult {
@@ -129,7 +135,7 @@ func runScale(t *testing.T, bin, base string, bounced bool, n int) scaleResult {
 	// Migrate once up front, as an upgrade would, so the measurement is
 	// the servers' work and not n migrations queueing on one lock.
 	mctx, mcancel := context.WithTimeout(t.Context(), time.Minute)
-	keyFile, err := migrateOnce(mctx, t, bin, serverURL)
+	keyFile, first, err := migrateOnce(mctx, t, bin, serverURL)
 	if err != nil {
 		mcancel()
 		t.Fatalf("migrate the scale schema: %v", err)
@@ -188,10 +194,22 @@ func runScale(t *testing.T, bin, base string, bounced bool, n int) scaleResult {
 	}
 	deadline := time.Now().Add(scaleDeadline)
 	answered := make(chan struct{}, n)
+	verifyOn := []*state{first}
+	var one *state
 	for i := range n {
-		st := newState(t, filepath.Join(root, strconv.Itoa(i)), script)
-		if err := shareKey(keyFile, st.dir); err != nil {
-			t.Fatalf("share the audit key: %v", err)
+		var st *state
+		switch {
+		case *scaleOne && one != nil:
+			st = one
+		default:
+			st = newState(t, filepath.Join(root, strconv.Itoa(i)), script)
+			if err := shareKey(keyFile, st.dir); err != nil {
+				t.Fatalf("share the audit key: %v", err)
+			}
+			one = st
+		}
+		if i == n-1 {
+			verifyOn = append(verifyOn, st)
 		}
 		wg.Go(func() {
 			p, err := startServer(bin, st, serverURL)
@@ -250,22 +268,42 @@ func runScale(t *testing.T, bin, base string, bounced bool, n int) scaleResult {
 	wg.Wait()
 	res.peak = int(peak.Load())
 	res.p50ms, res.p99ms = quantile(latencies, 0.5), quantile(latencies, 0.99)
+	// Two state directories (the one that migrated and the last server's)
+	// each verify the whole log the run wrote.
+	for _, st := range verifyOn {
+		cmd := exec.CommandContext(ctx, bin, "audit", "verify")
+		cmd.Env = append(st.env(), "OPENPROGRAM_DATABASE_URL="+serverURL)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			res.broken = true
+		}
+		res.verified = append(res.verified, filepath.Base(st.dir)+": "+firstLineOf(lastLine(string(out))))
+	}
 	return res
+}
+
+// lastLine is the last non-empty line of s (audit verify's verdict after
+// its notes).
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // migrateOnce runs `openprogram mcp serve` once against url with stdin
 // closed at once: it opens (and so migrates) the store, creates the audit
-// key and keys the empty log. It returns the key file's path: every server
-// of the harness gets a copy, as every host sharing one database must.
-func migrateOnce(ctx context.Context, t *testing.T, bin, url string) (string, error) {
+// key and keys the empty log. It returns the key file's path and the state
+// directory: every server of the harness gets a copy of the key, as every
+// host sharing one database needed before writer chains (a build with
+// writer chains does not use it).
+func migrateOnce(ctx context.Context, t *testing.T, bin, url string) (string, *state, error) {
 	st := newState(t, filepath.Join(t.TempDir(), "migrate"), tinyScript)
 	cmd := exec.CommandContext(ctx, bin, "mcp", "serve")
 	cmd.Env = append(st.env(), "OPENPROGRAM_DATABASE_URL="+url)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("%w: %s", err, out)
+		return "", nil, fmt.Errorf("%w: %s", err, out)
 	}
-	return tokenauth.KeyPath(st.dir), nil
+	return tokenauth.KeyPath(st.dir), st, nil
 }
 
 // shareKey copies the audit key file at from into the state directory dir.

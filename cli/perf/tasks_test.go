@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openprogram/openprogram/sessions/postgres/pgtest"
 )
 
 // taskTurns is how many model turns the task benchmarks' script holds; the
@@ -18,8 +20,9 @@ import (
 const taskTurns = 5_000
 
 // tasksState is a fresh state directory whose config turns durable MCP
-// tasks on, with a scripted model whose every turn answers at once.
-func tasksState(b *testing.B) *state {
+// tasks on, with a scripted model whose every turn answers at once, on
+// storeURL ("": SQLite in the state directory).
+func tasksState(b *testing.B, storeURL string) *state {
 	b.Helper()
 	var sb strings.Builder
 	sb.WriteString(`{"turns": [`)
@@ -31,10 +34,14 @@ func tasksState(b *testing.B) *state {
 	}
 	sb.WriteString(`]}`)
 	st := newState(b, filepath.Join(b.TempDir(), "state"), sb.String())
-	cfg, err := json.Marshal(map[string]any{
+	conf := map[string]any{
 		"model":      map[string]any{"provider": "scripted", "script": filepath.Join(st.dir, "script.json")},
 		"mcp_server": map[string]any{"tasks": map[string]any{"enabled": true}},
-	})
+	}
+	if storeURL != "" {
+		conf["store"] = map[string]any{"url": storeURL}
+	}
+	cfg, err := json.Marshal(conf)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,10 +78,16 @@ func taskOf(b *testing.B, m message) (id, status string) {
 // tools/call to the tasks/result answer (the runner process started for
 // the task, its host opened, the turn run and stored); created is the
 // tools/call to its CreateTaskResult; get is one tasks/get round trip on a
-// finished task.
+// finished task. Each runs on SQLite and on PostgreSQL (a schema of its
+// own under OPENPROGRAM_TEST_DATABASE_URL; skipped without one).
 func BenchmarkTaskTurn(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) { benchTaskTurn(b, "") })
+	b.Run("postgres", func(b *testing.B) { benchTaskTurn(b, pgtest.URL(b, "op_perf")) })
+}
+
+func benchTaskTurn(b *testing.B, storeURL string) {
 	bin := binary(b)
-	st := tasksState(b)
+	st := tasksState(b, storeURL)
 	p, _ := startRaw(b, bin, st, initializeLine)
 	defer p.close(b)
 	p.initialize(b)

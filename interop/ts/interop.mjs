@@ -228,7 +228,9 @@ await step('initialize over stdio', async () => {
   eq(r.protocolVersion, PROTOCOL, 'result.protocolVersion');
   eq(r.serverInfo?.name, 'openprogram', 'result.serverInfo.name');
   check(typeof r.serverInfo?.version === 'string' && r.serverInfo.version !== '', `result.serverInfo.version is set (${r.serverInfo?.version})`, r.serverInfo);
-  eq(Object.keys(r.capabilities ?? {}), ['tools'], 'result.capabilities keys (tools only)');
+  // Durable tasks are on by default: tools and tasks (contract section 11).
+  eq(Object.keys(r.capabilities ?? {}).sort(), ['tasks', 'tools'], 'result.capabilities keys (tools and tasks)');
+  eq(r.capabilities.tasks, { list: {}, cancel: {}, requests: { tools: { call: {} } } }, 'result.capabilities.tasks');
   eq(client.getServerVersion()?.name, 'openprogram', 'client.getServerVersion().name');
   check(client.getServerCapabilities()?.tools !== undefined, 'client.getServerCapabilities().tools is set', client.getServerCapabilities());
   const initd = frames.find((f) => f.dir === '->' && f.msg.method === 'notifications/initialized');
@@ -293,6 +295,10 @@ await step('tools/list: exactly the six tools, in order, closed input schemas', 
   eq(byName.tool_call.properties.arguments?.type, 'object', 'tool_call.arguments is an object');
   eq(byName.tool_call.required, ['name'], 'tool_call.required');
   check(raw.every((t) => t.outputSchema === undefined), 'no outputSchema (so the SDK expects no structuredContent)', raw);
+  // prompt_send alone may run as a task; the other five answer at once.
+  for (const t of raw) {
+    eq(t.execution, t.name === 'prompt_send' ? { taskSupport: 'optional' } : undefined, `${t.name}: execution`);
+  }
 });
 
 await step('tools_list: the exposed runtime tools the paired tier may use', async () => {

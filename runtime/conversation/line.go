@@ -228,7 +228,7 @@ func (l *Line) Send(ctx context.Context, t Turn, o SendOptions) (Reply, error) {
 	observe := l.observer(t, o.Observe, cancelled)
 	req := runtime.TurnRequest{
 		SessionID: sess.ID, Text: t.Text, AgentID: sess.AgentID, Speaker: l.sp,
-		RequestID: newTurnRequestID(), Commit: commit, Observe: observe,
+		RequestID: turnRequestID(t), Commit: commit, Observe: observe,
 	}
 	res, err := l.runTurn(context.WithoutCancel(ctx), req)
 	if !stopWatch() && ctx.Err() != nil {
@@ -248,11 +248,46 @@ func (l *Line) Send(ctx context.Context, t Turn, o SendOptions) (Reply, error) {
 		l.svc.log.Warn("turn failed", "session_id", sess.ID, "error", err)
 		return Reply{}, err
 	}
-	l.Record(ctx, l.rec.completed, sess.ID, PromptCompletedPayload{
-		RequestID: t.RequestID, SessionID: sess.ID, ClientID: l.clientID, Failed: res.Failed, TaskID: t.TaskID,
+	reply := replyOf(sess.ID, res)
+	l.Completed(ctx, t, reply)
+	return reply, nil
+}
+
+// replyOf is the Reply of a turn on sessionID that ended with res.
+func replyOf(sessionID string, res runtime.TurnResult) Reply {
+	return Reply{SessionID: sessionID, Text: res.Text, UserMessageID: res.UserMessageID, AssistantMessageID: res.AssistantMessageID,
+		Failed: res.Failed, ErrorClass: res.ErrorClass}
+}
+
+// Completed writes the record of turn t that ran to its end with reply.
+// Send writes it; a caller that finishes a durable task's turn from its
+// StoredReply writes it for the runner that could not.
+func (l *Line) Completed(ctx context.Context, t Turn, reply Reply) {
+	l.Record(ctx, l.rec.completed, reply.SessionID, PromptCompletedPayload{
+		RequestID: t.RequestID, SessionID: reply.SessionID, ClientID: l.clientID, Failed: reply.Failed, TaskID: t.TaskID,
 	})
-	return Reply{SessionID: sess.ID, Text: res.Text, UserMessageID: res.UserMessageID, AssistantMessageID: res.AssistantMessageID,
-		Failed: res.Failed, ErrorClass: res.ErrorClass}, nil
+}
+
+// StoredReply returns the reply durable task turn t (t.TaskID set) stored
+// in its session, found false when the session holds none: a runner that
+// stopped after its turn's final write left the reply there without
+// answering. It writes nothing.
+func (l *Line) StoredReply(ctx context.Context, t Turn) (Reply, bool, error) {
+	if t.TaskID == "" {
+		return Reply{}, false, errors.New("conversation: StoredReply needs a durable task's turn (Turn.TaskID)")
+	}
+	branch, err := l.svc.store.Branch(ctx, t.SessionID)
+	switch {
+	case errors.Is(err, sessions.ErrNotFound):
+		return Reply{}, false, nil
+	case err != nil:
+		return Reply{}, false, fmt.Errorf("%w: %w", ErrSessionUnavailable, err)
+	}
+	res, found := runtime.StoredReply(branch, turnRequestID(t))
+	if !found {
+		return Reply{}, false, nil
+	}
+	return replyOf(t.SessionID, res), true, nil
 }
 
 // openSession is the one place a conversation's session is created: its
@@ -472,9 +507,16 @@ func (l *Line) dropIfEmpty(ctx context.Context, t Turn) {
 	}
 }
 
-// newTurnRequestID returns the opaque id the runtime copies into every
-// event of one turn.
-func newTurnRequestID() string { return "turn_" + rand.Text() }
+// turnRequestID returns the opaque id the runtime copies into every event
+// of turn t and keeps with its messages: a durable task's turn is named by
+// its task (a task's turn stores one reply at most), so that its reply is
+// found again (StoredReply); any other turn by a random id.
+func turnRequestID(t Turn) string {
+	if t.TaskID != "" {
+		return "task/" + t.TaskID
+	}
+	return "turn_" + rand.Text()
+}
 
 // ToolCall is one direct call of a runtime tool by the line's speaker (an
 // MCP client's tool_call).

@@ -1,10 +1,14 @@
 package postgres
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openprogram/openprogram/sessions/internal/auditchain"
 )
 
 // PoolConfig returns the configuration of st's pool.
@@ -26,3 +30,8 @@ var (
 	Unreachable = unreachable
 	Refusal     = refusal
 )
+
+// AuditWritersTx reads the stored writer heads within tx.
+func AuditWritersTx(ctx context.Context, tx pgx.Tx) ([]auditchain.Writer, error) {
+	return auditTx{tx}.Writers(ctx)
+}

@@ -66,6 +66,10 @@ var migrationSteps = map[int]func(ctx context.Context, tx pgx.Tx) error{
 	3: indexMemory,
 }
 
+// auditWritersVersion is the migration that starts writer chains; on a
+// store that had records its Go half is [auditchain.Log.SwitchTx].
+const auditWritersVersion = 6
+
 // minServerVersion is PostgreSQL 12 (server_version_num), the first with
 // generated columns.
 const minServerVersion = 120000
@@ -78,7 +82,7 @@ const migrationTable = "openprogram_schema_migrations"
 // ourTables are the tables migrations create; finding one of them in a
 // schema without migrationTable means the schema belongs to someone else.
 var ourTables = []string{"sessions", "messages", "turn_leases", "memory_state", "memory_paths",
-	"memory_sources", "memory_trusted", "memory_terms", "audit_records", "audit_head", "tasks", "session_allowances"}
+	"memory_sources", "memory_trusted", "memory_terms", "audit_records", "audit_head", "tasks", "session_allowances", "audit_keys", "audit_writers"}
 
 // migrate brings the schema up to the newest embedded migration in one
 // transaction, under a transaction-scoped advisory lock keyed by the
@@ -169,6 +173,11 @@ func (s *Store) migrate(ctx context.Context, apply bool) error {
 			}
 			if step := migrationSteps[m.version]; step != nil {
 				if err := step(ctx, tx); err != nil {
+					return fmt.Errorf("migrate: apply %s: %w", m.name, err)
+				}
+			}
+			if m.version == auditWritersVersion && current > 0 {
+				if err := s.auditLog.SwitchTx(ctx, auditTx{tx}); err != nil {
 					return fmt.Errorf("migrate: apply %s: %w", m.name, err)
 				}
 			}

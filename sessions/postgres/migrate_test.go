@@ -84,7 +84,7 @@ func olderSchema(t *testing.T, db *testDB, title string, undo ...string) (latest
 func TestMigration4AddsTasks(t *testing.T) {
 	ctx := context.Background()
 	db := newTestDB(t)
-	latest := olderSchema(t, db, "from version 3", `DROP TABLE tasks`, `DROP TABLE session_allowances`, `DELETE FROM openprogram_schema_migrations WHERE version >= 4`)
+	latest := olderSchema(t, db, "from version 3", append(undoAuditWriters, `DROP TABLE tasks`, `DROP TABLE session_allowances`, `DELETE FROM openprogram_schema_migrations WHERE version >= 4`)...)
 	up := openStore(t, db)
 	var version int
 	if err := db.conn(t).QueryRow(ctx, `SELECT max(version) FROM openprogram_schema_migrations`).Scan(&version); err != nil || version != latest {
@@ -102,7 +102,7 @@ func TestMigration4AddsTasks(t *testing.T) {
 // work and go with their session.
 func TestMigration5AddsSessionAllowances(t *testing.T) {
 	db := newTestDB(t)
-	olderSchema(t, db, "from version 4", `DROP TABLE session_allowances`, `DELETE FROM openprogram_schema_migrations WHERE version >= 5`)
+	olderSchema(t, db, "from version 4", append(undoAuditWriters, `DROP TABLE session_allowances`, `DELETE FROM openprogram_schema_migrations WHERE version >= 5`)...)
 	up := openStore(t, db)
 	storetest.CheckUpgradedAllowances(t, up, "kept", func() int {
 		var n int
@@ -111,4 +111,28 @@ func TestMigration5AddsSessionAllowances(t *testing.T) {
 		}
 		return n
 	})
+}
+
+// undoAuditWriters takes version 6 (writer chains) away from a schema made
+// now that holds no writer records.
+var undoAuditWriters = []string{
+	`ALTER TABLE audit_records ALTER COLUMN id DROP DEFAULT`,
+	`DROP SEQUENCE audit_records_id_seq`,
+	`DROP INDEX audit_records_writer_seq`,
+	`ALTER TABLE audit_records DROP COLUMN sig, DROP COLUMN seq, DROP COLUMN writer_id`,
+	`DROP TABLE audit_keys`,
+	`DROP TABLE audit_writers`,
+	`DELETE FROM openprogram_schema_migrations WHERE version >= 6`,
+}
+
+// TestMigration6StartsWriterChains opens a keyed schema at version 5 with
+// records and checks the upgrade: in its transaction the shared chain gets
+// its last record, audit.writers, and stays verifiable; writers with
+// signing keys of their own (one without the audit key) then append, and
+// the whole log verifies.
+func TestMigration6StartsWriterChains(t *testing.T) {
+	db := newTestDB(t)
+	olderSchema(t, db, "from version 5", undoAuditWriters...)
+	up := openStoreWith(t, db, &sessions.Options{AuditKey: storetest.Key, AuditSigner: storetest.SigningKey(0), AuditSignerLabel: "host-a"})
+	storetest.CheckUpgradedAuditWriters(t, up, openStoreWith(t, db, &sessions.Options{AuditSigner: storetest.SigningKey(1), AuditSignerLabel: "host-b"}))
 }

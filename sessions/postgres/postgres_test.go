@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/internal/auditchain"
 	"github.com/openprogram/openprogram/sessions/postgres"
 	"github.com/openprogram/openprogram/sessions/storetest"
 )
@@ -72,7 +73,11 @@ func TestConformance(t *testing.T) {
 			return st
 		},
 		storetest.WithSecondHandle(func(t *testing.T, s sessions.Store, opts *sessions.Options) sessions.Store {
-			return openStoreWith(t, schemaOf(t, s), opts)
+			db := schemaOf(t, s)
+			st := openStoreWith(t, db, opts)
+			dbOf.Store(st, db)
+			t.Cleanup(func() { dbOf.Delete(st) })
+			return st
 		}),
 		storetest.WithTamperer(func(t *testing.T, s sessions.Store) storetest.Tamperer {
 			return tamperer{db: schemaOf(t, s).conn(t)}
@@ -112,7 +117,7 @@ func (tp tamperer) DeleteAudit(ctx context.Context, id int64) error {
 
 func (tp tamperer) SwapAudit(ctx context.Context, a, b int64) error {
 	return tp.tamper(ctx, `UPDATE audit_records r SET ts = o.ts, type = o.type, origin = o.origin,
-		session_id = o.session_id, payload = o.payload, prev_hash = o.prev_hash, hash = o.hash
+		session_id = o.session_id, payload = o.payload, prev_hash = o.prev_hash, hash = o.hash, sig = o.sig
 		FROM audit_records o WHERE (r.id = $1 AND o.id = $2) OR (r.id = $2 AND o.id = $1)`, a, b)
 }
 
@@ -134,4 +139,31 @@ func (tp tamperer) AuditHead(ctx context.Context) (storetest.HeadRow, error) {
 
 func (tp tamperer) SetAuditHead(ctx context.Context, h storetest.HeadRow) error {
 	return tp.tamper(ctx, "UPDATE audit_head SET last_id = $1, last_hash = $2, key_id = $3, head_mac = $4", h.LastID, h.LastHash, h.KeyID, h.MAC)
+}
+
+func (tp tamperer) AuditWriters(ctx context.Context) ([]auditchain.Writer, error) {
+	var out []auditchain.Writer
+	err := pgx.BeginFunc(ctx, tp.db, func(tx pgx.Tx) error {
+		var err error
+		out, err = postgres.AuditWritersTx(ctx, tx)
+		return err
+	})
+	return out, err
+}
+
+func (tp tamperer) SetAuditWriter(ctx context.Context, w auditchain.Writer) error {
+	return tp.tamper(ctx, `UPDATE audit_writers SET key_id = $2, base_id = $3, base_hash = $4, anchor_id = $5, anchor_hash = $6,
+		last_seq = $7, last_hash = $8, head_sig = $9 WHERE writer_id = $1`, w.ID, w.KeyID, w.BaseID, w.BaseHash, w.AnchorID, w.AnchorHash, w.Seq, w.Hash, w.Sig)
+}
+
+func (tp tamperer) DeleteAuditWriter(ctx context.Context, id string) error {
+	return tp.tamper(ctx, "DELETE FROM audit_writers WHERE writer_id = $1", id)
+}
+
+func (tp tamperer) SetAuditKeyRow(ctx context.Context, k sessions.AuditKey) error {
+	return tp.tamper(ctx, "UPDATE audit_keys SET public_key = $2, revoked_at = CASE WHEN $3 THEN now() END WHERE key_id = $1", k.ID, k.PublicKey, k.Revoked)
+}
+
+func (tp tamperer) DeleteAuditKeyRow(ctx context.Context, id string) error {
+	return tp.tamper(ctx, "DELETE FROM audit_keys WHERE key_id = $1", id)
 }

@@ -326,6 +326,51 @@ func (s *Store) Branch(ctx context.Context, sessionID string) ([]sessions.Messag
 	return out, nil
 }
 
+// BranchBefore returns a page of a branch read backwards (see
+// [sessions.Store]): a recursive query follows the parent links from the
+// page's newest message, one primary-key lookup per message, and stops
+// after limit. An empty page is told apart (no head or a root, an unknown
+// session or message) by a second statement.
+func (s *Store) BranchBefore(ctx context.Context, sessionID, beforeID string, limit int) ([]sessions.Message, error) {
+	if err := input.BranchBefore(sessionID, beforeID, limit); err != nil {
+		return nil, err
+	}
+	var page []sessions.Message
+	err := s.run(ctx, func(q querier) error {
+		rows, err := q.Query(ctx, `WITH RECURSIVE chain AS (
+				SELECT id, session_id, COALESCE(parent_id, '') AS parent, role, content, created_at, metadata, parent_id AS up, 1 AS n
+				FROM messages
+				WHERE session_id = $1 AND id = CASE WHEN $2 = ''
+					THEN (SELECT head_id FROM sessions WHERE id = $1)
+					ELSE (SELECT b.parent_id FROM messages b WHERE b.id = $2 AND b.session_id = $1) END
+				UNION ALL
+				SELECT p.id, p.session_id, COALESCE(p.parent_id, ''), p.role, p.content, p.created_at, p.metadata, p.parent_id, c.n + 1
+				FROM chain c JOIN messages p ON p.id = c.up WHERE c.n < $3
+			)
+			SELECT id, session_id, parent, role, content, created_at, metadata FROM chain ORDER BY n`, sessionID, beforeID, limit)
+		if err != nil {
+			return err
+		}
+		page, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessions.Message, error) { return scanMessage(r) })
+		if err != nil || len(page) > 0 {
+			return err
+		}
+		var session, before bool
+		if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1),
+				$2 = '' OR EXISTS (SELECT 1 FROM messages WHERE id = $2 AND session_id = $1)`, sessionID, beforeID).Scan(&session, &before); err != nil {
+			return err
+		}
+		if !session || !before {
+			return sessions.ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("branch of session %q before %q: %w", sessionID, beforeID, err)
+	}
+	return input.Chain(sessionID, page)
+}
+
 // SetHead moves the session's head to messageID, which must belong to the
 // session (ErrNotFound otherwise), and bumps updated_at.
 func (s *Store) SetHead(ctx context.Context, sessionID, messageID string) error {

@@ -168,7 +168,7 @@ func OpenWith(ctx context.Context, dsn string, opts *sessions.Options) (*Store, 
 	st := &Store{pool: pool, auditKey: bytes.Clone(opts.AuditKey), acquireWait: DefaultAcquireWait,
 		addr: serverAddr(cfg.ConnConfig.Config), log: opts.Logger}
 	st.taskRules = newTaskRules(st)
-	st.auditLog = newAuditLog(st)
+	st.auditLog = newAuditLog(st, opts)
 	if err := st.migrate(ctx, !opts.NoMigrate); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store %s: %w", sessions.RedactURL(dsn), err)

@@ -196,13 +196,20 @@ func (b taskSQL) FailAbandoned(ctx context.Context, message string, result json.
 	var n int64
 	err := b.s.run(ctx, func(q querier) error {
 		tag, err := q.Exec(ctx, `UPDATE tasks SET status = 'failed', status_message = $1, result = $2, updated_at = now()
-			WHERE status = 'working' AND ((runner <> '' AND runner_expires_at <= now())
+			WHERE status = 'working' AND ((runner <> '' AND runner_expires_at <= now() AND NOT committing)
 				OR (runner = '' AND created_at <= now() - $3 * interval '1 microsecond'))`,
 			message, nullJSON(result), micros(unclaimed))
 		n = tag.RowsAffected()
 		return err
 	})
 	return int(n), err
+}
+
+// AbandonedCommits implements [taskrules.Backend].
+func (b taskSQL) AbandonedCommits(ctx context.Context, n int) ([]sessions.Task, error) {
+	return queryAll(ctx, b.s, scanTask, `SELECT `+taskrules.Columns+` FROM tasks
+		WHERE status = 'working' AND committing AND runner_expires_at <= now()
+		ORDER BY created_at, id LIMIT $1`, n)
 }
 
 // PurgeExpiredTasks implements [sessions.TaskStore].

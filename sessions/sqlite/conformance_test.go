@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/sessions/internal/auditchain"
 	"github.com/openprogram/openprogram/sessions/storetest"
 )
 
@@ -75,7 +77,7 @@ func (tm tamperer) DeleteAudit(ctx context.Context, id int64) error {
 
 func (tm tamperer) SwapAudit(ctx context.Context, a, b int64) error {
 	return tm.exec(ctx, `UPDATE audit_log AS r SET ts = o.ts, type = o.type, origin = o.origin, session_id = o.session_id,
-		payload = o.payload, prev_hash = o.prev_hash, hash = o.hash
+		payload = o.payload, prev_hash = o.prev_hash, hash = o.hash, sig = o.sig
 		FROM (SELECT * FROM audit_log) AS o WHERE (r.id = ? AND o.id = ?) OR (r.id = ? AND o.id = ?)`, a, b, b, a)
 }
 
@@ -111,4 +113,35 @@ func TestConformance(t *testing.T) {
 			return tamperer{db: s.(*Store).w}
 		}),
 	)
+}
+
+func (tm tamperer) AuditWriters(ctx context.Context) ([]auditchain.Writer, error) {
+	var out []auditchain.Writer
+	err := tm.tamper(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = auditTx{tx}.Writers(ctx)
+		return err
+	})
+	return out, err
+}
+
+func (tm tamperer) SetAuditWriter(ctx context.Context, w auditchain.Writer) error {
+	return tm.exec(ctx, `UPDATE audit_writers SET key_id = ?, base_id = ?, base_hash = ?, anchor_id = ?, anchor_hash = ?, last_seq = ?, last_hash = ?, head_sig = ? WHERE writer_id = ?`,
+		w.KeyID, w.BaseID, w.BaseHash, w.AnchorID, w.AnchorHash, w.Seq, w.Hash, w.Sig, w.ID)
+}
+
+func (tm tamperer) DeleteAuditWriter(ctx context.Context, id string) error {
+	return tm.exec(ctx, `DELETE FROM audit_writers WHERE writer_id = ?`, id)
+}
+
+func (tm tamperer) SetAuditKeyRow(ctx context.Context, k sessions.AuditKey) error {
+	var revoked any
+	if k.Revoked {
+		revoked = time.Now().UnixMicro()
+	}
+	return tm.exec(ctx, `UPDATE audit_keys SET public_key = ?, revoked_at = ? WHERE key_id = ?`, k.PublicKey, revoked, k.ID)
+}
+
+func (tm tamperer) DeleteAuditKeyRow(ctx context.Context, id string) error {
+	return tm.exec(ctx, `DELETE FROM audit_keys WHERE key_id = ?`, id)
 }

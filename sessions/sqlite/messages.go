@@ -329,3 +329,61 @@ func (s *Store) SetHead(ctx context.Context, sessionID, messageID string) error 
 	return oneRow(fmt.Sprintf("set head of session %q to %q", sessionID, messageID),
 		fmt.Errorf("session or message of that session: %w", sessions.ErrNotFound), res, err)
 }
+
+// BranchBefore implements [sessions.Store]: a recursive query follows the
+// parent keys from the page's newest message, one primary-key lookup per
+// message, and stops after limit.
+func (s *Store) BranchBefore(ctx context.Context, sessionID, beforeID string, limit int) ([]sessions.Message, error) {
+	if err := input.BranchBefore(sessionID, beforeID, limit); err != nil {
+		return nil, err
+	}
+	var page []sessions.Message
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `WITH RECURSIVE chain (seq, up, n) AS (
+				SELECT m.seq, m.parent_seq, 1 FROM messages m
+				WHERE m.session_id = ?1 AND m.seq = CASE WHEN ?2 = ''
+					THEN (SELECT h.seq FROM sessions s JOIN messages h ON h.id = s.head_id WHERE s.id = ?1)
+					ELSE (SELECT b.parent_seq FROM messages b WHERE b.id = ?2 AND b.session_id = ?1) END
+				UNION ALL
+				SELECT p.seq, p.parent_seq, c.n + 1 FROM chain c JOIN messages p ON p.seq = c.up WHERE c.n < ?3
+			)
+			SELECT m.id, coalesce(m.parent_id, ''), m.role, m.content, m.created_at, m.metadata
+			FROM chain c JOIN messages m ON m.seq = c.seq ORDER BY c.n`, sessionID, beforeID, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				role    string
+				created int64
+				meta    []byte
+				m       = sessions.Message{SessionID: sessionID}
+			)
+			if err := rows.Scan(&m.ID, &m.ParentID, &role, &m.Content, &created, &meta); err != nil {
+				return err
+			}
+			m.Role, m.CreatedAt = internRole(role), fromMicros(created)
+			if len(meta) > 0 {
+				m.Metadata = meta
+			}
+			page = append(page, m)
+		}
+		if err := rows.Err(); err != nil || len(page) > 0 {
+			return err
+		}
+		var session, before bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1),
+				?2 = '' OR EXISTS (SELECT 1 FROM messages WHERE id = ?2 AND session_id = ?1)`, sessionID, beforeID).Scan(&session, &before); err != nil {
+			return err
+		}
+		if !session || !before {
+			return sessions.ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("branch of session %q before %q: %w", sessionID, beforeID, err)
+	}
+	return input.Chain(sessionID, page)
+}

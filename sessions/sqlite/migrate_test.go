@@ -103,7 +103,7 @@ func olderStore(t *testing.T, path, title string, undo ...string) {
 func TestMigration4AddsTasks(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), DefaultFileName)
-	olderStore(t, path, "from version 3", `DROP TABLE tasks`, `DROP TABLE session_allowances`, `DELETE FROM schema_migrations WHERE version >= 4`)
+	olderStore(t, path, "from version 3", append(undoAuditWriters, `DROP TABLE tasks`, `DROP TABLE session_allowances`, `DELETE FROM schema_migrations WHERE version >= 4`)...)
 	up := openAt(t, path)
 	var version int
 	if err := up.r.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&version); err != nil || version != LatestSchemaVersion() {
@@ -121,7 +121,7 @@ func TestMigration4AddsTasks(t *testing.T) {
 // that standing approvals work and go with their session.
 func TestMigration5AddsSessionAllowances(t *testing.T) {
 	path := filepath.Join(t.TempDir(), DefaultFileName)
-	olderStore(t, path, "from version 4", `DROP TABLE session_allowances`, `DELETE FROM schema_migrations WHERE version >= 5`)
+	olderStore(t, path, "from version 4", append(undoAuditWriters, `DROP TABLE session_allowances`, `DELETE FROM schema_migrations WHERE version >= 5`)...)
 	up := openAt(t, path)
 	storetest.CheckUpgradedAllowances(t, up, "kept", func() int {
 		var n int
@@ -130,4 +130,28 @@ func TestMigration5AddsSessionAllowances(t *testing.T) {
 		}
 		return n
 	})
+}
+
+// undoAuditWriters takes version 6 (writer chains) away from a store made
+// now that holds no writer records.
+var undoAuditWriters = []string{
+	`DROP INDEX audit_log_writer_seq`,
+	`ALTER TABLE audit_log DROP COLUMN sig`,
+	`ALTER TABLE audit_log DROP COLUMN seq`,
+	`ALTER TABLE audit_log DROP COLUMN writer_id`,
+	`DROP TABLE audit_keys`,
+	`DROP TABLE audit_writers`,
+	`DELETE FROM schema_migrations WHERE version >= 6`,
+}
+
+// TestMigration6StartsWriterChains opens a keyed store at schema version
+// 5 with records and checks the upgrade: in its transaction the shared
+// chain gets its last record, audit.writers, and stays verifiable; a
+// writer with a signing key of its own then appends to a chain of its own,
+// and the whole log verifies.
+func TestMigration6StartsWriterChains(t *testing.T) {
+	path := filepath.Join(t.TempDir(), DefaultFileName)
+	olderStore(t, path, "from version 5", undoAuditWriters...)
+	up := openWith(t, path, &sessions.Options{AuditKey: storetest.Key, AuditSigner: storetest.SigningKey(0), AuditSignerLabel: "host-a"})
+	storetest.CheckUpgradedAuditWriters(t, up, openWith(t, path, &sessions.Options{AuditSigner: storetest.SigningKey(1), AuditSignerLabel: "host-b"}))
 }

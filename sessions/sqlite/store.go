@@ -196,7 +196,7 @@ func acquireFile(path string) (empty, mayRace bool, release func(), err error) {
 func open(ctx context.Context, path string, opts *sessions.Options) (*Store, error) {
 	s := &Store{path: path, auditKey: bytes.Clone(opts.AuditKey)}
 	s.taskRules = newTaskRules(s)
-	s.auditLog = newAuditLog(s)
+	s.auditLog = newAuditLog(s, opts)
 	var err error
 	if s.w, err = sql.Open("sqlite", connString(path, false)); err != nil {
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -526,6 +526,10 @@ func migrations() ([]migration, error) {
 	return out, nil
 }
 
+// auditWritersVersion is the migration that starts writer chains; on a
+// store that had records its Go half is [auditchain.Log.SwitchTx].
+const auditWritersVersion = 6
+
 // migrationSteps are the Go halves of migrations, run right after the
 // version's SQL in the same transaction: work SQL cannot do, such as
 // writing the search postings (package fulltext) of the rows stored.
@@ -621,6 +625,11 @@ func (s *Store) migrate(ctx context.Context, apply bool) (int, error) {
 		}
 		if step := migrationSteps[m.version]; step != nil {
 			if err := step(ctx, tx); err != nil {
+				return -1, fmt.Errorf("open sqlite store %s: migration %04d_%s: %w", s.path, m.version, m.name, err)
+			}
+		}
+		if m.version == auditWritersVersion && current > 0 {
+			if err := s.auditLog.SwitchTx(ctx, auditTx{tx}); err != nil {
 				return -1, fmt.Errorf("open sqlite store %s: migration %04d_%s: %w", s.path, m.version, m.name, err)
 			}
 		}

@@ -189,7 +189,7 @@ func (b taskSQL) FailAbandoned(ctx context.Context, message string, result json.
 	now := nowMicros()
 	res, err := b.s.w.ExecContext(ctx, `UPDATE tasks INDEXED BY tasks_lapsed
 		SET status = 'failed', status_message = :message, result = :result, updated_at = :now
-		WHERE status = 'working' AND ((runner <> '' AND runner_expires_at <= :now) OR (runner = '' AND created_at <= :unclaimed))`,
+		WHERE status = 'working' AND ((runner <> '' AND runner_expires_at <= :now AND committing = 0) OR (runner = '' AND created_at <= :unclaimed))`,
 		sql.Named("message", message), sql.Named("result", nullJSON(result)), sql.Named("now", now),
 		sql.Named("unclaimed", now-durMicros(unclaimed)))
 	if err != nil {
@@ -197,6 +197,17 @@ func (b taskSQL) FailAbandoned(ctx context.Context, message string, result json.
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
+}
+
+// AbandonedCommits implements [taskrules.Backend].
+func (b taskSQL) AbandonedCommits(ctx context.Context, n int) ([]sessions.Task, error) {
+	var tasks []sessions.Task
+	err := eachRow(func() (*sql.Rows, error) {
+		return b.s.r.QueryContext(ctx, `SELECT `+taskrules.Columns+` FROM tasks INDEXED BY tasks_lapsed
+			WHERE status = 'working' AND committing = 1 AND runner_expires_at <= :now
+			ORDER BY created_at, id LIMIT :limit`, sql.Named("now", nowMicros()), sql.Named("limit", n))
+	}, scanTask, func(t sessions.Task) bool { tasks = append(tasks, t); return true })
+	return tasks, err
 }
 
 // PurgeExpiredTasks implements [sessions.TaskStore].

@@ -33,6 +33,7 @@ var auditTests = []test{
 	{"TamperRecomputeKeepKeyID", testAuditTamperRecomputeKeepKeyID},
 	{"AnchorCatchesTruncation", testAuditAnchor},
 	{"CheckAnchor", testAuditCheckAnchor},
+	{"CheckAnchorNotSkippedByKeyID", testAuditCheckAnchorKeyID},
 	{"WrongKey", testAuditWrongKey},
 	{"NoKey", testAuditNoKey},
 	{"Rekey", testAuditRekey},
@@ -159,10 +160,20 @@ func testAuditVerifyIntact(t *testing.T, h *harness) {
 
 func testAuditConcurrent(t *testing.T, h *harness) {
 	a, b := h.pair(t)
+	appendAuditConcurrently(t, 15, a, b, a, b)
+	if diff := cmp.Diff(sessions.AuditReport{Records: 61, OK: true}, verify(t, b)); diff != "" {
+		t.Errorf("VerifyAudit after concurrent appends from two handles (-want +got):\n%s", diff)
+	}
+}
+
+// appendAuditConcurrently appends n audit records to each of stores (a store named
+// twice appends from two goroutines), all at once.
+func appendAuditConcurrently(t *testing.T, n int, stores ...sessions.Store) {
+	t.Helper()
 	var wg sync.WaitGroup
-	for _, s := range []sessions.Store{a, b, a, b} {
+	for _, s := range stores {
 		wg.Go(func() {
-			for i := range 15 {
+			for i := range n {
 				if _, err := s.AppendAudit(ctxT(t), sessions.NewAuditRecord{Type: "t", Origin: "o", Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}); err != nil {
 					t.Errorf("concurrent AppendAudit error: %v", err)
 					return
@@ -171,9 +182,6 @@ func testAuditConcurrent(t *testing.T, h *harness) {
 		})
 	}
 	wg.Wait()
-	if diff := cmp.Diff(sessions.AuditReport{Records: 61, OK: true}, verify(t, b)); diff != "" {
-		t.Errorf("VerifyAudit after concurrent appends from two handles (-want +got):\n%s", diff)
-	}
 }
 
 // tampered appends five records (ids 2 to 6, after the key record), lets
@@ -448,6 +456,38 @@ func testAuditCheckAnchor(t *testing.T, h *harness) {
 	bare := h.reopen(t, s, nil)
 	if _, err := bare.CheckAuditAnchor(ctxT(t), nil); !errors.Is(err, sessions.ErrAuditKey) {
 		t.Errorf("CheckAuditAnchor without a key = %v, want ErrAuditKey", err)
+	}
+}
+
+// testAuditCheckAnchorKeyID: a database writer who cuts the tail behind
+// the anchor and names another key in the head cannot turn the anchor
+// check into a warning about the key: the anchored record is gone, and
+// that is reported first, whatever the head's columns say.
+func testAuditCheckAnchorKeyID(t *testing.T, h *harness) {
+	s := h.store(t)
+	tm := h.tamperer(t, s)
+	recs := appendAudit(t, s, 5) // ids 2..6
+	anchor := sessions.AuditHead{ID: recs[4].ID, MAC: recs[4].Hash}
+	for id := anchor.ID; id > recs[1].ID; id-- {
+		if err := tm.DeleteAudit(ctxT(t), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head := headRow(t, tm)
+	for _, keyID := range []string{"0123456789abcdef", ""} {
+		head.LastID, head.LastHash, head.KeyID = recs[1].ID, recs[1].Hash, keyID
+		if err := tm.SetAuditHead(ctxT(t), head); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.CheckAuditAnchor(ctxT(t), &anchor)
+		t.Logf("CheckAuditAnchor after the tail was cut and the head named key %q: %v", keyID, err)
+		if !errors.Is(err, sessions.ErrAuditAnchor) {
+			t.Errorf("CheckAuditAnchor after the tail was cut and the head named key %q = %v, want ErrAuditAnchor", keyID, err)
+		}
+	}
+	bare := h.reopen(t, s, nil)
+	if _, err := bare.CheckAuditAnchor(ctxT(t), &anchor); !errors.Is(err, sessions.ErrAuditAnchor) {
+		t.Errorf("CheckAuditAnchor without a key after the tail was cut = %v, want ErrAuditAnchor", err)
 	}
 }
 

@@ -23,6 +23,9 @@ var messageTests = []test{
 	{"SetHeadUnknown", testSetHeadUnknown},
 	{"BranchUnknownAndEmpty", testBranchUnknownAndEmpty},
 	{"DeepBranch", testDeepBranch},
+	{"BranchBeforePages", testBranchBeforePages},
+	{"BranchBeforeFork", testBranchBeforeFork},
+	{"BranchBeforeRefused", testBranchBeforeRefused},
 	{"UpdatedAtMonotonic", testUpdatedAtMonotonic},
 	{"ConcurrentAppends", testConcurrentAppends},
 	{"ConcurrentAppendsTwoHandles", testConcurrentAppendsTwoHandles},
@@ -271,6 +274,17 @@ func testDeepBranch(t *testing.T, h *harness) {
 	if branch[depth-1].Content != fmt.Sprintf("m%d", depth/2-1) || branch[0].ParentID != "" {
 		t.Errorf("Branch ends = %q/%q, want m0 root first and m%d last", branch[0].Content, branch[depth-1].Content, depth/2-1)
 	}
+	// A page from the head of a deep branch is its newest messages.
+	page, err := s.BranchBefore(ctx, "deep", "", 50)
+	noErr(t, err, "BranchBefore(10000 deep, 50)")
+	if diff := cmp.Diff(want[depth-50:], ids(page)); diff != "" {
+		t.Errorf("BranchBefore(10000 deep, head, 50) ids (-want +got):\n%s", diff)
+	}
+	page, err = s.BranchBefore(ctx, "deep", branch[100].ID, 1000)
+	noErr(t, err, "BranchBefore(10000 deep, 101st, 1000)")
+	if diff := cmp.Diff(want[:100], ids(page)); diff != "" {
+		t.Errorf("BranchBefore(10000 deep, 101st, 1000) ids (-want +got):\n%s", diff)
+	}
 }
 
 func testUpdatedAtMonotonic(t *testing.T, h *harness) {
@@ -371,4 +385,137 @@ func testConcurrentAppends(t *testing.T, h *harness) {
 func testConcurrentAppendsTwoHandles(t *testing.T, h *harness) {
 	a, b := h.pair(t)
 	appendConcurrently(t, []sessions.Store{a, b}, 8, 20)
+}
+
+// readBackwards pages through the active branch of session sid with
+// BranchBefore, limit messages at a time, and returns it root first.
+func readBackwards(t *testing.T, s sessions.Store, sid string, limit int) []sessions.Message {
+	t.Helper()
+	var all []sessions.Message
+	before := ""
+	for pages := 0; ; pages++ {
+		page, err := s.BranchBefore(ctxT(t), sid, before, limit)
+		noErr(t, err, "BranchBefore(%q, %q, %d)", sid, before, limit)
+		if len(page) > limit {
+			t.Fatalf("BranchBefore(%q, %q, %d) = %d messages, over the limit", sid, before, limit, len(page))
+		}
+		for i := 1; i < len(page); i++ {
+			if page[i].ParentID != page[i-1].ID {
+				t.Fatalf("page message %d does not follow %d", i, i-1)
+			}
+		}
+		if len(page) > 0 && len(all) > 0 && all[0].ParentID != page[len(page)-1].ID {
+			t.Fatalf("page before %q ends with %q, not that message's parent %q", before, page[len(page)-1].ID, all[0].ParentID)
+		}
+		all = append(page, all...)
+		if len(page) == 0 || page[0].ParentID == "" {
+			if len(page) == limit || len(page) == 0 {
+				// The next page of a root is empty.
+				if more, err := s.BranchBefore(ctxT(t), sid, all[0].ID, limit); err != nil || len(more) != 0 {
+					t.Fatalf("BranchBefore(root) = %d messages, %v; want none", len(more), err)
+				}
+			}
+			return all
+		}
+		if pages > 100000 {
+			t.Fatal("BranchBefore never reached the root")
+		}
+		before = page[0].ID
+	}
+}
+
+func testBranchBeforePages(t *testing.T, h *harness) {
+	s := h.store(t)
+	mustCreate(t, s, sessions.Session{ID: "s"})
+	mustCreate(t, s, sessions.Session{ID: "other"})
+	// Turns of several messages, interleaved with another session's
+	// appends, with metadata, and a fork that is not the active branch.
+	parent, otherParent := "", ""
+	for i := range 12 {
+		msgs := []sessions.NewMessage{user(fmt.Sprintf("q%d", i))}
+		for j := range i % 4 {
+			msgs = append(msgs, sessions.NewMessage{Role: sessions.RoleTool, Content: fmt.Sprintf("r%d.%d", i, j),
+				Metadata: json.RawMessage(fmt.Sprintf(`{"tool_call_id":"c%d"}`, j))})
+		}
+		msgs = append(msgs, assistant(fmt.Sprintf("a%d", i)))
+		got := mustAppend(t, s, "s", parent, true, msgs...)
+		if i == 5 {
+			mustAppend(t, s, "s", got[0].ID, false, user("fork"), assistant("fork answer"))
+		}
+		parent = got[len(got)-1].ID
+		if i%3 == 0 {
+			otherParent = mustAppend(t, s, "other", otherParent, true, user("elsewhere"))[0].ID
+		}
+	}
+	want, err := s.Branch(ctxT(t), "s")
+	noErr(t, err, "Branch")
+	for _, limit := range []int{1, 2, 3, 7, len(want) - 1, len(want), len(want) + 5} {
+		got := readBackwards(t, s, "s", limit)
+		if diff := cmp.Diff(want, got, cmpOpts...); diff != "" {
+			t.Errorf("BranchBefore pages of %d (-Branch +pages):\n%s", limit, diff)
+		}
+	}
+	// A page from the middle holds the messages before it, newest last.
+	mid := want[10]
+	page, err := s.BranchBefore(ctxT(t), "s", mid.ID, 4)
+	noErr(t, err, "BranchBefore(middle)")
+	if diff := cmp.Diff(want[6:10], page, cmpOpts...); diff != "" {
+		t.Errorf("BranchBefore(middle, 4) (-want +got):\n%s", diff)
+	}
+}
+
+func testBranchBeforeFork(t *testing.T, h *harness) {
+	s := h.store(t)
+	ctx := ctxT(t)
+	mustCreate(t, s, sessions.Session{ID: "s"})
+	trunk := mustAppend(t, s, "s", "", true, user("q1"), assistant("a1"), user("q2"))
+	left := mustAppend(t, s, "s", trunk[1].ID, false, user("left"), assistant("left answer"))
+	// A page before a message off the active branch is that message's own
+	// ancestry, whatever the head.
+	page, err := s.BranchBefore(ctx, "s", left[1].ID, 10)
+	noErr(t, err, "BranchBefore(fork tip)")
+	if diff := cmp.Diff([]string{trunk[0].ID, trunk[1].ID, left[0].ID}, ids(page)); diff != "" {
+		t.Errorf("BranchBefore(fork tip) (-want +got):\n%s", diff)
+	}
+	// From the head, it follows SetHead.
+	if err := s.SetHead(ctx, "s", left[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	page, err = s.BranchBefore(ctx, "s", "", 10)
+	noErr(t, err, "BranchBefore(head on the fork)")
+	if diff := cmp.Diff([]string{trunk[0].ID, trunk[1].ID, left[0].ID, left[1].ID}, ids(page)); diff != "" {
+		t.Errorf("BranchBefore(head on the fork) (-want +got):\n%s", diff)
+	}
+}
+
+func testBranchBeforeRefused(t *testing.T, h *harness) {
+	s := h.store(t)
+	ctx := ctxT(t)
+	head, foreign := twoSessions(t, s)
+	for _, tc := range []struct{ session, before string }{
+		{"nope", ""},
+		{"nope", head.ID},
+		{"s", foreign.ID},
+		{"s", "msg_00000000000000000000000000000000"},
+		{"s\x00", ""},
+		{"s", "msg_\x00"},
+	} {
+		if got, err := s.BranchBefore(ctx, tc.session, tc.before, 10); !errors.Is(err, sessions.ErrNotFound) {
+			t.Errorf("BranchBefore(%q, %q) = %d messages, %v; want ErrNotFound", tc.session, tc.before, len(got), err)
+		}
+	}
+	for _, limit := range []int{0, -1} {
+		if _, err := s.BranchBefore(ctx, "s", "", limit); err == nil || errors.Is(err, sessions.ErrNotFound) {
+			t.Errorf("BranchBefore(limit %d) error = %v, want a refused limit", limit, err)
+		}
+	}
+	// Before a root, and in a session without a head: nothing, no error.
+	if got, err := s.BranchBefore(ctx, "s", head.ID, 10); err != nil || len(got) != 0 {
+		t.Errorf("BranchBefore(root) = %d messages, %v; want none, nil", len(got), err)
+	}
+	mustCreate(t, s, sessions.Session{ID: "empty"})
+	mustAppend(t, s, "empty", "", false, user("never the head"))
+	if got, err := s.BranchBefore(ctx, "empty", "", 10); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("BranchBefore(no head) = %#v, %v; want empty, nil", got, err)
+	}
 }

@@ -3,9 +3,11 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/openprogram/openprogram/sessions/internal/auditchain"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +51,26 @@ type HeadRow struct {
 // Key is the audit key the suite opens its stores with, unless a test says
 // otherwise.
 var Key = bytes.Repeat([]byte{0x5a}, 32)
+
+// SigningKey returns the writer signing key of host i of the suite (a
+// fixed key per i).
+func SigningKey(i byte) ed25519.PrivateKey {
+	return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{0xc0 + i}, ed25519.SeedSize))
+}
+
+// WriterTamperer is what a [Tamperer] also does for the writer-chain
+// tests: read, overwrite or delete a writer's stored head and a writer
+// key's row, past the store.
+type WriterTamperer interface {
+	AuditWriters(ctx context.Context) ([]auditchain.Writer, error)
+	// SetAuditWriter overwrites every column of writer w.ID's head.
+	SetAuditWriter(ctx context.Context, w auditchain.Writer) error
+	DeleteAuditWriter(ctx context.Context, id string) error
+	// SetAuditKeyRow overwrites the public key and the revoked mark of
+	// key k.ID.
+	SetAuditKeyRow(ctx context.Context, k sessions.AuditKey) error
+	DeleteAuditKeyRow(ctx context.Context, id string) error
+}
 
 // Option configures Run.
 type Option func(*config)
@@ -100,6 +122,7 @@ func Run(t *testing.T, open func(t *testing.T, opts *sessions.Options) sessions.
 		{"Memory", memoryTests},
 		{"Allowances", allowanceTests},
 		{"Audit", auditTests},
+		{"AuditWriters", writerTests},
 		{"Text", textTests},
 		{"Tasks", taskTests},
 	}

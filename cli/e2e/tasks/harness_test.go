@@ -36,7 +36,8 @@ type install struct {
 	fake *fakemodel.Server
 	// asked is closed when the model was first asked (a turn is running).
 	asked   chan struct{}
-	release chan struct{}
+	release chan struct{} // closed by answer
+	once    sync.Once
 	server  string // what tasks.mjs starts: the frame tee in front of the binary
 	scripts string // interop/ts, its npm packages installed
 }
@@ -58,7 +59,7 @@ func newInstall(t *testing.T, backend string, turn time.Duration) *install {
 	// Cleanups run last first: runners are stopped, then the fake released
 	// and closed (the tee's frames are checked after them).
 	t.Cleanup(func() {
-		close(in.release)
+		in.answer()
 		in.fake.Close()
 	})
 	in.server = e2etest.FrameTee(t)
@@ -66,12 +67,15 @@ func newInstall(t *testing.T, backend string, turn time.Duration) *install {
 	t.Cleanup(in.stopRunners)
 	for _, kv := range [][2]string{
 		{"model.provider", "openai"}, {"model.name", "fake"}, {"model.base_url", in.fake.URL + "/v1"},
-		{"model.api_key_env", "none"}, {"model.timeout", "5m"}, {"mcp_server.tasks.enabled", "true"},
+		{"model.api_key_env", "none"}, {"model.timeout", "5m"}, // tasks are on by default
 	} {
 		in.MustRun("config", "set", kv[0], kv[1])
 	}
 	return in
 }
+
+// answer makes the fake model answer every turn now.
+func (in *install) answer() { in.once.Do(func() { close(in.release) }) }
 
 // outcome is what one tasks.mjs step printed last.
 type outcome struct {
@@ -173,6 +177,22 @@ func (in *install) startTask(prompt string, env ...string) started {
 		in.t.Fatalf("the runner of task %s did not ask the model within 2 minutes; task log:\n%s", s.Created.TaskID, in.taskLog())
 	}
 	return s
+}
+
+// swept returns task id once it is no longer working (the sweep of a
+// later `mcp serve`, each step's, settled it once its runner's lease
+// lapsed), or as it is after three minutes.
+func (in *install) swept(id string) task {
+	in.t.Helper()
+	var got task
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		in.step(in.Token, "get", id).ok(in.t, &got)
+		if got.Status != "working" || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(2 * time.Second)
+	}
 }
 
 // taskLog is the runners' log file.

@@ -22,7 +22,11 @@ const longTurn = 90 * time.Second
 // with a new server process, gets the reply with getTaskResult.
 func TestTaskOutlivesTheClient(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, e2etest.SQLite, longTurn)
+	e2etest.ForBackends(t, testTaskOutlivesTheClient)
+}
+
+func testTaskOutlivesTheClient(t *testing.T, backend string) {
+	in := newInstall(t, backend, longTurn)
 	began := time.Now()
 	s := in.startTask("do the long work")
 	if s.Created.Status != "working" || s.Created.TTL == nil || *s.Created.TTL != time.Hour.Milliseconds() ||
@@ -73,8 +77,19 @@ func TestTaskOutlivesTheClient(t *testing.T) {
 // runner's turn, and the turn writes nothing to the session.
 func TestTaskCancelMidTurn(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, e2etest.SQLite, longTurn)
+	e2etest.ForBackends(t, testTaskCancelMidTurn)
+}
+
+func testTaskCancelMidTurn(t *testing.T, backend string) {
+	in := newInstall(t, backend, longTurn)
 	id := in.startTask("work that will be cancelled").Created.TaskID
+	// A new connection (each step is a new client and server process) sees
+	// the turn's progress as the task's statusMessage.
+	e2etest.Eventually(t, "tasks/get of a later connection to show the turn's progress", time.Minute, func() bool {
+		var g task
+		in.step(in.Token, "get", id).ok(t, &g)
+		return g.Status == "working" && g.StatusMessage == "turn started"
+	})
 	var c task
 	in.step(in.Token, "cancel", id).ok(t, &c)
 	if c.TaskID != id || c.Status != "cancelled" {
@@ -112,7 +127,11 @@ func TestTaskCancelMidTurn(t *testing.T) {
 // it closed: the runner lives on.
 func TestTaskIsolation(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, e2etest.SQLite, longTurn)
+	e2etest.ForBackends(t, testTaskIsolation)
+}
+
+func testTaskIsolation(t *testing.T, backend string) {
+	in := newInstall(t, backend, longTurn)
 	id := in.startTask("work of the first client", "TASKS_START_SIGTERM=1").Created.TaskID
 	var mine struct {
 		Tasks []task `json:"tasks"`
@@ -145,7 +164,11 @@ func TestTaskIsolation(t *testing.T) {
 // lapses; the sweep of the next `mcp serve` fails it with the fixed message.
 func TestTaskOfAKilledRunnerFails(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, e2etest.SQLite, longTurn)
+	e2etest.ForBackends(t, testTaskOfAKilledRunnerFails)
+}
+
+func testTaskOfAKilledRunnerFails(t *testing.T, backend string) {
+	in := newInstall(t, backend, longTurn)
 	id := in.startTask("work whose runner dies").Created.TaskID
 	pids := runners(id)
 	if len(pids) != 1 {
@@ -155,15 +178,7 @@ func TestTaskOfAKilledRunnerFails(t *testing.T) {
 		t.Fatalf("kill the runner: %v", err)
 	}
 	e2etest.Eventually(t, "the killed runner to be gone", time.Minute, func() bool { return len(runners(id)) == 0 })
-	var got task
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		in.step(in.Token, "get", id).ok(t, &got)
-		if got.Status != "working" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(2 * time.Second)
-	}
+	got := in.swept(id)
 	if got.Status != "failed" || got.StatusMessage != mcpserver.TaskAbandonedMessage {
 		t.Errorf("the task of the killed runner = %+v, want failed with %q", got, mcpserver.TaskAbandonedMessage)
 	}
@@ -173,7 +188,11 @@ func TestTaskOfAKilledRunnerFails(t *testing.T) {
 // is made.
 func TestPlainPromptSendMakesNoTask(t *testing.T) {
 	t.Parallel()
-	in := newInstall(t, e2etest.SQLite, 0)
+	e2etest.ForBackends(t, testPlainPromptSendMakesNoTask)
+}
+
+func testPlainPromptSendMakesNoTask(t *testing.T, backend string) {
+	in := newInstall(t, backend, 0)
 	var res struct {
 		Content []struct {
 			Text string `json:"text"`

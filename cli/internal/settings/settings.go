@@ -76,10 +76,12 @@ func durationText(d time.Duration) string {
 var keys = []Key{
 	{"mcp_server.exposed_tools", "runtime tools MCP clients may discover and call (a JSON list; [] exposes none; read when `mcp serve` starts)", []any{}, false,
 		into(parseToolList, func(c *Config, v []string) { c.MCPServer.ExposedTools = v })},
-	{"mcp_server.tasks.enabled", "whether mcp serve offers durable MCP tasks for prompt_send (each task's turn runs in a detached runner process that outlives the client; read when `mcp serve` starts)", false, false,
+	{"mcp_server.tasks.enabled", "whether mcp serve offers durable MCP tasks for prompt_send (each task's turn runs in a detached runner process that outlives the client; false turns them off; read when `mcp serve` starts)", true, false,
 		into(parseBool, func(c *Config, v bool) { c.MCPServer.Tasks.Enabled = v })},
 	{"mcp_server.tasks.max_working", "the most tasks one client identity may have working at once", defaultNumber(mcpserver.DefaultTaskMaxWorking), false,
 		into(parseTasksWorking, func(c *Config, v int) { c.MCPServer.Tasks.MaxWorking = v })},
+	{"mcp_server.tasks.max_runners", "the most task runner processes alive at once for this state directory, all clients together (each client also at most mcp_server.tasks.max_working)", defaultNumber(host.DefaultTaskMaxRunners), false,
+		into(parseTasksRunners, func(c *Config, v int) { c.MCPServer.Tasks.MaxRunners = v })},
 	{"mcp_server.tasks.default_ttl", `how long a task and its result are kept when the client asks for no ttl ("1h"; at most mcp_server.tasks.max_ttl)`, durationText(mcpserver.DefaultTaskTTL), false,
 		into(parseTaskTTL, func(c *Config, v time.Duration) { c.MCPServer.Tasks.DefaultTTL = v })},
 	{"mcp_server.tasks.max_ttl", `the longest a client may ask a task and its result to be kept ("24h" at most)`, durationText(mcpserver.DefaultTaskMaxTTL), false,

@@ -55,7 +55,7 @@ func TestConfigFileLoadsTyped(t *testing.T) {
 		},
 		Agent: host.AgentConfig{SystemPrompt: "Be brief.", WorkDirs: []string{"/tmp/work"}, MaxSteps: 7, ContextTokens: 16000, TurnTimeout: 30 * time.Minute},
 		MCPServer: host.MCPServerConfig{ExposedTools: []string{"memory_search", "bash"},
-			Tasks: host.TasksConfig{Enabled: true, MaxWorking: 2, DefaultTTL: 30 * time.Minute, MaxTTL: 2 * time.Hour}},
+			Tasks: host.TasksConfig{Enabled: true, MaxWorking: 2, MaxRunners: host.DefaultTaskMaxRunners, DefaultTTL: 30 * time.Minute, MaxTTL: 2 * time.Hour}},
 		Tools: host.ToolsConfig{PermissionRules: rules},
 		Audit: host.AuditConfig{LogFailures: true},
 	}
@@ -95,7 +95,7 @@ func TestConfigDefaultsTyped(t *testing.T) {
 			StoreURL:  "sqlite:" + filepath.Join(dir, DatabaseFileName),
 			Model:     provider.Config{Settings: provider.Settings{Timeout: runtime.DefaultModelTimeout}},
 			Agent:     host.AgentConfig{MaxSteps: runtime.DefaultMaxSteps},
-			MCPServer: host.MCPServerConfig{Tasks: host.TasksConfig{MaxWorking: 4, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour}},
+			MCPServer: host.MCPServerConfig{Tasks: host.TasksConfig{Enabled: true, MaxWorking: 4, MaxRunners: host.DefaultTaskMaxRunners, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour}},
 		}
 		if diff := cmp.Diff(want, cfg.Config, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s: defaults (-want +got):\n%s", dir, diff)

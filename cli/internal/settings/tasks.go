@@ -11,6 +11,10 @@ import (
 // is a runner process.
 const maxTasksWorking = 64
 
+// maxTaskRunners bounds mcp_server.tasks.max_runners: each runner is a
+// process of some 30 MiB.
+const maxTaskRunners = 256
+
 // Bounds of mcp_server.tasks.default_ttl and max_ttl: what the MCP server
 // keeps a task for at least, and the longest a task may be kept.
 const (
@@ -31,6 +35,13 @@ func parseTasksWorking(v any) (int, error) {
 		return 0, fmt.Errorf("want a whole number from 1 to %d, got null", maxTasksWorking)
 	}
 	return parseInt(1, maxTasksWorking)(v)
+}
+
+func parseTasksRunners(v any) (int, error) {
+	if v == nil {
+		return 0, fmt.Errorf("want a whole number from 1 to %d, got null", maxTaskRunners)
+	}
+	return parseInt(1, maxTaskRunners)(v)
 }
 
 func parseTaskTTL(v any) (time.Duration, error) {

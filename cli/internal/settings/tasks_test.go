@@ -12,6 +12,7 @@ func TestTaskKeysValidated(t *testing.T) {
 	good := map[string][]string{
 		"mcp_server.tasks.enabled":     {"true", "false"},
 		"mcp_server.tasks.max_working": {"1", "4", "64"},
+		"mcp_server.tasks.max_runners": {"1", "16", "256"},
 		"mcp_server.tasks.default_ttl": {"1s", "90m", "24h"},
 		"mcp_server.tasks.max_ttl":     {"1s", "2h", "24h"},
 	}
@@ -25,6 +26,7 @@ func TestTaskKeysValidated(t *testing.T) {
 	bad := map[string][]string{
 		"mcp_server.tasks.enabled":     {"yes", "1", "null"},
 		"mcp_server.tasks.max_working": {"0", "-1", "65", "2.5", "null", `"4"`},
+		"mcp_server.tasks.max_runners": {"0", "-1", "257", "2.5", "null", `"4"`},
 		"mcp_server.tasks.default_ttl": {"0s", "999ms", "25h", "forever", "null", "60"},
 		"mcp_server.tasks.max_ttl":     {"0s", "500ms", "48h", "null"},
 	}
@@ -38,15 +40,15 @@ func TestTaskKeysValidated(t *testing.T) {
 }
 
 func TestTaskSettingsTyped(t *testing.T) {
-	want := host.TasksConfig{MaxWorking: 4, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour}
+	want := host.TasksConfig{Enabled: true, MaxWorking: 4, MaxRunners: 16, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour}
 	if got := configOf(t, nil).MCPServer.Tasks; got != want {
 		t.Errorf("default tasks config = %+v, want %+v", got, want)
 	}
 	hc := configOf(t, map[string]string{
-		"mcp_server.tasks.enabled": "true", "mcp_server.tasks.max_working": "2",
+		"mcp_server.tasks.enabled": "false", "mcp_server.tasks.max_working": "2", "mcp_server.tasks.max_runners": "3",
 		"mcp_server.tasks.default_ttl": "10m", "mcp_server.tasks.max_ttl": "2h",
 	})
-	want = host.TasksConfig{Enabled: true, MaxWorking: 2, DefaultTTL: 10 * time.Minute, MaxTTL: 2 * time.Hour}
+	want = host.TasksConfig{Enabled: false, MaxWorking: 2, MaxRunners: 3, DefaultTTL: 10 * time.Minute, MaxTTL: 2 * time.Hour}
 	if hc.MCPServer.Tasks != want {
 		t.Errorf("tasks config = %+v, want %+v", hc.MCPServer.Tasks, want)
 	}

@@ -117,14 +117,16 @@ func Load(path string) (*Script, error) {
 }
 
 // Provider replays a Script. It is safe for concurrent use; concurrent
-// calls consume turns in the order they take them.
+// calls consume turns in the order they take them. It keeps nothing of the
+// requests it serves unless a [Recorder] is attached ([Provider.Record]):
+// a server answering with it for days holds no growing record.
 type Provider struct {
 	script *Script
 
-	mu       sync.Mutex
-	next     int
-	calls    int
-	requests []provider.Request
+	mu    sync.Mutex
+	next  int
+	calls int
+	rec   *Recorder
 }
 
 // New returns a Provider replaying s from its first turn.
@@ -138,16 +140,42 @@ func New(s *Script) *Provider {
 // Name returns "scripted".
 func (p *Provider) Name() string { return "scripted" }
 
-// Requests returns copies of the requests the provider has received, oldest
-// first, so tests can check what the model was shown.
-func (p *Provider) Requests() []provider.Request {
+// Record makes p keep a copy of every request it serves from now on, for
+// tests to check what the model was shown, and returns the record. The
+// record grows with every request: attach one only where it is read.
+func (p *Provider) Record() *Recorder {
+	rec := &Recorder{}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]provider.Request, len(p.requests))
-	for i, r := range p.requests {
-		out[i] = cloneRequest(r)
+	p.rec = rec
+	return rec
+}
+
+// Recorder holds copies of the requests a [Provider] served since
+// [Provider.Record]. It is safe for concurrent use.
+type Recorder struct {
+	mu       sync.Mutex
+	requests []provider.Request
+}
+
+// Requests returns copies of the recorded requests, oldest first.
+func (r *Recorder) Requests() []provider.Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]provider.Request, len(r.requests))
+	for i, req := range r.requests {
+		out[i] = cloneRequest(req)
 	}
 	return out
+}
+
+func (r *Recorder) add(req provider.Request) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.requests = append(r.requests, cloneRequest(req))
 }
 
 // Remaining returns the number of turns not yet consumed.
@@ -163,7 +191,7 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 		return provider.Response{}, provider.Cancelled(ctx)
 	}
 	p.mu.Lock()
-	p.requests = append(p.requests, cloneRequest(req))
+	p.rec.add(req)
 	turn := Turn{Text: strings.TrimPrefix(Exhausted, Prefix)}
 	if p.next < len(p.script.Turns) {
 		turn = p.script.Turns[p.next]

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -32,6 +33,7 @@ func TestReplay(t *testing.T) {
 		{"tool_calls":[{"name":"glob","arguments":{"pattern":"*"}}]},
 		{"text":"Done  now."}
 	]}`))
+	rec := p.Record()
 	type call struct {
 		resp   provider.Response
 		deltas []string
@@ -62,7 +64,7 @@ func TestReplay(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(call{})); diff != "" {
 		t.Errorf("replay (-want +got):\n%s", diff)
 	}
-	if n := len(p.Requests()); n != 4 || p.Remaining() != 0 {
+	if n := len(rec.Requests()); n != 4 || p.Remaining() != 0 {
 		t.Errorf("Requests() has %d entries, Remaining() = %d; want 4, 0", n, p.Remaining())
 	}
 	if p.Name() != "scripted" {
@@ -72,14 +74,15 @@ func TestReplay(t *testing.T) {
 
 func TestRequestsAreCopies(t *testing.T) {
 	p := scripted.New(mustParse(t, `{"turns":[{"text":"a"}]}`))
+	rec := p.Record()
 	msgs := []provider.Message{{Role: provider.RoleUser, Content: "original"}}
 	if _, err := p.Stream(t.Context(), provider.Request{System: "sys", Messages: msgs}, nil); err != nil {
 		t.Fatal(err)
 	}
 	msgs[0].Content = "changed"
-	reqs := p.Requests()
+	reqs := rec.Requests()
 	reqs[0].Messages[0].Content = "changed again"
-	if got := p.Requests()[0]; got.Messages[0].Content != "original" || got.System != "sys" {
+	if got := rec.Requests()[0]; got.Messages[0].Content != "original" || got.System != "sys" {
 		t.Errorf("recorded request = %+v, want the original", got)
 	}
 }
@@ -120,12 +123,13 @@ func TestDelayAndCancel(t *testing.T) {
 
 func TestCancelledBeforeCall(t *testing.T) {
 	p := scripted.New(mustParse(t, `{"turns":[{"text":"a"}]}`))
+	rec := p.Record()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, err := p.Stream(ctx, provider.Request{}, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("Stream error = %v, want cancelled", err)
 	}
-	if p.Remaining() != 1 || len(p.Requests()) != 0 {
+	if p.Remaining() != 1 || len(rec.Requests()) != 0 {
 		t.Errorf("a call refused before it started consumed the script")
 	}
 }
@@ -160,5 +164,38 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := scripted.Load(filepath.Join(t.TempDir(), "missing.json")); err == nil {
 		t.Error("Load(missing) = nil error")
+	}
+}
+
+// A provider without a recorder keeps nothing of what it served: a server
+// answering with it holds no growing record of requests.
+func TestKeepsNoRequestsUnlessRecorded(t *testing.T) {
+	p := scripted.New(nil)
+	heap := func() uint64 {
+		goruntime.GC()
+		var ms goruntime.MemStats
+		goruntime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	for i := range 100 {
+		msgs := []provider.Message{{Role: provider.RoleUser, Content: strings.Repeat(string(rune('a'+i%26)), 1<<20)}}
+		if _, err := p.Stream(t.Context(), provider.Request{Messages: msgs}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 100 requests of 1 MiB: a record of them would hold 100 MiB.
+	if grown := int64(heap()) - int64(before); grown > 20<<20 {
+		t.Errorf("the heap grew by %d MiB over 100 requests of 1 MiB served without a recorder", grown>>20)
+	}
+	goruntime.KeepAlive(p)
+
+	// Attached, a recorder holds what is served from then on.
+	rec := p.Record()
+	if _, err := p.Stream(t.Context(), provider.Request{System: "after"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := rec.Requests(); len(reqs) != 1 || reqs[0].System != "after" {
+		t.Errorf("recorded %+v, want the one request served after Record", reqs)
 	}
 }

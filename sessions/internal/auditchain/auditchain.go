@@ -137,14 +137,15 @@ func Seal(key []byte, r sessions.AuditRecord) Head {
 	return h
 }
 
-// Next returns the record that follows head with the fields of in, the
-// time ts and its MAC under key.
-func Next(key []byte, head Head, ts time.Time, in sessions.NewAuditRecord, payload json.RawMessage) sessions.AuditRecord {
+// Next returns the record with id that follows head with the fields of
+// in, the time ts and its MAC under key. The id is above head's; other
+// writers' records may sit between them.
+func Next(key []byte, head Head, id int64, ts time.Time, in sessions.NewAuditRecord, payload json.RawMessage) sessions.AuditRecord {
 	prev := head.Hash
 	if prev == "" {
 		prev = Genesis
 	}
-	r := sessions.AuditRecord{ID: head.ID + 1, TS: ts, Type: in.Type, Origin: in.Origin,
+	r := sessions.AuditRecord{ID: id, TS: ts, Type: in.Type, Origin: in.Origin,
 		SessionID: in.SessionID, Payload: payload, PrevHash: prev}
 	r.Hash = RecordMAC(key, r)
 	return r
@@ -179,12 +180,19 @@ func CheckAppend(key []byte, head Head) error {
 // anchor (when not nil), rec being the stored record with the anchor's id
 // (nil when there is none), and whether a record may follow head (see
 // [CheckAppend]). A log that does not extend the anchor is an error
-// wrapping [sessions.ErrAuditAnchor]; a missing or other key wraps
-// [sessions.ErrAuditKey] first, since the anchor cannot be checked then.
+// wrapping [sessions.ErrAuditAnchor], checked first and whatever the
+// head's columns say: no edit of the head (its key id, its id) skips the
+// comparison, and with a key the anchored record's MAC is recomputed. Only
+// then does a missing or other key wrap [sessions.ErrAuditKey].
 func CheckAnchor(key []byte, head Head, anchor *sessions.AuditHead, rec *sessions.AuditRecord) error {
-	if key == nil || (head.KeyID != "" && head.KeyID != KeyID(key)) {
-		return CheckAppend(key, head)
+	if err := checkSharedAnchor(key, head, anchor, rec); err != nil {
+		return err
 	}
+	return CheckAppend(key, head)
+}
+
+// checkSharedAnchor is CheckAnchor's comparison with the anchor.
+func checkSharedAnchor(key []byte, head Head, anchor *sessions.AuditHead, rec *sessions.AuditRecord) error {
 	if anchor != nil {
 		const fix = "it was emptied, replaced by another log or cut back"
 		switch {
@@ -192,11 +200,13 @@ func CheckAnchor(key []byte, head Head, anchor *sessions.AuditHead, rec *session
 			return fmt.Errorf("%w: the log ends at record %d and does not hold the anchored record %d: %s", sessions.ErrAuditAnchor, head.ID, anchor.ID, fix)
 		case !hmac.Equal([]byte(rec.Hash), []byte(anchor.MAC)):
 			return fmt.Errorf("%w: audit record %d is not the anchored record %d:%s: %s", sessions.ErrAuditAnchor, rec.ID, anchor.ID, anchor.MAC, fix)
-		case !hmac.Equal([]byte(RecordMAC(key, *rec)), []byte(rec.Hash)):
-			return fmt.Errorf("%w: audit record %d carries the anchored MAC but does not match it (forged)", sessions.ErrAuditAnchor, rec.ID)
+		case key != nil && !hmac.Equal([]byte(RecordMAC(key, *rec)), []byte(rec.Hash)):
+			// This host anchored the record after verifying it under its
+			// key: either it was forged since, or the key file changed.
+			return fmt.Errorf("%w: audit record %d carries the anchored MAC but does not match it under this host's key (forged, or the key file was replaced)", sessions.ErrAuditAnchor, rec.ID)
 		}
 	}
-	return CheckAppend(key, head)
+	return nil
 }
 
 // Verifier walks a chain in id order. Feed every record to Add, then call
@@ -207,6 +217,7 @@ type Verifier struct {
 	anchor   *sessions.AuditHead
 	unkeyed  bool // a keyed check of a log that was never keyed
 	wrongKey bool // the head names another key
+	linkOnly bool // no key to check MACs with: links and the end only
 
 	n    int64
 	prev string
@@ -230,6 +241,14 @@ func NewVerifier(key []byte, head Head, anchor *sessions.AuditHead) *Verifier {
 	return v
 }
 
+// NewLinkVerifier returns a verifier of the keyed chain that ends at head
+// for a reader without its key (a host that joined with a signing key of
+// its own): it checks that ids and previous MACs link up to the head and
+// that the chain holds anchor, not the MACs or the head's seal.
+func NewLinkVerifier(head Head, anchor *sessions.AuditHead) *Verifier {
+	return &Verifier{head: head, anchor: anchor, prev: Genesis, linkOnly: true}
+}
+
 // Add checks the next record. It returns false once the chain is broken;
 // later records need not be fed.
 func (v *Verifier) Add(r sessions.AuditRecord) bool {
@@ -237,10 +256,18 @@ func (v *Verifier) Add(r sessions.AuditRecord) bool {
 		return false
 	}
 	want := v.n + 1
+	if r.ID > want && r.PrevHash == v.prev {
+		// Records of writer chains took the ids between: the shared
+		// chain links over them.
+		want = r.ID
+	}
 	var ok bool
-	if v.key != nil {
+	switch {
+	case v.linkOnly:
+		ok = true
+	case v.key != nil:
 		ok = hmac.Equal([]byte(RecordMAC(v.key, r)), []byte(r.Hash))
-	} else {
+	default:
 		ok = RecordHash(r) == r.Hash
 	}
 	switch {

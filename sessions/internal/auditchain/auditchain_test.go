@@ -138,7 +138,7 @@ func keyedChain(key []byte, n int) ([]sessions.AuditRecord, Head) {
 	var out []sessions.AuditRecord
 	head := Head{}
 	for i := range n {
-		r := Next(key, head, time.UnixMicro(int64(i)), sessions.NewAuditRecord{Type: "t", Origin: "o"}, json.RawMessage(`{}`))
+		r := Next(key, head, head.ID+1, time.UnixMicro(int64(i)), sessions.NewAuditRecord{Type: "t", Origin: "o"}, json.RawMessage(`{}`))
 		head = Seal(key, r)
 		out = append(out, r)
 	}

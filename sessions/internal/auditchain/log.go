@@ -2,6 +2,7 @@ package auditchain
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,34 @@ type Tx interface {
 	// SetHashes stores the re-keyed prev_hash and hash of every record of
 	// batch.
 	SetHashes(ctx context.Context, batch []sessions.AuditRecord) error
+	// NextID reserves the id of a record of the shared chain.
+	NextID(ctx context.Context) (int64, error)
+	// Keys reads the stored writer keys (Revoked from the column).
+	Keys(ctx context.Context) ([]sessions.AuditKey, error)
+	// Writers reads the stored writer heads.
+	Writers(ctx context.Context) ([]Writer, error)
+	// ScanWriters feeds every record of a writer chain to fn, ordered by
+	// writer and Seq, until fn returns false.
+	ScanWriters(ctx context.Context, fn func(sessions.AuditRecord) bool) error
+}
+
+// WriterStore is the SQL of a backend's writer chains, each call one
+// statement (or one short transaction) of its own: no lock is shared
+// between writers.
+type WriterStore interface {
+	// StartWriter records key unless a key of its id is there, and reads
+	// the stored key (its Revoked from the column), whether this call
+	// added it, and the shared chain's head.
+	StartWriter(ctx context.Context, key sessions.AuditKey) (stored sessions.AuditKey, added bool, shared Head, err error)
+	// Flush inserts recs, consecutive records of w's chain, and stores w
+	// as the writer's head (a new row when first), in one round trip,
+	// unless w's key was revoked (revoked true, nothing written). It
+	// returns the ids the database gave recs, in order.
+	Flush(ctx context.Context, w Writer, first bool, recs []sessions.AuditRecord) (ids []int64, revoked bool, err error)
+	// WriterHead reads writer id's stored head.
+	WriterHead(ctx context.Context, id string) (Writer, bool, error)
+	// Revoke marks key id revoked (found false when there is none).
+	Revoke(ctx context.Context, id string) (found bool, err error)
 }
 
 // Log is the keyed audit log of a store over its backend's transactions;
@@ -40,13 +69,24 @@ type Tx interface {
 type Log struct {
 	key         []byte
 	write, read func(ctx context.Context, fn func(Tx) error) error
+	chain       *writerChain // nil: appends go to the shared chain
+	pins        map[string]ed25519.PublicKey
 }
 
-// NewLog returns the log keyed by key (nil: appends and verification fail
-// closed) whose write runs fn in one read-write transaction that orders
-// appends and whose read runs fn in one read-only snapshot.
-func NewLog(key []byte, write, read func(ctx context.Context, fn func(Tx) error) error) Log {
-	return Log{key: key, write: write, read: read}
+// NewLog returns the log keyed by key (nil: appends to the shared chain
+// and its verification fail closed) whose write runs fn in one read-write
+// transaction that orders appends to the shared chain and whose read runs
+// fn in one read-only snapshot. With opts.AuditSigner, appends go to a
+// writer chain of this log's own through ws.
+func NewLog(key []byte, opts *sessions.Options, ws WriterStore, write, read func(ctx context.Context, fn func(Tx) error) error) Log {
+	l := Log{key: key, write: write, read: read}
+	if opts != nil {
+		l.pins = opts.AuditPins
+		if opts.AuditSigner != nil {
+			l.chain = newWriterChain(opts.AuditSigner, opts.AuditSignerLabel, opts.AuditAnchor, ws)
+		}
+	}
+	return l
 }
 
 // AppendAudit implements [sessions.Store].
@@ -60,6 +100,13 @@ func (l Log) AppendAudit(ctx context.Context, in sessions.NewAuditRecord) (sessi
 	payload, err := CanonicalPayload(in.Payload)
 	if err != nil {
 		return sessions.AuditRecord{}, fmt.Errorf("append audit record %q: %w", in.Type, err)
+	}
+	if l.chain != nil {
+		rec, err := l.chain.append(ctx, in, payload)
+		if err != nil {
+			return sessions.AuditRecord{}, fmt.Errorf("append audit record %q: %w", in.Type, err)
+		}
+		return rec, nil
 	}
 	var rec sessions.AuditRecord
 	err = l.write(ctx, func(tx Tx) error {
@@ -85,7 +132,11 @@ func (l Log) appendAfter(ctx context.Context, tx Tx, head Head, in sessions.NewA
 	if err != nil {
 		return sessions.AuditRecord{}, err
 	}
-	rec := Next(l.key, head, now, in, payload)
+	id, err := tx.NextID(ctx)
+	if err != nil {
+		return sessions.AuditRecord{}, err
+	}
+	rec := Next(l.key, head, id, now, in, payload)
 	if err := tx.Write(ctx, rec, Seal(l.key, rec)); err != nil {
 		return sessions.AuditRecord{}, err
 	}
@@ -118,55 +169,4 @@ func (l Log) KeyTx(ctx context.Context, tx Tx) error {
 		return fmt.Errorf("key the audit log: %w", err)
 	}
 	return nil
-}
-
-// VerifyAudit implements [sessions.Store]: it walks the chain in id
-// order in one snapshot and compares its end with the sealed chain head.
-func (l Log) VerifyAudit(ctx context.Context, anchor *sessions.AuditHead) (sessions.AuditReport, error) {
-	if l.key == nil {
-		return sessions.AuditReport{}, fmt.Errorf("verify audit: %w", CheckAppend(nil, Head{}))
-	}
-	var rep sessions.AuditReport
-	err := l.read(ctx, func(tx Tx) error {
-		head, err := tx.Head(ctx, false)
-		if err != nil {
-			return err
-		}
-		v := NewVerifier(l.key, head, anchor)
-		if err := tx.Scan(ctx, 0, v.Add); err != nil {
-			return err
-		}
-		rep = v.Finish()
-		return nil
-	})
-	if err != nil {
-		return sessions.AuditReport{}, fmt.Errorf("verify audit: %w", err)
-	}
-	return rep, nil
-}
-
-// CheckAuditAnchor implements [sessions.Store].
-func (l Log) CheckAuditAnchor(ctx context.Context, anchor *sessions.AuditHead) (sessions.AuditHead, error) {
-	var head Head
-	err := l.read(ctx, func(tx Tx) error {
-		var err error
-		if head, err = tx.Head(ctx, false); err != nil {
-			return err
-		}
-		var rec *sessions.AuditRecord
-		if anchor != nil {
-			r, found, err := tx.Record(ctx, anchor.ID)
-			if err != nil {
-				return err
-			}
-			if found {
-				rec = &r
-			}
-		}
-		return CheckAnchor(l.key, head, anchor, rec)
-	})
-	if err != nil {
-		return sessions.AuditHead{}, fmt.Errorf("check the audit anchor: %w", err)
-	}
-	return sessions.AuditHead{ID: head.ID, MAC: head.Hash}, nil
 }

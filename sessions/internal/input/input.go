@@ -7,6 +7,7 @@ package input
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/openprogram/openprogram/sessions"
 )
@@ -90,4 +91,33 @@ func Allowances(sessionID string, read func() ([]string, error)) ([]string, erro
 		out = []string{}
 	}
 	return out, nil
+}
+
+// BranchBefore checks the input of [sessions.Store.BranchBefore].
+func BranchBefore(sessionID, beforeID string, limit int) error {
+	if sessions.HasNUL(sessionID, beforeID) {
+		return fmt.Errorf("session or message: %w", sessions.ErrNotFound)
+	}
+	if limit < 1 {
+		return fmt.Errorf("read the branch of session %q: page limit %d, want at least 1", sessionID, limit)
+	}
+	return nil
+}
+
+// Chain turns a page of [sessions.Store.BranchBefore] read newest first
+// into its result, root first, after checking that each message is the
+// parent of the one read before it: the stores enforce the tree, but a
+// wrong history must never be returned.
+func Chain(sessionID string, newestFirst []sessions.Message) ([]sessions.Message, error) {
+	for i := 1; i < len(newestFirst); i++ {
+		if newestFirst[i-1].ParentID != newestFirst[i].ID {
+			return nil, fmt.Errorf("branch of session %q: message %q does not follow %q: the tree is inconsistent",
+				sessionID, newestFirst[i-1].ID, newestFirst[i].ID)
+		}
+	}
+	slices.Reverse(newestFirst)
+	if newestFirst == nil {
+		newestFirst = []sessions.Message{}
+	}
+	return newestFirst, nil
 }

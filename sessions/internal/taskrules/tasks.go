@@ -53,6 +53,9 @@ type Backend interface {
 	// FailAbandoned fails the working tasks whose lease lapsed or that no
 	// runner claimed within unclaimed, and counts them.
 	FailAbandoned(ctx context.Context, message string, result json.RawMessage, unclaimed time.Duration) (int, error)
+	// AbandonedCommits reads up to n working, committing tasks whose lease
+	// lapsed, in (CreatedAt, ID) order.
+	AbandonedCommits(ctx context.Context, n int) ([]sessions.Task, error)
 }
 
 // Tasks implements [sessions.TaskStore] but for PurgeExpiredTasks over a
@@ -279,4 +282,13 @@ func (t Tasks) FailAbandonedTasks(ctx context.Context, message string, result js
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	return n, nil
+}
+
+// AbandonedCommits implements [sessions.TaskStore].
+func (t Tasks) AbandonedCommits(ctx context.Context, limit int) ([]sessions.Task, error) {
+	tasks, err := t.b.AbandonedCommits(ctx, Limit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("list abandoned committing tasks: %w", err)
+	}
+	return tasks, nil
 }
