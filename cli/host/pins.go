@@ -1,14 +1,18 @@
 package host
 
 import (
+	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/openprogram/openprogram/cli/internal/slots"
 	"github.com/openprogram/openprogram/internal/clip"
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/tokenauth"
@@ -62,7 +66,33 @@ func PinnedKeys(pins []Pin) map[string]ed25519.PublicKey {
 // AddPins adds to the pins at path every key of keys not pinned yet, and
 // returns those it added. A key whose id is pinned is left as it is (the
 // store refuses a key that contradicts its pin).
+//
+// Processes of one host may pin at once (a client starting its servers
+// together), and the file is replaced whole: AddPins reads and writes it
+// holding the host's pins lock (a one-slot [slots] lock beside the runner
+// slots), so no write is replaced under another or loses its key.
 func AddPins(path string, keys []sessions.AuditKey) ([]sessions.AuditKey, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), pinsLockWait)
+	defer cancel()
+	lock, err := slots.Acquire(ctx, filepath.Join(filepath.Dir(path), slots.DirName), pinsLockName, 1)
+	if err != nil {
+		return nil, fmt.Errorf("write the audit pins: take the pins lock: %w", err)
+	}
+	defer lock.Close()
+	return addPinsOnce(path, keys)
+}
+
+// pinsLockName names the pins lock's slot file in the slot directory, and
+// pinsLockWait bounds the wait for it (a write holds it for milliseconds).
+const (
+	pinsLockName = "audit_pins"
+	pinsLockWait = 30 * time.Second
+)
+
+// addPinsOnce reads the pins at path and, when keys holds some not pinned,
+// writes the file with them; it returns those it wrote (nil: all were
+// pinned already). The caller holds the pins lock.
+func addPinsOnce(path string, keys []sessions.AuditKey) ([]sessions.AuditKey, error) {
 	pins, err := ReadPins(path)
 	if err != nil {
 		return nil, err
