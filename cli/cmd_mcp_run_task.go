@@ -31,11 +31,7 @@ type mcpRunTaskCmd struct {
 // task through its context on SIGTERM or SIGINT (cli's main).
 func (c mcpRunTaskCmd) Run(ctx context.Context, app *App) error {
 	signal.Ignore(syscall.SIGHUP)
-	// The slots are this process's alone: no process it starts inherits
-	// them, so they are free again when it exits.
-	for fd := 3; fd < 3+min(max(c.Slots, 0), runnerSlots); fd++ {
-		syscall.CloseOnExec(fd)
-	}
+	keepSlots(c.Slots)
 	dir, err := app.StateDir()
 	if err != nil {
 		return err

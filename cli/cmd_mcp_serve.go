@@ -51,7 +51,11 @@ func (c mcpServeCmd) Run(ctx context.Context, app *App) error {
 	log := app.Logger.With("client_id", clientID)
 
 	spawner := &taskSpawner{exe: app.Executable, stateDir: dir, env: app.Env, logLevel: c.LogLevel, logFormat: c.LogFormat}
-	h, err := openHost(ctx, app, dir, host.Options{Logger: log, StartTask: spawner.start})
+	start := spawner.start
+	if !tasksOffered {
+		start = nil // no durable tasks on this system (task_runner_windows.go)
+	}
+	h, err := openHost(ctx, app, dir, host.Options{Logger: log, StartTask: start})
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,16 @@
 // Package slots bounds how many processes of one kind live at once, across
 // every process of a state directory: a process holds a slot, an open file
-// of the slot directory with an exclusive flock(2) on it, for as long as
-// it lives. The kernel drops the lock when the last descriptor of that
-// open file is closed, so a slot is freed when its holder exits, however
-// it exits (SIGKILL included), and never sooner.
+// of the slot directory with an exclusive lock on it (flock(2) on Unix,
+// LockFileEx on Windows), for as long as it lives. The kernel drops the
+// lock when the last descriptor of that open file is closed, so a slot is
+// freed when its holder exits, however it exits (SIGKILL included), and
+// never sooner.
 //
-// A process that starts another hands it the slot: the child inherits
-// the descriptor (exec.Cmd.ExtraFiles) and the parent closes its own copy,
-// so the slot lives exactly as long as the child.
+// On Unix a process that starts another hands it the slot: the child
+// inherits the descriptor (exec.Cmd.ExtraFiles) and the parent closes its
+// own copy, so the slot lives exactly as long as the child. Windows passes
+// no such file to a child; there a slot is held by the process that took
+// it.
 package slots
 
 import (
@@ -17,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -58,24 +60,6 @@ func Acquire(ctx context.Context, dir, name string, n int) (*os.File, error) {
 			return nil, fmt.Errorf("%w: %d slots of %s, waited until %w", ErrFull, n, name, context.Cause(ctx))
 		case <-t.C:
 		}
-	}
-}
-
-// try takes the slot at path, or returns nil when another holds it.
-func try(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("slots: open %s: %w", path, err)
-	}
-	switch err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); {
-	case err == nil:
-		return f, nil
-	case errors.Is(err, syscall.EWOULDBLOCK):
-		f.Close()
-		return nil, nil
-	default:
-		f.Close()
-		return nil, fmt.Errorf("slots: lock %s: %w", path, err)
 	}
 }
 
