@@ -56,7 +56,7 @@ test: ## run every module's tests with -race, all of them even after a failure, 
 	  $(MAKE) --no-print-directory test/$$m TESTTAGS='$(TESTTAGS)' || failed+=("$$m"); \
 	done; \
 	echo "== slowest $(TESTTOP) test packages"; \
-	cat $(TESTLOG)/*.txt 2>/dev/null | awk '$$1 ~ /^(ok|FAIL)$$/ && $$3 ~ /s$$/ { t = $$3; sub(/s$$/, "", t); printf "%9.2fs  %-4s %s\n", t, $$1, $$2 }' | sort -rn | head -n $(TESTTOP); \
+	cat $(TESTLOG)/*.txt 2>/dev/null | awk '$$1 ~ /^(ok|FAIL)$$/ && $$3 ~ /s$$/ { t = $$3; sub(/s$$/, "", t); printf "%9.2fs  %-4s %s\n", t, $$1, $$2 }' | sort -rn | awk -v n=$(TESTTOP) 'NR <= n'; \
 	if [ $${#failed[@]} -gt 0 ]; then echo "== FAILED modules: $${failed[*]} (output in $(TESTLOG)/)"; exit 1; fi; \
 	echo "== every module passed"
 
