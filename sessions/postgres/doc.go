@@ -39,9 +39,11 @@
 // turn_leases taken by a single INSERT ... ON CONFLICT DO UPDATE whose WHERE
 // clause only lets the same owner, or anyone after expiry, through; expiry
 // is judged by the database clock. Memory writes lock the one memory_state
-// row and audit appends lock the one audit_head row, which serialises them
-// across processes and keeps revisions and the hash chain linear. No
-// in-process mutex is involved anywhere.
+// row, which serialises them across processes and keeps revisions linear.
+// An audit append of a writer chain is one statement that touches only that
+// writer's head row (appends of one process that wait are group-committed
+// into the next statement); only the shared chain of a store without a
+// signing key locks the one audit_head row.
 //
 // # Reads
 //
