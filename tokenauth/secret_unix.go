@@ -58,9 +58,9 @@ func createSecret(k *secretKind, path string) ([]byte, error) {
 		return nil, k.createError(target, fmt.Errorf("inspect: %w", err))
 	}
 
-	raw := make([]byte, tokenBytes)
-	if _, err := rand.Read(raw); err != nil {
-		return nil, k.createError(target, fmt.Errorf("read random bytes: %w", err))
+	raw, err := newSecret()
+	if err != nil {
+		return nil, k.createError(target, err)
 	}
 	text := base64.RawURLEncoding.EncodeToString(raw)
 	if err := publish(k, dir, name, target, text, false); err != nil {

@@ -39,9 +39,9 @@ func createSecret(k *secretKind, path string) ([]byte, error) {
 	default:
 		return nil, k.createError(target, fmt.Errorf("inspect: %w", err))
 	}
-	raw := make([]byte, tokenBytes)
-	if _, err := rand.Read(raw); err != nil {
-		return nil, k.createError(target, fmt.Errorf("read random bytes: %w", err))
+	raw, err := newSecret()
+	if err != nil {
+		return nil, k.createError(target, err)
 	}
 	if err := publish(k, dir.Path(), target, base64.RawURLEncoding.EncodeToString(raw), false); err != nil {
 		clear(raw)

@@ -146,12 +146,22 @@ func Rotate(path string) (string, error) {
 // NewToken makes a new token, as [Create] and [Rotate] do, and writes
 // nothing. Its [Fingerprint] is the client id it will give.
 func NewToken() (string, error) {
-	raw := make([]byte, tokenBytes)
-	defer clear(raw)
-	if _, err := rand.Read(raw); err != nil {
-		return "", fmt.Errorf("%w: read random bytes: %w", ErrRotate, err)
+	raw, err := newSecret()
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrRotate, err)
 	}
+	defer clear(raw)
 	return base64.RawURLEncoding.EncodeToString(raw), nil
+}
+
+// newSecret returns tokenBytes random bytes: the one source of every
+// token and key this package makes.
+func newSecret() ([]byte, error) {
+	raw := make([]byte, tokenBytes)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, fmt.Errorf("read random bytes: %w", err)
+	}
+	return raw, nil
 }
 
 // RotateTo replaces the token at path with token, which must be one
