@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -71,7 +72,19 @@ func PinnedKeys(pins []Pin) map[string]ed25519.PublicKey {
 // together), and the file is replaced whole: AddPins reads and writes it
 // holding the host's pins lock (a one-slot [slots] lock beside the runner
 // slots), so no write is replaced under another or loses its key.
+//
+// Every start of a host's servers asks for the host's own key, which is
+// pinned from its first start on: the file, replaced whole and atomically,
+// is read first without the lock, and the lock is taken only to add.
 func AddPins(path string, keys []sessions.AuditKey) ([]sessions.AuditKey, error) {
+	pins, err := ReadPins(path)
+	if err != nil {
+		return nil, err
+	}
+	have := PinnedKeys(pins)
+	if !slices.ContainsFunc(keys, func(k sessions.AuditKey) bool { return have[k.ID] == nil }) {
+		return nil, nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), pinsLockWait)
 	defer cancel()
 	lock, err := slots.Acquire(ctx, filepath.Join(filepath.Dir(path), slots.DirName), pinsLockName, 1)
