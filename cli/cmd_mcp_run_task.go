@@ -19,10 +19,11 @@ import (
 // `mcp serve` (taskSpawner) and by nothing else. It opens its host, then
 // waits on its connection to that serve (file descriptor 3) for the task
 // it is handed, with the runner slots it holds while the task's turn runs,
-// runs the turn with the authority of the client the task belongs to,
-// gives the slots back, says on the connection that the task ended, and
-// waits for the next one. It exits when the serve ends the connection (it
-// went away, or keeps another standby) while the runner runs no task. It holds no token: the
+// runs the turn with the authority of the client the task belongs to, and
+// says on the connection that the task ended. The serve then keeps it as
+// its standby (it gives its slots back and waits for the next task) or
+// ends the connection, and it exits. It exits too when its serve goes away
+// while it waits. It holds no token: the
 // client id (not a secret) comes from the serve process that authenticated
 // the client, and the host refuses it when that client is no longer the
 // paired one.
@@ -88,13 +89,17 @@ func (c mcpRunTaskCmd) Run(ctx context.Context, app *App) error {
 			return herr
 		}
 		c.run(ctx, h, logger, hd)
-		// The turn is over: the slots go back, the serve learns the task
-		// ended, and this runner waits for its next task as the serve's
-		// standby (the serve ends the connection when it keeps another).
+		// The turn is over: the serve learns the task ended, and either
+		// keeps this runner as its standby, which gives its slots back and
+		// waits for the next task, or ends the connection, and the runner
+		// exits with its slots.
+		reportEnd(conn)
+		if !keptAsStandby(conn) {
+			return nil
+		}
 		for _, f := range hd.slots {
 			f.Close()
 		}
-		reportEnd(conn)
 		hd = receiveTask(conn)
 	}
 }

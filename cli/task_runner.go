@@ -145,7 +145,8 @@ const standbyAfter = time.Second
 
 // follow waits for the runner sb of task id to report the task's end,
 // closes ended, and keeps the runner as the standby when there is none
-// (it runs no turn and holds no slot now), else lets it exit.
+// (it then gives its slots back: its turn is over), else ends its
+// connection, and it exits with its slots.
 func (s *taskSpawner) follow(sb *standby, id string, ended chan struct{}) {
 	back := sb.waitEnd()
 	close(ended)
@@ -155,7 +156,7 @@ func (s *taskSpawner) follow(sb *standby, id string, ended chan struct{}) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.standby == nil && !s.closed {
+	if s.standby == nil && !s.closed && sb.stay() == nil {
 		s.standby = sb
 		return
 	}

@@ -91,6 +91,14 @@ func (sb *standby) waitEnd() bool {
 	return true
 }
 
+// stay tells the runner that reported its task's end that it is the
+// standby now: it gives its slots back and waits for the next task.
+func (sb *standby) stay() error {
+	_ = sb.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_, err := sb.conn.Write([]byte("stay\n"))
+	return err
+}
+
 // close ends the connection: a standby not handed a task exits.
 func (sb *standby) close() { _ = sb.conn.Close() }
 
@@ -195,6 +203,15 @@ func handoffID(b []byte, max int) bool {
 		}
 	}
 	return true
+}
+
+// keptAsStandby waits for the serve's answer to reportEnd: true when it
+// keeps the runner as its standby, false when it ended the connection.
+// It reads exactly the answer, nothing of the next handoff.
+func keptAsStandby(conn *net.UnixConn) bool {
+	var b [len("stay\n")]byte
+	_, err := io.ReadFull(conn, b[:])
+	return err == nil && string(b[:]) == "stay\n"
 }
 
 // reportEnd tells the serve the runner's task ended; a serve that is gone

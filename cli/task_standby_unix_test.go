@@ -65,11 +65,35 @@ func TestStandbyHandoff(t *testing.T) {
 		}
 		f.Close()
 	}
-	// The report of the end wakes the serve.
-	done := make(chan struct{})
-	go func() { sb.waitEnd(); close(done) }()
+	// The report of the end wakes the serve, which keeps the runner as its
+	// standby: the next handoff is read whole after the answer.
+	back := make(chan bool)
+	go func() { back <- sb.waitEnd() }()
 	reportEnd(runner)
-	<-done
+	if !<-back {
+		t.Fatal("waitEnd did not see the report")
+	}
+	if err := sb.stay(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.hand("0123456789abcdef", "task_NEXT", held); err != nil {
+		t.Fatal(err)
+	}
+	if !keptAsStandby(runner) {
+		t.Fatal("the runner did not read that it is kept")
+	}
+	if h := receiveTask(runner); h.err != nil || h.task != "task_NEXT" || len(h.slots) != runnerSlots {
+		t.Fatalf("the next handoff: %+v", h)
+	}
+	// A serve that keeps another standby ends the connection: the runner
+	// reads that it is not kept, and exits.
+	go func() { back <- sb.waitEnd() }()
+	reportEnd(runner)
+	<-back
+	sb.close()
+	if keptAsStandby(runner) {
+		t.Error("a closed connection kept the runner")
+	}
 }
 
 // A standby whose serve goes away reads the end; a handoff without the
