@@ -34,7 +34,7 @@ func TestTaskOfARunnerKilledAfterItsReply(t *testing.T) {
 	}
 	ctx := e2etest.Ctx(t)
 	id := in.startTask("work whose runner dies after its reply").Created.TaskID
-	pids := runners(id)
+	pids := in.runners(id)
 	if len(pids) != 1 {
 		t.Fatalf("runner processes of task %s = %v, want one", id, pids)
 	}
@@ -70,7 +70,7 @@ func TestTaskOfARunnerKilledAfterItsReply(t *testing.T) {
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatalf("kill the runner: %v", err)
 	}
-	e2etest.Eventually(t, "the killed runner to be gone", time.Minute, func() bool { return len(runners(id)) == 0 })
+	e2etest.Eventually(t, "the killed runner to be gone", time.Minute, func() bool { return len(in.runners(id)) == 0 })
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
