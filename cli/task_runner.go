@@ -249,7 +249,7 @@ func (s *taskSpawner) close() {
 func (s *taskSpawner) launch() (*standby, error) {
 	log, err := privatefile.OpenAppend(filepath.Join(s.stateDir, TaskLogFileName))
 	if err != nil {
-		return nil, fmt.Errorf("start the task runner: %w", err)
+		return nil, fmt.Errorf("open the task log: %w", err)
 	}
 	defer log.Close() // the child has its own copy
 	// Not CommandContext: the runner must outlive the request, the

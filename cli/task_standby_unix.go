@@ -34,7 +34,7 @@ type standby struct {
 func startStandby(cmd *exec.Cmd) (*standby, error) {
 	fds, err := socketPair()
 	if err != nil {
-		return nil, fmt.Errorf("start the task runner: make its connection: %w", err)
+		return nil, fmt.Errorf("make the runner's connection: %w", err)
 	}
 	mine, theirs := os.NewFile(uintptr(fds[0]), "task runner"), os.NewFile(uintptr(fds[1]), "mcp serve")
 	defer mine.Close() // FileConn holds its own copy
@@ -42,12 +42,12 @@ func startStandby(cmd *exec.Cmd) (*standby, error) {
 	err = cmd.Start()
 	theirs.Close() // the child has its own copy
 	if err != nil {
-		return nil, fmt.Errorf("start the task runner %s: %w", cmd.Path, err)
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	go func() { _ = cmd.Wait() }()
 	c, err := net.FileConn(mine)
 	if err != nil {
-		return nil, fmt.Errorf("start the task runner: its connection: %w", err) // it reads the end and exits
+		return nil, fmt.Errorf("the runner's connection: %w", err) // it reads the end and exits
 	}
 	return &standby{conn: c.(*net.UnixConn), pid: cmd.Process.Pid}, nil
 }

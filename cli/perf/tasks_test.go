@@ -3,6 +3,7 @@
 package perf
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -89,6 +90,7 @@ func benchTaskTurn(b *testing.B, storeURL string) {
 	bin := binary(b)
 	st := tasksState(b, storeURL)
 	p, _ := startRaw(b, bin, st, initializeLine)
+	defer runnersGone(b, st.dir)
 	defer p.close(b)
 	p.initialize(b)
 	id := 100
@@ -159,4 +161,31 @@ func benchTaskTurn(b *testing.B, storeURL string) {
 		}
 		reportLatency(b, s, true)
 	})
+}
+
+// runnersGone waits until no task runner of the state directory dir lives
+// (the standby exits once its server has): the state directory is removed
+// after the benchmark, and a runner closing its store would race that.
+func runnersGone(b *testing.B, dir string) {
+	b.Helper()
+	want := []byte("OPENPROGRAM_HOME=" + dir + "\x00")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		live := 0
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			environ, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err == nil && bytes.Contains(environ, want) && bytes.Contains(cmdline, []byte("run-task")) {
+				live++
+			}
+		}
+		if live == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d task runners of %s still live a minute after their server exited", live, dir)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
