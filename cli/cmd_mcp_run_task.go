@@ -70,7 +70,16 @@ func (c mcpRunTaskCmd) Run(ctx context.Context, app *App) error {
 		<-ctx.Done()
 		conn.Close()
 	}()
-	h, herr := openHost(openCtx, app, dir, host.Options{Logger: logger})
+	// The serve learns a task ended as soon as it is terminal in the
+	// store, before its last record: tasks/result answers then.
+	var reported string
+	report := func(taskID string) {
+		if reported != taskID {
+			reported = taskID
+			reportEnd(conn)
+		}
+	}
+	h, herr := openHost(openCtx, app, dir, host.Options{Logger: logger, TaskFinished: report})
 	if herr == nil {
 		defer h.Close()
 	}
@@ -89,11 +98,12 @@ func (c mcpRunTaskCmd) Run(ctx context.Context, app *App) error {
 			return herr
 		}
 		c.run(ctx, h, logger, hd)
-		// The turn is over: the serve learns the task ended, and either
-		// keeps this runner as its standby, which gives its slots back and
-		// waits for the next task, or ends the connection, and the runner
-		// exits with its slots.
-		reportEnd(conn)
+		// The turn is over: the serve learns the task ended (if it did not
+		// yet: a task this runner could not claim), and either keeps this
+		// runner as its standby, which gives its slots back and waits for
+		// the next task, or ends the connection, and the runner exits with
+		// its slots.
+		report(hd.task)
 		if !keptAsStandby(conn) {
 			return nil
 		}

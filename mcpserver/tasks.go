@@ -77,6 +77,11 @@ type TaskOptions struct {
 	// instead of at their next read of the store; the store stays the
 	// truth, read after every wake, and its polling the fallback.
 	Ended func(taskID string) <-chan struct{}
+	// Finished, for a runner ([RunTask]), is called as soon as the task it
+	// runs is terminal in the store, before the task's mcp.task.finished
+	// record is written: the runner reports the end with it (what Ended
+	// of the serving process waits for). Nil: nothing is called.
+	Finished func(taskID string)
 }
 
 // Timing of a task's runner and of tasks/result.
@@ -117,6 +122,7 @@ type taskConfig struct {
 	maxTTL       time.Duration
 	pollInterval time.Duration
 	ended        func(taskID string) <-chan struct{}
+	finished     func(taskID string)
 }
 
 // endedOf is the channel closed when the runner of task id reports its
@@ -126,6 +132,14 @@ func (t *taskConfig) endedOf(id string) <-chan struct{} {
 		return nil
 	}
 	return t.ended(id)
+}
+
+// finish tells the runner's caller that task id is terminal in the store
+// (see TaskOptions.Finished).
+func (t *taskConfig) finish(id string) {
+	if t.finished != nil {
+		t.finished(id)
+	}
 }
 
 func newTaskConfig(o *TaskOptions, runner bool) (*taskConfig, error) {
@@ -143,7 +157,7 @@ func newTaskConfig(o *TaskOptions, runner bool) (*taskConfig, error) {
 	}
 	t := &taskConfig{
 		store: o.Store, start: o.Start, maxWorking: o.MaxWorking, defaultTTL: o.DefaultTTL,
-		maxTTL: o.MaxTTL, pollInterval: o.PollInterval, ended: o.Ended,
+		maxTTL: o.MaxTTL, pollInterval: o.PollInterval, ended: o.Ended, finished: o.Finished,
 	}
 	if t.maxWorking == 0 {
 		t.maxWorking = DefaultTaskMaxWorking
@@ -864,11 +878,13 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 			done, err = tc.store.FinishTask(fctx, taskID, runner, sessions.TaskFailed, "the reply is too large to keep", body)
 		}
 		if errors.Is(err, sessions.ErrTaskDone) {
+			tc.finish(taskID)
 			return nil // a tasks/cancel ended it first
 		}
 		if err != nil {
 			return fmt.Errorf("mcpserver: finish task %q: %w", taskID, err)
 		}
+		tc.finish(taskID)
 		line.Record(ctx, AuditTaskFinished, "", TaskFinishedPayload{TaskID: taskID, ClientID: task.ClientID, Status: done.Status})
 		return nil
 	}

@@ -773,3 +773,34 @@ func TestTaskResultWakesOnTheRunnersReport(t *testing.T) {
 		}
 	})
 }
+
+// A runner's TaskOptions.Finished is called once, as soon as its task is
+// terminal in the store and before the task's mcp.task.finished record:
+// the runner reports the end with it, the record follows.
+func TestRunTaskFinishedComesBeforeTheRecord(t *testing.T) {
+	var te *taskEnv
+	type call struct {
+		id, status string
+		records    int
+	}
+	var calls []call
+	te = newTaskEnv(t, func(o *TaskOptions) {
+		o.Start = func(context.Context, string) error { return nil }
+		o.Finished = func(id string) {
+			task, _ := te.tasks.raw(id)
+			calls = append(calls, call{id, task.Status, len(te.store.auditOf(AuditTaskFinished))})
+		}
+	})
+	if _, err := te.tasks.CreateTask(t.Context(), sessions.NewTask{ID: "task_f", ClientID: testClientID, Request: rawParams(taskRequest{RequestID: 1, SessionID: "mcp_f", NewSession: true, Prompt: "hello"}), TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := te.srv.runTask(t.Context(), "task_f", "r"); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 1 || calls[0] != (call{"task_f", sessions.TaskCompleted, 0}) {
+		t.Errorf("Finished calls = %+v, want one for task_f, completed, before its record", calls)
+	}
+	if got := te.store.auditOf(AuditTaskFinished); len(got) != 1 {
+		t.Errorf("%s records = %v, want one after Finished", AuditTaskFinished, got)
+	}
+}

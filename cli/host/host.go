@@ -38,6 +38,10 @@ type Options struct {
 	// come (mcpserver.TaskOptions.Ended). Nil: the MCP service reads the
 	// store alone.
 	TaskEnded func(taskID string) <-chan struct{}
+	// TaskFinished is called by [Host.RunTask] as soon as the task it runs
+	// is terminal in the store, before its last record
+	// (mcpserver.TaskOptions.Finished): a runner reports the end with it.
+	TaskFinished func(taskID string)
 }
 
 // Host is the runtime built once: the store, the tool registry, the
@@ -57,6 +61,7 @@ type Host struct {
 	log         *slog.Logger
 	startTask   func(ctx context.Context, clientID, taskID string) error
 	taskEnded   func(taskID string) <-chan struct{}
+	taskDone    func(taskID string)
 }
 
 // Open builds the host from cfg: it loads (or creates) the owner principal
@@ -100,7 +105,7 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 	}
 	prov, provErr := runtime.NewProvider(pc, getenv)
 	h := &Host{cfg: cfg, store: st, reg: reg, qs: qs, principal: principal,
-		providerErr: provErr, version: opts.Version, log: log, startTask: opts.StartTask, taskEnded: opts.TaskEnded}
+		providerErr: provErr, version: opts.Version, log: log, startTask: opts.StartTask, taskEnded: opts.TaskEnded, taskDone: opts.TaskFinished}
 	h.rt = runtime.New(runtime.Options{
 		Store:           st,
 		Registry:        reg,
