@@ -17,9 +17,11 @@ import (
 )
 
 // A runner SIGKILLed right after its turn's reply is stored, before it
-// wrote the turn's record and ended its task (PostgreSQL: the test holds
-// the audit log's head row, so the runner stops at its next record, the
-// turn's mcp.prompt.completed, with the reply committed): once its lease
+// wrote the turn's record and ended its task (PostgreSQL: the test locks
+// the audit writers' table, which every append of a writer chain writes
+// its head to, so the runner stops at its next record, the turn's
+// mcp.prompt.completed, with the reply committed; the audit_head row no
+// writer chain touches would not stop it): once its lease
 // lapses, the sweep of a later `mcp serve` finishes the task completed,
 // tasks/result answers the stored reply, and the audit log has the turn's
 // and the task's end (written before the task ends: a `mcp serve` whose
@@ -48,7 +50,7 @@ func TestTaskOfARunnerKilledAfterItsReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM audit_head FOR UPDATE`); err != nil {
+	if _, err := tx.Exec(ctx, `LOCK TABLE audit_writers IN EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
 	look, err := pgx.Connect(ctx, url)
