@@ -37,17 +37,20 @@ const TaskLogFileName = "mcp-tasks.log"
 //
 // A runner starts as a standby: it opens its host and waits on a
 // connection to this process (a Unix socket, its file descriptor 3) for
-// the task it is to run. This process keeps one standby warm from its
+// the task it is to run. This process keeps at most one standby, from its
 // first task on, so that a task's turn starts without a process start and
-// a host open; a standby whose `mcp serve` goes away before it was handed
-// a task exits. When the task ends, the runner says so on the connection,
-// which wakes what waits for the task here (host.Options.TaskEnded).
+// a host open; a standby whose `mcp serve` goes away exits. When the task
+// is terminal, the runner says so on the connection, which wakes what
+// waits for the task here (host.Options.TaskEnded); once its turn is
+// over, this process keeps it as the standby if it has none, else ends its
+// connection and it exits.
 //
-// Every runner holds two slots (cli/internal/slots) from when it is handed
-// its task for as long as it lives: one of its client's maxWorking and one
-// of the state directory's maxRunners. They are taken before the handoff,
-// waiting up to runnerSlotWait for the runners of cancelled or finished
-// tasks to exit, and passed with the task, so that the live runners never
+// Every runner running a task holds two slots (cli/internal/slots): one of
+// its client's maxWorking and one of the state directory's maxRunners.
+// They are taken before the handoff, waiting up to runnerSlotWait for the
+// runners of cancelled or finished tasks to let theirs go, and passed with
+// the task; the runner holds them until it exits, or until it is kept as
+// the standby after its turn is over. So the runners running a task never
 // exceed either bound, whatever the clients do and however many `mcp
 // serve` processes start them. A standby holds none and runs no turn.
 type taskSpawner struct {
@@ -97,9 +100,10 @@ func (s *taskSpawner) slots(ctx context.Context, clientID string) ([]*os.File, e
 // start hands task id of the client with clientID to a runner and returns
 // once the runner has it: the standby this process keeps warm (its host
 // open, waiting for a task), or, when there is none (the first task of
-// this process, or a standby that died), one started now. The runner slots
-// are taken first and passed with the task; then a new standby is started
-// beside the turn, for the next task. It has the signature of
+// this process, a standby that died, or one handed a task already), one
+// started now. The runner slots are taken first and passed with the task.
+// A runner whose turn is over within standbyAfter comes back as the
+// standby; otherwise a new one is started then. It has the signature of
 // host.Options.StartTask.
 func (s *taskSpawner) start(ctx context.Context, clientID, id string) error {
 	if !filepath.IsAbs(s.exe) {
