@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,25 +15,33 @@ import (
 	"github.com/openprogram/openprogram/cli/host"
 )
 
-// mcpRunTaskCmd is the detached runner of one durable MCP task, started by
-// `mcp serve` (taskSpawner) and by nothing else: it runs the task's turn
-// with the authority of the client the task belongs to and exits when the
-// task is terminal. It holds no token: the client id (not a secret) comes
-// from the serve process that authenticated the client, and the host
-// refuses it when that client is no longer the paired one.
+// mcpRunTaskCmd is the detached runner of durable MCP tasks, started by
+// `mcp serve` (taskSpawner) and by nothing else. It opens its host, then
+// waits on its connection to that serve (file descriptor 3) for the task
+// it is handed, with the runner slots it holds while the task's turn runs,
+// runs the turn with the authority of the client the task belongs to, and
+// says on the connection that the task ended. The serve then keeps it as
+// its standby (it gives its slots back and waits for the next task) or
+// ends the connection, and it exits. It exits too when its serve goes away
+// while it waits. It holds no token: the
+// client id (not a secret) comes from the serve process that authenticated
+// the client, and the host refuses it when that client is no longer the
+// paired one.
 type mcpRunTaskCmd struct {
 	LogLevel  string `name:"log-level" default:"info" enum:"debug,info,warn,error" help:"Least severe log records written: ${enum}."`
 	LogFormat string `name:"log-format" default:"text" enum:"text,json" help:"Log record format: ${enum}."`
-	Slots     int    `name:"slots" default:"0" help:"How many runner slots the runner inherits, open from file descriptor 3 (held until it exits)."`
-	Client    string `name:"client" required:"" help:"The client id (token fingerprint) the task belongs to."`
-	Task      string `arg:"" name:"task-id" help:"The task to run."`
 }
 
-// Run runs the task. It ignores SIGHUP (it has no terminal), and ends the
-// task through its context on SIGTERM or SIGINT (cli's main).
+// Run waits for tasks and runs them. It ignores SIGHUP (it has no
+// terminal), and ends the task through its context on SIGTERM or SIGINT
+// (cli's main).
 func (c mcpRunTaskCmd) Run(ctx context.Context, app *App) error {
 	signal.Ignore(syscall.SIGHUP)
-	keepSlots(c.Slots)
+	conn, err := standbyConn()
+	if err != nil {
+		return fmt.Errorf("mcp run-task is started by mcp serve, which passes its task on file descriptor 3: %w", err)
+	}
+	defer conn.Close()
 	dir, err := app.StateDir()
 	if err != nil {
 		return err
@@ -42,20 +52,78 @@ func (c mcpRunTaskCmd) Run(ctx context.Context, app *App) error {
 	}
 	defer closeLog()
 	app.Logger = logger
-	log := logger.With("client_id", c.Client, "task_id", c.Task)
-	h, err := openHost(ctx, app, dir, host.Options{Logger: log})
-	if err != nil {
-		return err
+	// The host opens while the runner waits for its task: when the task
+	// comes, the store is connected and the runtime built. A serve gone
+	// before it hands one (the end of the connection) ends the wait, the
+	// open and the process; so does SIGTERM.
+	openCtx, stopOpen := context.WithCancel(ctx)
+	defer stopOpen()
+	handed := make(chan handoff, 1)
+	go func() {
+		hd := receiveTask(conn)
+		if hd.err != nil {
+			stopOpen()
+		}
+		handed <- hd
+	}()
+	go func() {
+		<-ctx.Done()
+		conn.Close()
+	}()
+	// The serve learns a task ended as soon as it is terminal in the
+	// store, before its last record: tasks/result answers then.
+	var reported string
+	report := func(taskID string) {
+		if reported != taskID {
+			reported = taskID
+			reportEnd(conn)
+		}
 	}
-	defer h.Close()
+	h, herr := openHost(openCtx, app, dir, host.Options{Logger: logger, TaskFinished: report})
+	if herr == nil {
+		defer h.Close()
+	}
+	hd := <-handed
+	for {
+		if errors.Is(hd.err, io.EOF) || errors.Is(hd.err, net.ErrClosed) {
+			logger.Debug("task runner: no task was handed; exiting", "pid", os.Getpid())
+			return nil
+		}
+		if hd.err != nil {
+			return fmt.Errorf("receive the task from mcp serve: %w", hd.err)
+		}
+		if herr != nil {
+			// The task stays unclaimed; the sweep fails it.
+			logger.Error("task runner failed", "client_id", hd.client, "task_id", hd.task, "error", herr.Error())
+			return herr
+		}
+		c.run(ctx, h, logger, hd)
+		// The turn is over: the serve learns the task ended (if it did not
+		// yet: a task this runner could not claim), and either keeps this
+		// runner as its standby, which gives its slots back and waits for
+		// the next task, or ends the connection, and the runner exits with
+		// its slots.
+		report(hd.task)
+		if !keptAsStandby(conn) {
+			return nil
+		}
+		for _, f := range hd.slots {
+			f.Close()
+		}
+		hd = receiveTask(conn)
+	}
+}
+
+// run runs the task hd hands this runner to its end, and logs how it went.
+func (c mcpRunTaskCmd) run(ctx context.Context, h *host.Host, logger *slog.Logger, hd handoff) {
+	log := logger.With("client_id", hd.client, "task_id", hd.task)
 	start := time.Now()
 	log.Info("task runner started", "pid", os.Getpid())
-	if err := h.RunTask(ctx, c.Client, c.Task, logger); err != nil {
+	if err := h.RunTask(ctx, hd.client, hd.task, logger); err != nil {
 		log.Error("task runner failed", "error", err.Error(), "took", time.Since(start).Round(time.Millisecond))
-		return fmt.Errorf("run task %s: %w", c.Task, err)
+		return
 	}
 	log.Info("task runner done", "took", time.Since(start).Round(time.Millisecond))
-	return nil
 }
 
 // taskSweepInterval is how often `mcp serve` sweeps the tasks while it

@@ -50,12 +50,13 @@ func (c mcpServeCmd) Run(ctx context.Context, app *App) error {
 	app.Logger = logger
 	log := app.Logger.With("client_id", clientID)
 
-	spawner := &taskSpawner{exe: app.Executable, stateDir: dir, env: app.Env, logLevel: c.LogLevel, logFormat: c.LogFormat}
-	start := spawner.start
+	spawner := &taskSpawner{exe: app.Executable, stateDir: dir, env: app.Env, logLevel: c.LogLevel, logFormat: c.LogFormat, logger: log}
+	defer spawner.close() // the standby runner, if any, exits
+	opts := host.Options{Logger: log, StartTask: spawner.start, TaskEnded: spawner.ended}
 	if !tasksOffered {
-		start = nil // no durable tasks on this system (task_runner_windows.go)
+		opts.StartTask, opts.TaskEnded = nil, nil // no durable tasks on this system (task_runner_windows.go)
 	}
-	h, err := openHost(ctx, app, dir, host.Options{Logger: log, StartTask: start})
+	h, err := openHost(ctx, app, dir, opts)
 	if err != nil {
 		return err
 	}

@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/openprogram/openprogram/cli/host"
@@ -23,22 +24,35 @@ import (
 // the state directory (mode 0600).
 const TaskLogFileName = "mcp-tasks.log"
 
-// taskSpawner starts the detached runner of a durable MCP task: this same
-// binary as `openprogram mcp run-task <id>`, in a session of its own (no
-// signal meant for the `mcp serve` that started it, or for that process's
-// group, reaches it), stdin /dev/null, stdout and stderr appended to
-// TaskLogFileName. Its environment is the one `mcp serve` runs with, which
-// the host needs (the model's key, the variables model.headers names, the
-// store override), with the state directory fixed and without the client's
-// token: the runner is no client, and reads the task's client from the
-// store. Nothing secret goes into argv, which other users can read.
+// taskSpawner starts the detached runners of durable MCP tasks: this same
+// binary as `openprogram mcp run-task`, in a session of its own
+// (no signal meant for the `mcp serve` that started it, or for that
+// process's group, reaches it), stdin /dev/null, stdout and stderr appended
+// to TaskLogFileName. Its environment is the one `mcp serve` runs with,
+// which the host needs (the model's key, the variables model.headers
+// names, the store override), with the state directory fixed and without
+// the client's token: the runner is no client, and reads the task's client
+// from the store. Nothing secret goes into argv, which other users can
+// read.
 //
-// Every runner holds two slots (cli/internal/slots) for as long as it
-// lives: one of its client's maxWorking and one of the state directory's
-// maxRunners. They are taken before it starts, waiting up to
-// runnerSlotWait for the runners of cancelled or finished tasks to exit,
-// so that the live runners never exceed either bound, whatever the
-// clients do and however many `mcp serve` processes start them.
+// A runner starts as a standby: it opens its host and waits on a
+// connection to this process (a Unix socket, its file descriptor 3) for
+// the task it is to run. This process keeps at most one standby, from its
+// first task on, so that a task's turn starts without a process start and
+// a host open; a standby whose `mcp serve` goes away exits. When the task
+// is terminal, the runner says so on the connection, which wakes what
+// waits for the task here (host.Options.TaskEnded); once its turn is
+// over, this process keeps it as the standby if it has none, else ends its
+// connection and it exits.
+//
+// Every runner running a task holds two slots (cli/internal/slots): one of
+// its client's maxWorking and one of the state directory's maxRunners.
+// They are taken before the handoff, waiting up to runnerSlotWait for the
+// runners of cancelled or finished tasks to let theirs go, and passed with
+// the task; the runner holds them until it exits, or until it is kept as
+// the standby after its turn is over. So the runners running a task never
+// exceed either bound, whatever the clients do and however many `mcp
+// serve` processes start them. A standby holds none and runs no turn.
 type taskSpawner struct {
 	exe       string   // the openprogram binary, absolute
 	stateDir  string   // absolute
@@ -48,18 +62,25 @@ type taskSpawner struct {
 	// maxWorking and maxRunners are mcp_server.tasks.max_working and
 	// max_runners.
 	maxWorking, maxRunners int
+	logger                 *slog.Logger
+
+	mu      sync.Mutex
+	standby *standby                 // the warm runner, nil until the first task
+	ends    map[string]chan struct{} // of the tasks handed and not yet reported
+	closed  bool
 }
 
 // runnerSlotWait bounds how long a task's creation waits for a runner
 // slot: a cancelled task's runner stops within a second.
 const runnerSlotWait = 10 * time.Second
 
-// runnerSlots is how many slot descriptors a runner inherits, from fd 3.
+// runnerSlots is how many slot descriptors a runner is handed with its
+// task.
 const runnerSlots = 2
 
 // slots takes the runner slots of a task of clientID: its client's, then
 // the state directory's.
-func (s taskSpawner) slots(ctx context.Context, clientID string) ([]*os.File, error) {
+func (s *taskSpawner) slots(ctx context.Context, clientID string) ([]*os.File, error) {
 	ctx, cancel := context.WithTimeout(ctx, runnerSlotWait)
 	defer cancel()
 	dir := filepath.Join(s.stateDir, slots.DirName)
@@ -76,42 +97,181 @@ func (s taskSpawner) slots(ctx context.Context, clientID string) ([]*os.File, er
 	return []*os.File{mine, all}, nil
 }
 
-// start starts the runner of task id of the client with clientID and
-// returns once it runs; the runner is reaped by this process while it
-// lives, else by init. It has the signature of host.Options.StartTask.
+// start hands task id of the client with clientID to a runner and returns
+// once the runner has it: the standby this process keeps warm (its host
+// open, waiting for a task), or, when there is none (the first task of
+// this process, a standby that died, or one handed a task already), one
+// started now. The runner slots are taken first and passed with the task.
+// A runner whose turn is over within standbyAfter comes back as the
+// standby; otherwise a new one is started then. It has the signature of
+// host.Options.StartTask.
 func (s *taskSpawner) start(ctx context.Context, clientID, id string) error {
 	if !filepath.IsAbs(s.exe) {
 		return errors.New("start the task runner: the path of the openprogram binary is unknown")
 	}
-	log, err := privatefile.OpenAppend(filepath.Join(s.stateDir, TaskLogFileName))
-	if err != nil {
-		return fmt.Errorf("start the task runner: %w", err)
-	}
-	defer log.Close() // the child has its own copy
 	held, err := s.slots(ctx, clientID)
 	if err != nil {
 		return err
 	}
-	defer func() { // the child holds its own copies as long as it lives
+	defer func() { // the runner holds its own copies as long as it lives
 		for _, f := range held {
 			f.Close()
 		}
 	}()
+	ended := s.track(id)
+	var sb *standby
+	for attempt := range 2 {
+		if sb, err = s.takeStandby(); err != nil {
+			break
+		}
+		if err = sb.hand(clientID, id, held); err == nil {
+			break
+		}
+		sb.close()
+		if attempt == 0 {
+			s.log().Warn("the standby task runner is gone; starting another", "pid", sb.pid, "error", err)
+		}
+	}
+	if err != nil {
+		s.untrack(id)
+		return fmt.Errorf("start the task runner: %w", err)
+	}
+	go s.follow(sb, id, ended)
+	// A turn that lasts gets a standby beside it for the next task; a short
+	// one's runner comes back as the standby.
+	time.AfterFunc(standbyAfter, s.keepStandby)
+	return nil
+}
+
+// standbyAfter is how long a handed task's runner may take to come back as
+// the standby before another is started.
+const standbyAfter = time.Second
+
+// follow waits for the runner sb of task id to report the task's end,
+// closes ended, and keeps the runner as the standby when there is none
+// (it then gives its slots back: its turn is over), else ends its
+// connection, and it exits with its slots.
+func (s *taskSpawner) follow(sb *standby, id string, ended chan struct{}) {
+	back := sb.waitEnd()
+	close(ended)
+	s.untrack(id)
+	if !back {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.standby == nil && !s.closed && sb.stay() == nil {
+		s.standby = sb
+		return
+	}
+	sb.close()
+}
+
+// log is where the spawner reports what goes wrong beside a task.
+func (s *taskSpawner) log() *slog.Logger {
+	if s.logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.logger
+}
+
+// track returns the channel closed when task id's runner reports its end.
+func (s *taskSpawner) track(id string) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ends == nil {
+		s.ends = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	s.ends[id] = ch
+	return ch
+}
+
+func (s *taskSpawner) untrack(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.ends, id)
+}
+
+// ended returns the channel closed when the runner this process handed
+// task id to reports the task's end (host.Options.TaskEnded), or nil for
+// a task it did not hand or whose runner reported already.
+func (s *taskSpawner) ended(id string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch, ok := s.ends[id]; ok {
+		return ch
+	}
+	return nil
+}
+
+// takeStandby returns the standby, which it no longer keeps, or a runner
+// started now when there is none.
+func (s *taskSpawner) takeStandby() (*standby, error) {
+	s.mu.Lock()
+	sb := s.standby
+	s.standby = nil
+	s.mu.Unlock()
+	if sb != nil {
+		return sb, nil
+	}
+	return s.launch()
+}
+
+// keepStandby starts the standby when there is none: at most one per
+// process, and none before its first task (a server whose clients never
+// create one starts no runner).
+func (s *taskSpawner) keepStandby() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.standby != nil || s.closed {
+		return
+	}
+	sb, err := s.launch()
+	if err != nil {
+		s.log().Warn("start the standby task runner; the next task starts its own", "error", err)
+		return
+	}
+	s.standby = sb
+}
+
+// close ends the standby (it exits when it reads the end of its
+// connection) and starts no other. Handed runners are not touched.
+func (s *taskSpawner) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.standby != nil {
+		s.standby.close()
+		s.standby = nil
+	}
+}
+
+// launch starts a runner process that waits, its host open, for the task
+// it is handed (`openprogram mcp run-task`), in a session of its
+// own, stdin the null device, stdout and stderr appended to the task log.
+func (s *taskSpawner) launch() (*standby, error) {
+	log, err := privatefile.OpenAppend(filepath.Join(s.stateDir, TaskLogFileName))
+	if err != nil {
+		return nil, fmt.Errorf("open the task log: %w", err)
+	}
+	defer log.Close() // the child has its own copy
 	// Not CommandContext: the runner must outlive the request, the
 	// connection and this process.
-	cmd := exec.Command(s.exe, "mcp", "run-task", "--log-level", s.logLevel, "--log-format", s.logFormat,
-		"--slots", strconv.Itoa(len(held)), "--client", clientID, "--", id)
-	cmd.ExtraFiles = held
+	cmd := exec.Command(s.exe, "mcp", "run-task", "--log-level", s.logLevel, "--log-format", s.logFormat)
 	cmd.Env = runnerEnv(s.env, s.stateDir)
 	cmd.Dir = filepath.VolumeName(s.stateDir) + string(filepath.Separator)
 	cmd.Stdin = nil // the null device
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = detached()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start the task runner %s: %w", s.exe, err)
-	}
-	go func() { _ = cmd.Wait() }()
-	return nil
+	return startStandby(cmd)
+}
+
+// handoff is what a standby runner is handed.
+type handoff struct {
+	client, task string
+	slots        []*os.File // held until the process exits
+	err          error      // io.EOF: the serve went away without a task
 }
 
 // runnerEnv is env without the MCP token and with the state directory

@@ -16,9 +16,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The runner starts detached: its own session, stdin /dev/null, output to
-// the task log (0600), the task id and no secret in argv, and the
-// environment without the token.
+// The runner starts detached: its own session, stdin /dev/null, its
+// connection to the serve on file descriptor 3, output to the task log
+// (0600), no secret (and no task) in argv, and the environment without the
+// token. It is handed the task on that connection.
 func TestTaskSpawnerDetaches(t *testing.T) {
 	root := t.TempDir()
 	state := filepath.Join(root, "state")
@@ -30,35 +31,45 @@ func TestTaskSpawnerDetaches(t *testing.T) {
 	// waits to be looked at.
 	exe := filepath.Join(root, "openprogram")
 	script := "#!/bin/sh\n" +
-		"printf '%s\\n' \"$@\" > " + out + ".args\n" +
-		"env > " + out + ".env\n" +
-		"readlink /proc/self/fd/0 > " + out + ".stdin 2>/dev/null || echo unknown > " + out + ".stdin\n" +
+		"printf '%s\\n' \"$@\" > " + out + ".$$.args\n" +
+		"env > " + out + ".$$.env\n" +
+		"readlink /proc/self/fd/0 > " + out + ".$$.stdin 2>/dev/null || echo unknown > " + out + ".$$.stdin\n" +
+		"readlink /proc/self/fd/3 > " + out + ".$$.fd3 2>/dev/null || echo unknown > " + out + ".$$.fd3\n" +
 		"echo to-the-log\n" +
-		"echo $$ > " + out + ".pid.tmp && mv " + out + ".pid.tmp " + out + ".pid\n" +
+		"echo $$ >> " + out + ".pids\n" +
 		"exec sleep 30\n"
 	if err := os.WriteFile(exe, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	sp := taskSpawner{exe: exe, stateDir: state, logLevel: "debug", logFormat: "json",
+	sp := &taskSpawner{exe: exe, stateDir: state, logLevel: "debug", logFormat: "json",
 		env: []string{"PATH=" + os.Getenv("PATH"), "OPENPROGRAM_MCP_TOKEN=secret-token", "OPENPROGRAM_PROFILE=p",
 			"OPENPROGRAM_HOME=elsewhere", "OPENAI_API_KEY=model-key"}}
 	if err := sp.start(t.Context(), "0123456789abcdef", "task-1"); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	var pid int
+	// The task's runner, then the standby started for the next task.
+	var pids []int
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		data, err := os.ReadFile(out + ".pid")
-		if err == nil {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-			break
+	for len(pids) < 2 {
+		data, _ := os.ReadFile(out + ".pids")
+		pids = pids[:0]
+		for _, f := range strings.Fields(string(data)) {
+			n, _ := strconv.Atoi(f)
+			pids = append(pids, n)
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the runner did not start within 30s")
+			t.Fatalf("the runner and the standby did not start within 30s: %v", pids)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	t.Cleanup(func() {
+		sp.close()
+		for _, p := range pids {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	pid := pids[0]
+	out += "." + strconv.Itoa(pid)
 
 	sid, err := unix.Getsid(pid)
 	if err != nil {
@@ -78,12 +89,15 @@ func TestTaskSpawnerDetaches(t *testing.T) {
 		return string(data)
 	}
 	args := strings.Split(strings.TrimSuffix(read(".args"), "\n"), "\n")
-	if want := []string{"mcp", "run-task", "--log-level", "debug", "--log-format", "json", "--slots", "2", "--client", "0123456789abcdef", "--", "task-1"}; !slices.Equal(args, want) {
+	if want := []string{"mcp", "run-task", "--log-level", "debug", "--log-format", "json"}; !slices.Equal(args, want) {
 		t.Errorf("argv = %q, want %q", args, want)
 	}
 	if runtime.GOOS == "linux" {
 		if got := strings.TrimSpace(read(".stdin")); got != os.DevNull {
 			t.Errorf("stdin = %q, want %s", got, os.DevNull)
+		}
+		if got := strings.TrimSpace(read(".fd3")); !strings.HasPrefix(got, "socket:") {
+			t.Errorf("file descriptor 3 = %q, want the socket to the serve", got)
 		}
 	}
 	env := read(".env")
@@ -109,7 +123,7 @@ func TestTaskSpawnerDetaches(t *testing.T) {
 }
 
 func TestTaskSpawnerRefusesARelativeBinary(t *testing.T) {
-	sp := taskSpawner{exe: "openprogram", stateDir: t.TempDir()}
+	sp := &taskSpawner{exe: "openprogram", stateDir: t.TempDir()}
 	if err := sp.start(t.Context(), "c", "t"); err == nil {
 		t.Fatal("start with a relative binary path succeeded")
 	}

@@ -3,6 +3,10 @@
 package cli
 
 import (
+	"errors"
+	"net"
+	"os"
+	"os/exec"
 	"syscall"
 
 	"golang.org/x/sys/windows"
@@ -20,5 +24,18 @@ func detached() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.DETACHED_PROCESS}
 }
 
-// keepSlots: a runner inherits no slots on Windows (tasksOffered).
-func keepSlots(int) {}
+// errNoRunners: no task runner runs on Windows (tasksOffered).
+var errNoRunners = errors.New("durable MCP tasks are not offered on Windows")
+
+// standby: no task runner runs on Windows (tasksOffered).
+type standby struct{ pid int }
+
+func startStandby(*exec.Cmd) (*standby, error)         { return nil, errNoRunners }
+func (*standby) hand(string, string, []*os.File) error { return errNoRunners }
+func (*standby) waitEnd() bool                         { return false }
+func (*standby) stay() error                           { return errNoRunners }
+func (*standby) close()                                {}
+func standbyConn() (*net.UnixConn, error)              { return nil, errNoRunners }
+func receiveTask(*net.UnixConn) handoff                { return handoff{err: errNoRunners} }
+func keptAsStandby(*net.UnixConn) bool                 { return false }
+func reportEnd(*net.UnixConn)                          {}

@@ -70,6 +70,18 @@ type TaskOptions struct {
 	// a connection looks at the tasks it created. Default
 	// DefaultTaskPollInterval.
 	PollInterval time.Duration
+	// Ended, when set, returns a channel that is closed once the runner
+	// Start launched for task taskID reports that its turn is over, or nil
+	// when no such report will come (a task another process started).
+	// tasks/result and the creating connection's watch wake on it at once
+	// instead of at their next read of the store; the store stays the
+	// truth, read after every wake, and its polling the fallback.
+	Ended func(taskID string) <-chan struct{}
+	// Finished, for a runner ([RunTask]), is called as soon as the task it
+	// runs is terminal in the store, before the task's mcp.task.finished
+	// record is written: the runner reports the end with it (what Ended
+	// of the serving process waits for). Nil: nothing is called.
+	Finished func(taskID string)
 }
 
 // Timing of a task's runner and of tasks/result.
@@ -109,6 +121,25 @@ type taskConfig struct {
 	defaultTTL   time.Duration
 	maxTTL       time.Duration
 	pollInterval time.Duration
+	ended        func(taskID string) <-chan struct{}
+	finished     func(taskID string)
+}
+
+// endedOf is the channel closed when the runner of task id reports its
+// end, or nil when none will (see TaskOptions.Ended).
+func (t *taskConfig) endedOf(id string) <-chan struct{} {
+	if t.ended == nil {
+		return nil
+	}
+	return t.ended(id)
+}
+
+// finish tells the runner's caller that task id is terminal in the store
+// (see TaskOptions.Finished).
+func (t *taskConfig) finish(id string) {
+	if t.finished != nil {
+		t.finished(id)
+	}
 }
 
 func newTaskConfig(o *TaskOptions, runner bool) (*taskConfig, error) {
@@ -126,7 +157,7 @@ func newTaskConfig(o *TaskOptions, runner bool) (*taskConfig, error) {
 	}
 	t := &taskConfig{
 		store: o.Store, start: o.Start, maxWorking: o.MaxWorking, defaultTTL: o.DefaultTTL,
-		maxTTL: o.MaxTTL, pollInterval: o.PollInterval,
+		maxTTL: o.MaxTTL, pollInterval: o.PollInterval, ended: o.Ended, finished: o.Finished,
 	}
 	if t.maxWorking == 0 {
 		t.maxWorking = DefaultTaskMaxWorking
@@ -374,9 +405,12 @@ func (c *connection) watchTask(task sessions.Task, req *mcp.CallToolRequest, r *
 		var lastProgress float64
 		tick := time.NewTicker(tc.pollInterval)
 		defer tick.Stop()
+		ended := tc.endedOf(task.ID)
 		for last.Status == sessions.TaskWorking {
 			select {
 			case <-tick.C:
+			case <-ended:
+				ended = nil // read the store now, then at the ticks
 			case <-c.done:
 				return
 			}
@@ -543,9 +577,16 @@ func (c *connection) tasksResult(ctx context.Context, r *stdio.Request, params j
 	}
 	tc := c.s.tasks
 	var task sessions.Task
-	// Poll quickly first (a short turn ends within milliseconds), then
-	// back off to the steady pace.
+	// A task whose runner reports its end (one this process started) is
+	// read when it does, and at the steady pace besides. Any other is
+	// polled quickly first (a short turn ends within milliseconds), then
+	// at the steady pace. The channel is taken before the first read: a
+	// report that comes between them is not missed.
+	ended := tc.endedOf(id)
 	wait := min(taskResultFirstPoll, taskResultPoll, tc.pollInterval)
+	if ended != nil {
+		wait = min(taskResultPoll, tc.pollInterval)
+	}
 	started := time.Now()
 	for {
 		var err *jsonrpc.Error
@@ -560,12 +601,18 @@ func (c *connection) tasksResult(ctx context.Context, r *stdio.Request, params j
 		}
 		t := time.NewTimer(wait)
 		steady := taskResultPoll
-		if time.Since(started) < taskResultQuick {
+		if ended == nil && time.Since(started) < taskResultQuick {
 			steady = min(steady, taskResultQuickPoll)
 		}
 		wait = min(2*wait, steady, tc.pollInterval)
 		select {
 		case <-t.C:
+		case <-ended:
+			// Read the store now; after that only the polls remain (a
+			// runner that reported without ending the task, say one that
+			// could not claim it, leaves it to the sweep).
+			t.Stop()
+			ended = nil
 		case <-ctx.Done():
 			t.Stop()
 			return nil, errRequestCancelled
@@ -831,11 +878,13 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 			done, err = tc.store.FinishTask(fctx, taskID, runner, sessions.TaskFailed, "the reply is too large to keep", body)
 		}
 		if errors.Is(err, sessions.ErrTaskDone) {
+			tc.finish(taskID)
 			return nil // a tasks/cancel ended it first
 		}
 		if err != nil {
 			return fmt.Errorf("mcpserver: finish task %q: %w", taskID, err)
 		}
+		tc.finish(taskID)
 		line.Record(ctx, AuditTaskFinished, "", TaskFinishedPayload{TaskID: taskID, ClientID: task.ClientID, Status: done.Status})
 		return nil
 	}

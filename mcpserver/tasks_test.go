@@ -717,3 +717,90 @@ func TestTaskGetShowsProgress(t *testing.T) {
 		t.Errorf("statusMessage of a completed task = %q, want none", got.StatusMessage)
 	}
 }
+
+// tasks/result of a task whose runner reports its end (TaskOptions.Ended)
+// answers when the report comes, not at its next read of the store: with
+// the polls an hour apart, the answer is there as soon as the report is.
+// The creating connection's watch sends the status change then too.
+func TestTaskResultWakesOnTheRunnersReport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		ended := map[string]chan struct{}{}
+		te := newTaskEnv(t, func(o *TaskOptions) {
+			o.Start = func(context.Context, string) error { return nil } // the test runs it
+			o.PollInterval = time.Hour
+			o.Ended = func(id string) <-chan struct{} {
+				mu.Lock()
+				defer mu.Unlock()
+				if ended[id] == nil {
+					ended[id] = make(chan struct{})
+				}
+				return ended[id]
+			}
+		})
+		w := startWire(t.Context(), t, te.env)
+		for _, l := range handshake {
+			w.send(l)
+		}
+		w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"hello"},"task":{}}}`)
+		synctest.Wait()
+		w.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"task_0001"}}`)
+		synctest.Wait()
+		if err := te.srv.runTask(t.Context(), "task_0001", "runner"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := byID(w.take())["2"]; got != "" {
+			t.Fatalf("tasks/result answered before the runner's report, at a poll: %s", got)
+		}
+		mu.Lock()
+		close(ended["task_0001"])
+		mu.Unlock()
+		synctest.Wait()
+		frames := w.take()
+		if got := byID(frames)["2"]; !strings.Contains(got, `echo: hello`) || !strings.Contains(got, `related-task":{"taskId":"task_0001"}`) {
+			t.Errorf("tasks/result after the runner's report = %q, want the task's result", got)
+		}
+		status := false
+		for _, f := range frames {
+			status = status || strings.Contains(string(f), `"notifications/tasks/status"`) && strings.Contains(string(f), `"completed"`)
+		}
+		if !status {
+			t.Errorf("no notifications/tasks/status with the completed task after the report; frames:\n%s", frames)
+		}
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A runner's TaskOptions.Finished is called once, as soon as its task is
+// terminal in the store and before the task's mcp.task.finished record:
+// the runner reports the end with it, the record follows.
+func TestRunTaskFinishedComesBeforeTheRecord(t *testing.T) {
+	var te *taskEnv
+	type call struct {
+		id, status string
+		records    int
+	}
+	var calls []call
+	te = newTaskEnv(t, func(o *TaskOptions) {
+		o.Start = func(context.Context, string) error { return nil }
+		o.Finished = func(id string) {
+			task, _ := te.tasks.raw(id)
+			calls = append(calls, call{id, task.Status, len(te.store.auditOf(AuditTaskFinished))})
+		}
+	})
+	if _, err := te.tasks.CreateTask(t.Context(), sessions.NewTask{ID: "task_f", ClientID: testClientID, Request: rawParams(taskRequest{RequestID: 1, SessionID: "mcp_f", NewSession: true, Prompt: "hello"}), TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := te.srv.runTask(t.Context(), "task_f", "r"); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 1 || calls[0] != (call{"task_f", sessions.TaskCompleted, 0}) {
+		t.Errorf("Finished calls = %+v, want one for task_f, completed, before its record", calls)
+	}
+	if got := te.store.auditOf(AuditTaskFinished); len(got) != 1 {
+		t.Errorf("%s records = %v, want one after Finished", AuditTaskFinished, got)
+	}
+}

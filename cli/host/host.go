@@ -33,6 +33,15 @@ type Options struct {
 	// calls [Host.RunTask]. It must not tie the runner's life to ctx (the
 	// creating request's). Nil: the MCP service offers no tasks.
 	StartTask func(ctx context.Context, clientID, taskID string) error
+	// TaskEnded returns a channel closed once the runner StartTask started
+	// for task taskID reports the task's end, or nil when no report will
+	// come (mcpserver.TaskOptions.Ended). Nil: the MCP service reads the
+	// store alone.
+	TaskEnded func(taskID string) <-chan struct{}
+	// TaskFinished is called by [Host.RunTask] as soon as the task it runs
+	// is terminal in the store, before its last record
+	// (mcpserver.TaskOptions.Finished): a runner reports the end with it.
+	TaskFinished func(taskID string)
 }
 
 // Host is the runtime built once: the store, the tool registry, the
@@ -51,6 +60,8 @@ type Host struct {
 	version     string
 	log         *slog.Logger
 	startTask   func(ctx context.Context, clientID, taskID string) error
+	taskEnded   func(taskID string) <-chan struct{}
+	taskDone    func(taskID string)
 }
 
 // Open builds the host from cfg: it loads (or creates) the owner principal
@@ -94,7 +105,7 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 	}
 	prov, provErr := runtime.NewProvider(pc, getenv)
 	h := &Host{cfg: cfg, store: st, reg: reg, qs: qs, principal: principal,
-		providerErr: provErr, version: opts.Version, log: log, startTask: opts.StartTask}
+		providerErr: provErr, version: opts.Version, log: log, startTask: opts.StartTask, taskEnded: opts.TaskEnded, taskDone: opts.TaskFinished}
 	h.rt = runtime.New(runtime.Options{
 		Store:           st,
 		Registry:        reg,
@@ -222,6 +233,7 @@ func (h *Host) MCPServer(clientID string, logger *slog.Logger) (*mcpserver.Serve
 	if ts, err := h.Tasks(); err == nil && h.startTask != nil {
 		start := h.startTask
 		opts.Tasks = h.taskOptions(ts, func(ctx context.Context, taskID string) error { return start(ctx, clientID, taskID) })
+		opts.Tasks.Ended = h.taskEnded
 	}
 	return mcpserver.New(opts)
 }

@@ -82,6 +82,7 @@ func (h *Host) RunTask(ctx context.Context, clientID, taskID string, logger *slo
 		return err
 	}
 	opts.Tasks = h.taskOptions(ts, nil)
+	opts.Tasks.Finished = h.taskDone
 	return mcpserver.RunTask(ctx, opts, taskID)
 }
 

@@ -3,6 +3,7 @@
 package perf
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -78,7 +79,9 @@ func taskOf(b *testing.B, m message) (id, status string) {
 // tools/call to the tasks/result answer (the runner process started for
 // the task, its host opened, the turn run and stored); created is the
 // tools/call to its CreateTaskResult; get is one tasks/get round trip on a
-// finished task. Each runs on SQLite and on PostgreSQL (a schema of its
+// finished task; task-after-pause is task with a pause before each task
+// (what a client that reads a result before it sends the next prompt
+// sees). Each runs on SQLite and on PostgreSQL (a schema of its
 // own under OPENPROGRAM_TEST_DATABASE_URL; skipped without one).
 func BenchmarkTaskTurn(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) { benchTaskTurn(b, "") })
@@ -89,6 +92,7 @@ func benchTaskTurn(b *testing.B, storeURL string) {
 	bin := binary(b)
 	st := tasksState(b, storeURL)
 	p, _ := startRaw(b, bin, st, initializeLine)
+	defer runnersGone(b, st.dir)
 	defer p.close(b)
 	p.initialize(b)
 	id := 100
@@ -125,25 +129,14 @@ func benchTaskTurn(b *testing.B, storeURL string) {
 		}
 		reportLatency(b, s, true)
 	})
-	b.Run("task", func(b *testing.B) {
-		var whole, created samples
-		for b.Loop() {
-			m, start, at := call(true)
-			taskID, status := taskOf(b, m)
-			if status != "working" {
-				b.Fatalf("new task %s is %q, want working", taskID, status)
-			}
-			created = append(created, at.Sub(start))
-			r, _ := request("tasks/result", fmt.Sprintf(`{"taskId":%q}`, taskID))
-			if r.Error != nil {
-				b.Fatalf("tasks/result %s: %+v (server log: %s)", taskID, r.Error, st.logTail())
-			}
-			whole = append(whole, time.Since(start))
-			last = taskID
-		}
-		reportLatency(b, whole, true)
-		b.ReportMetric(ms(created.quantile(0.5)), "created-p50-ms")
-	})
+	// task sends each task as soon as the previous result is read;
+	// task-after-pause waits taskPause first, as a client that reads a
+	// result before it sends the next prompt does (the pause is not timed).
+	task := func(pause time.Duration) func(b *testing.B) {
+		return func(b *testing.B) { benchTasks(b, pause, call, request, &last, st) }
+	}
+	b.Run("task", task(0))
+	b.Run("task-after-pause", task(taskPause))
 	b.Run("get", func(b *testing.B) {
 		if last == "" {
 			b.Skip("no task ran (run it with the task sub-benchmark)")
@@ -159,4 +152,61 @@ func benchTaskTurn(b *testing.B, storeURL string) {
 		}
 		reportLatency(b, s, true)
 	})
+}
+
+// taskPause is the pause before each task of BenchmarkTaskTurn's
+// task-after-pause.
+const taskPause = 100 * time.Millisecond
+
+// benchTasks times tasks to their result, each after pause.
+func benchTasks(b *testing.B, pause time.Duration, call func(bool) (message, time.Time, time.Time), request func(method, params string) (message, time.Duration), last *string, st *state) {
+	var whole, created samples
+	for b.Loop() {
+		if pause > 0 {
+			b.StopTimer()
+			time.Sleep(pause)
+			b.StartTimer()
+		}
+		m, start, at := call(true)
+		taskID, status := taskOf(b, m)
+		if status != "working" {
+			b.Fatalf("new task %s is %q, want working", taskID, status)
+		}
+		created = append(created, at.Sub(start))
+		r, _ := request("tasks/result", fmt.Sprintf(`{"taskId":%q}`, taskID))
+		if r.Error != nil {
+			b.Fatalf("tasks/result %s: %+v (server log: %s)", taskID, r.Error, st.logTail())
+		}
+		whole = append(whole, time.Since(start))
+		*last = taskID
+	}
+	reportLatency(b, whole, true)
+	b.ReportMetric(ms(created.quantile(0.5)), "created-p50-ms")
+}
+
+// runnersGone waits until no task runner of the state directory dir lives
+// (the standby exits once its server has): the state directory is removed
+// after the benchmark, and a runner closing its store would race that.
+func runnersGone(b *testing.B, dir string) {
+	b.Helper()
+	want := []byte("OPENPROGRAM_HOME=" + dir + "\x00")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		live := 0
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			environ, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err == nil && bytes.Contains(environ, want) && bytes.Contains(cmdline, []byte("run-task")) {
+				live++
+			}
+		}
+		if live == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d task runners of %s still live a minute after their server exited", live, dir)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -3,12 +3,9 @@
 package tasks
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,9 +22,10 @@ const floodFor = 15 * time.Second
 // One client loops creating tasks and cancelling them at once (as many as
 // the bound each round),
 // on one connection (what a hostile client does): the live runner
-// processes of the install never exceed the client's cap, nor the host's
-// mcp_server.tasks.max_runners when that is lower. It reports the most
-// runners and their summed resident memory seen.
+// processes of the install that run a task never exceed the client's cap,
+// nor the host's mcp_server.tasks.max_runners when that is lower, and
+// besides them there is at most the serve's one standby. It reports the
+// most runners and their summed resident memory seen.
 func TestRunnerFlood(t *testing.T) {
 	for _, c := range []struct {
 		name       string
@@ -41,10 +39,13 @@ func TestRunnerFlood(t *testing.T) {
 			if c.maxRunners > 0 {
 				in.MustRun("config", "set", "mcp_server.tasks.max_runners", strconv.Itoa(c.maxRunners))
 			}
-			most, rss := in.flood(t, floodDuration(t), c.bound)
-			t.Logf("%s: at most %d live runners (bound %d), at most %.1f MiB resident in them", c.name, most, c.bound, float64(rss)/(1<<20))
+			most, all, rss := in.flood(t, floodDuration(t), c.bound)
+			t.Logf("%s: at most %d live runners running a task (bound %d), %d with the standby, at most %.1f MiB resident in them", c.name, most, c.bound, all, float64(rss)/(1<<20))
 			if most > c.bound {
-				t.Errorf("%d live runner processes at once, want at most %d", most, c.bound)
+				t.Errorf("%d live runner processes running a task at once, want at most %d", most, c.bound)
+			}
+			if all > c.bound+1 {
+				t.Errorf("%d live runner processes at once, want at most %d and one standby", all, c.bound)
 			}
 		})
 	}
@@ -62,59 +63,12 @@ func floodDuration(t *testing.T) time.Duration {
 }
 
 // flood runs the loop of creating per tasks and cancelling them over one
-// `mcp serve` for d while it samples the install's live runners, and
-// returns the most seen at once and the most resident memory they held
-// together.
-func (in *install) flood(t *testing.T, d time.Duration, per int) (most int, rss int64) {
-	cmd := exec.Command(in.server, "mcp", "serve")
-	cmd.Env = in.Env(e2etest.EnvToken + "=" + in.Token)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr e2etest.LockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = stdin.Close()
-		_ = cmd.Wait()
-	}()
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	next := 0
-	send := func(method string, params any) string {
-		next++
-		line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": next, "method": method, "params": params})
-		if _, err := stdin.Write(append(line, '\n')); err != nil {
-			t.Fatalf("write %s: %v\nstderr:\n%s", method, err, stderr.String())
-		}
-		return strconv.Itoa(next)
-	}
-	read := func(id string) e2etest.Frame {
-		for sc.Scan() {
-			f, err := e2etest.ParseFrame(sc.Bytes())
-			if err != nil {
-				t.Fatalf("stdout line %q: %v", sc.Bytes(), err)
-			}
-			if f.IsResponse() && f.ID() == id {
-				return f
-			}
-		}
-		t.Fatalf("stdout ended before the response to %s: %v\nstderr:\n%s", id, sc.Err(), stderr.String())
-		return e2etest.Frame{}
-	}
-	read(send("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
-		"clientInfo": map[string]any{"name": "flood", "version": "1"}}))
-	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
-		t.Fatal(err)
-	}
-
+// `mcp serve` for d while it samples the install's live runner processes,
+// and returns the most seen at once running a task (holding a runner slot),
+// the most seen at all (the serve's standby included), and the most
+// resident memory they held together.
+func (in *install) flood(t *testing.T, d time.Duration, per int) (most, all int, rss int64) {
+	c := in.serve(t)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -124,11 +78,15 @@ func (in *install) flood(t *testing.T, d time.Duration, per int) (most int, rss 
 		for {
 			pids := in.runnersOfInstall()
 			var sum int64
+			slotted := 0
 			for _, pid := range pids {
 				sum += residentBytes(pid)
+				if in.holdsSlot(pid) {
+					slotted++
+				}
 			}
 			mu.Lock()
-			most, rss = max(most, len(pids)), max(rss, sum)
+			most, all, rss = max(most, slotted), max(all, len(pids)), max(rss, sum)
 			mu.Unlock()
 			select {
 			case <-stop:
@@ -142,20 +100,13 @@ func (in *install) flood(t *testing.T, d time.Duration, per int) (most int, rss 
 	for time.Now().Before(end) {
 		var ids []string
 		for i := range per {
-			id := read(send("tools/call", map[string]any{"name": "prompt_send", "arguments": map[string]any{"prompt": fmt.Sprintf("flood %d.%d", rounds, i)},
-				"task": map[string]any{}}))
-			var res struct {
-				Task struct {
-					TaskID string `json:"taskId"`
-				} `json:"task"`
-			}
-			if raw, ok := id.Members["result"]; ok && json.Unmarshal(raw, &res) == nil && res.Task.TaskID != "" {
-				ids = append(ids, res.Task.TaskID)
+			if id := c.createTask(fmt.Sprintf("flood %d.%d", rounds, i)); id != "" {
+				ids = append(ids, id)
 			}
 		}
 		created += len(ids)
 		for _, id := range ids {
-			read(send("tasks/cancel", map[string]any{"taskId": id}))
+			c.read(c.send("tasks/cancel", map[string]any{"taskId": id}))
 		}
 		rounds++
 	}
@@ -163,10 +114,25 @@ func (in *install) flood(t *testing.T, d time.Duration, per int) (most int, rss 
 	wg.Wait()
 	t.Logf("%d rounds, %d tasks created and cancelled in %s", rounds, created, d)
 	if created == 0 {
-		t.Errorf("no task was created\nstderr:\n%s", stderr.String())
+		t.Errorf("no task was created\nstderr:\n%s", c.stderr.String())
 	}
-	e2etest.Eventually(t, "the cancelled tasks' runners to be gone", time.Minute, func() bool { return len(in.runnersOfInstall()) == 0 })
-	return most, rss
+	c.close()
+	e2etest.Eventually(t, "the cancelled tasks' runners and the standby to be gone", time.Minute, func() bool { return len(in.runnersOfInstall()) == 0 })
+	return most, all, rss
+}
+
+// holdsSlot reports whether process pid holds a runner slot of the
+// install open (a runner handed a task).
+func (in *install) holdsSlot(pid int) bool {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, _ := os.ReadDir(dir)
+	prefix := filepath.Join(in.Home, "runners") + string(filepath.Separator)
+	for _, e := range ents {
+		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(target, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // residentBytes is pid's resident set (VmRSS), 0 if it is gone.

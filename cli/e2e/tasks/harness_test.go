@@ -3,13 +3,17 @@
 package tasks
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -171,12 +175,19 @@ func (in *install) startTask(prompt string, env ...string) started {
 	if s.Created.TaskID == "" || s.Early != "" {
 		in.t.Fatalf("callToolStream did not create a task: %+v", s)
 	}
+	in.waitAsked(s.Created.TaskID)
+	return s
+}
+
+// waitAsked waits until the model was first asked, by the runner of task
+// id.
+func (in *install) waitAsked(id string) {
+	in.t.Helper()
 	select {
 	case <-in.asked:
 	case <-time.After(2 * time.Minute):
-		in.t.Fatalf("the runner of task %s did not ask the model within 2 minutes; task log:\n%s", s.Created.TaskID, in.taskLog())
+		in.t.Fatalf("the runner of task %s did not ask the model within 2 minutes; task log:\n%s", id, in.taskLog())
 	}
-	return s
 }
 
 // swept returns task id once it is no longer working (the sweep of a
@@ -225,9 +236,38 @@ func liveRunners(match func(dir string, args []string) bool) []int {
 	return pids
 }
 
-// runners returns the pids of the live runner processes of task id.
-func runners(id string) []int {
-	return liveRunners(func(_ string, args []string) bool { return args[len(args)-1] == id })
+// runnerLine is a runner's log line about a task: its message, task and
+// pid.
+var runnerLine = regexp.MustCompile(`msg="task runner (started|done|failed)".* task_id=(\S+)(?: .*pid=(\d+))?`)
+
+// runners returns the pids of the live runner processes that run task id
+// now: the task log names the runner a task was handed to (a runner is
+// handed its task by the serve, not given it in argv), and a runner that
+// logged the task's end runs it no more.
+func (in *install) runners(id string) []int {
+	running := map[int]bool{}
+	var last int
+	for line := range strings.SplitSeq(in.taskLog(), "\n") {
+		m := runnerLine.FindStringSubmatch(line)
+		if m == nil || m[2] != id {
+			continue
+		}
+		switch m[1] {
+		case "started":
+			last, _ = strconv.Atoi(m[3])
+			running[last] = true
+		default:
+			delete(running, last)
+		}
+	}
+	live := in.runnersOfInstall()
+	var pids []int
+	for pid := range running {
+		if slices.Contains(live, pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 func zombie(pid int) bool {
@@ -240,13 +280,100 @@ func zombie(pid int) bool {
 }
 
 // runnersOfInstall returns the pids of every live runner whose environment
-// names this install's state directory.
+// names this install's state directory: those running a task and the
+// standbys.
 func (in *install) runnersOfInstall() []int {
 	want := []byte("OPENPROGRAM_HOME=" + in.Home + "\x00")
 	return liveRunners(func(dir string, _ []string) bool {
 		environ, err := os.ReadFile(filepath.Join(dir, "environ"))
 		return err == nil && bytes.Contains(environ, want)
 	})
+}
+
+// serveConn is one `mcp serve` of the install over raw pipes, initialized.
+type serveConn struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	sc     *bufio.Scanner
+	stderr *e2etest.LockedBuffer
+	next   int
+}
+
+// serve starts `mcp serve` and initializes it; the server is stopped (its
+// stdin closed) when the test ends.
+func (in *install) serve(t *testing.T) *serveConn {
+	t.Helper()
+	cmd := exec.Command(in.server, "mcp", "serve")
+	cmd.Env = in.Env(e2etest.EnvToken + "=" + in.Token)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &serveConn{t: t, cmd: cmd, stdin: stdin, stderr: &e2etest.LockedBuffer{}}
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	c.sc = bufio.NewScanner(stdout)
+	c.sc.Buffer(make([]byte, 1<<20), 1<<20)
+	c.read(c.send("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "tasks-e2e", "version": "1"}}))
+	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// send writes a request and returns its id.
+func (c *serveConn) send(method string, params any) string {
+	c.next++
+	line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.next, "method": method, "params": params})
+	if _, err := c.stdin.Write(append(line, '\n')); err != nil {
+		c.t.Fatalf("write %s: %v\nstderr:\n%s", method, err, c.stderr.String())
+	}
+	return strconv.Itoa(c.next)
+}
+
+// read returns the response to id, skipping other frames.
+func (c *serveConn) read(id string) e2etest.Frame {
+	for c.sc.Scan() {
+		f, err := e2etest.ParseFrame(c.sc.Bytes())
+		if err != nil {
+			c.t.Fatalf("stdout line %q: %v", c.sc.Bytes(), err)
+		}
+		if f.IsResponse() && f.ID() == id {
+			return f
+		}
+	}
+	c.t.Fatalf("stdout ended before the response to %s: %v\nstderr:\n%s", id, c.sc.Err(), c.stderr.String())
+	return e2etest.Frame{}
+}
+
+// createTask sends a task-augmented prompt_send and returns the task id
+// ("" when no task was created).
+func (c *serveConn) createTask(prompt string) string {
+	f := c.read(c.send("tools/call", map[string]any{"name": "prompt_send", "arguments": map[string]any{"prompt": prompt}, "task": map[string]any{}}))
+	var res struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if raw, ok := f.Members["result"]; ok && json.Unmarshal(raw, &res) == nil {
+		return res.Task.TaskID
+	}
+	return ""
+}
+
+// close ends the server's stdin and waits for it to exit.
+func (c *serveConn) close() {
+	_ = c.stdin.Close()
+	_ = c.cmd.Wait()
 }
 
 // stopRunners kills what runners of this install still run, so that the

@@ -17,9 +17,11 @@ import (
 )
 
 // A runner SIGKILLed right after its turn's reply is stored, before it
-// wrote the turn's record and ended its task (PostgreSQL: the test holds
-// the audit log's head row, so the runner stops at its next record, the
-// turn's mcp.prompt.completed, with the reply committed): once its lease
+// wrote the turn's record and ended its task (PostgreSQL: the test locks
+// the audit writers' table, which every append of a writer chain writes
+// its head to, so the runner stops at its next record, the turn's
+// mcp.prompt.completed, with the reply committed; the audit_head row no
+// writer chain touches would not stop it): once its lease
 // lapses, the sweep of a later `mcp serve` finishes the task completed,
 // tasks/result answers the stored reply, and the audit log has the turn's
 // and the task's end (written before the task ends: a `mcp serve` whose
@@ -34,7 +36,7 @@ func TestTaskOfARunnerKilledAfterItsReply(t *testing.T) {
 	}
 	ctx := e2etest.Ctx(t)
 	id := in.startTask("work whose runner dies after its reply").Created.TaskID
-	pids := runners(id)
+	pids := in.runners(id)
 	if len(pids) != 1 {
 		t.Fatalf("runner processes of task %s = %v, want one", id, pids)
 	}
@@ -48,7 +50,7 @@ func TestTaskOfARunnerKilledAfterItsReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM audit_head FOR UPDATE`); err != nil {
+	if _, err := tx.Exec(ctx, `LOCK TABLE audit_writers IN EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
 	look, err := pgx.Connect(ctx, url)
@@ -70,7 +72,7 @@ func TestTaskOfARunnerKilledAfterItsReply(t *testing.T) {
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatalf("kill the runner: %v", err)
 	}
-	e2etest.Eventually(t, "the killed runner to be gone", time.Minute, func() bool { return len(runners(id)) == 0 })
+	e2etest.Eventually(t, "the killed runner to be gone", time.Minute, func() bool { return len(in.runners(id)) == 0 })
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}

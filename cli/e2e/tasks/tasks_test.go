@@ -42,7 +42,7 @@ func testTaskOutlivesTheClient(t *testing.T, backend string) {
 	id := s.Created.TaskID
 	// The server that created the task is gone (the step's client closed
 	// it); its runner is not.
-	if pids := runners(id); len(pids) != 1 {
+	if pids := in.runners(id); len(pids) != 1 {
 		t.Fatalf("runner processes of task %s = %v, want one", id, pids)
 	}
 
@@ -70,7 +70,7 @@ func testTaskOutlivesTheClient(t *testing.T, backend string) {
 	if got.Status != "completed" {
 		t.Errorf("tasks/get after the result = %+v, want completed", got)
 	}
-	e2etest.Eventually(t, "the runner to exit once its task completed", time.Minute, func() bool { return len(runners(id)) == 0 })
+	e2etest.Eventually(t, "the runner to exit once its task completed", time.Minute, func() bool { return len(in.runners(id)) == 0 })
 }
 
 // tasks/cancel mid-turn cancels the task before it answers, stops the
@@ -97,7 +97,7 @@ func testTaskCancelMidTurn(t *testing.T, backend string) {
 	}
 	// The runner sees the cancel at its next lease renewal and ends the
 	// turn: it exits long before the model would have answered.
-	e2etest.Eventually(t, "the runner to exit after tasks/cancel", time.Minute, func() bool { return len(runners(id)) == 0 })
+	e2etest.Eventually(t, "the runner to exit after tasks/cancel", time.Minute, func() bool { return len(in.runners(id)) == 0 })
 	var got task
 	in.step(in.Token, "get", id).ok(t, &got)
 	if got.Status != "cancelled" {
@@ -155,7 +155,7 @@ func testTaskIsolation(t *testing.T, backend string) {
 	in.step(other, "get", id).rpcError(t, -32602)
 	in.step(other, "cancel", id).rpcError(t, -32602)
 	// The cancel changed nothing: the runner still runs the turn.
-	if pids := runners(id); len(pids) != 1 {
+	if pids := in.runners(id); len(pids) != 1 {
 		t.Errorf("runner processes of task %s after another client's cancel = %v, want one", id, pids)
 	}
 }
@@ -170,14 +170,14 @@ func TestTaskOfAKilledRunnerFails(t *testing.T) {
 func testTaskOfAKilledRunnerFails(t *testing.T, backend string) {
 	in := newInstall(t, backend, longTurn)
 	id := in.startTask("work whose runner dies").Created.TaskID
-	pids := runners(id)
+	pids := in.runners(id)
 	if len(pids) != 1 {
 		t.Fatalf("runner processes of task %s = %v, want one", id, pids)
 	}
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatalf("kill the runner: %v", err)
 	}
-	e2etest.Eventually(t, "the killed runner to be gone", time.Minute, func() bool { return len(runners(id)) == 0 })
+	e2etest.Eventually(t, "the killed runner to be gone", time.Minute, func() bool { return len(in.runners(id)) == 0 })
 	got := in.swept(id)
 	if got.Status != "failed" || got.StatusMessage != mcpserver.TaskAbandonedMessage {
 		t.Errorf("the task of the killed runner = %+v, want failed with %q", got, mcpserver.TaskAbandonedMessage)
