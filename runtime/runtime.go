@@ -52,6 +52,9 @@ type Options struct {
 	Provider provider.Provider
 	// ProviderErr is why there is no Provider (usually a [*ConfigError]).
 	ProviderErr error
+	// Model is the configured model name (model.name), for telemetry:
+	// gen_ai.request.model and the model call span's name. "" names none.
+	Model string
 	// SystemPrompt is config agent.system_prompt ("": DefaultSystemPrompt).
 	// [SpeakerNote] is always appended.
 	SystemPrompt string

@@ -51,6 +51,7 @@ type Host struct {
 	version     string
 	log         *slog.Logger
 	startTask   func(ctx context.Context, clientID, taskID string) error
+	tel         *Telemetry
 }
 
 // Open builds the host from cfg: it loads (or creates) the owner principal
@@ -93,8 +94,14 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 		getenv = func(string) string { return "" }
 	}
 	prov, provErr := runtime.NewProvider(pc, getenv)
+	// Telemetry never stops the host: a configuration it cannot use is
+	// logged and nothing is exported.
+	tel, err := StartTelemetry(ctx, cfg.Telemetry, getenv, opts.Version, log)
+	if err != nil {
+		log.Warn("telemetry off", "why", err.Error())
+	}
 	h := &Host{cfg: cfg, store: st, reg: reg, qs: qs, principal: principal,
-		providerErr: provErr, version: opts.Version, log: log, startTask: opts.StartTask}
+		providerErr: provErr, version: opts.Version, log: log, startTask: opts.StartTask, tel: tel}
 	h.rt = runtime.New(runtime.Options{
 		Store:           st,
 		Registry:        reg,
@@ -102,6 +109,7 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 		Questions:       qs,
 		Standing:        conversation.StandingApprovals(st, log),
 		Provider:        prov,
+		Model:           cfg.Model.Model,
 		ProviderErr:     provErr,
 		SystemPrompt:    cfg.Agent.SystemPrompt,
 		MaxSteps:        cfg.Agent.MaxSteps,
@@ -138,8 +146,17 @@ func NewRegistry(store sessions.Store, cfg Config, log *slog.Logger) (*tool.Regi
 	return reg, nil
 }
 
-// Close closes the store.
-func (h *Host) Close() error { return h.store.Close() }
+// Close flushes the telemetry (within [TelemetryFlushTimeout]) and closes
+// the store.
+func (h *Host) Close() error {
+	if err := h.tel.Shutdown(context.Background()); err != nil {
+		h.log.Warn("telemetry flush at exit", "error", err)
+	}
+	return h.store.Close()
+}
+
+// Telemetry returns where the host's telemetry goes (nil: off).
+func (h *Host) Telemetry() *Telemetry { return h.tel }
 
 // Config returns the configuration the host was built from.
 func (h *Host) Config() Config { return h.cfg }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/sessions"
 )
@@ -12,7 +14,11 @@ import (
 // payload type per record type (the one list of every type is in
 // sessions). Origin is always the speaker's id ("mcp/<client id>",
 // "owner"). Payloads never hold prompt text, message content, tool
-// arguments or the token.
+// arguments or the token. A request's records carry its OpenTelemetry
+// trace id (trace_id, 32 hex digits) when its context has a valid span
+// context, so an operator goes from a record to its trace and back; a
+// record without one has no trace_id member, as every record written
+// before the field existed.
 
 // PromptRequestedPayload is the payload of [sessions.AuditPromptRequested],
 // written for an MCP client's turn before anything of it happens.
@@ -22,7 +28,8 @@ type PromptRequestedPayload struct {
 	SessionID  string `json:"session_id"`
 	ClientID   string `json:"client_id"`
 	NewSession bool   `json:"new_session,omitempty"`
-	TaskID     string `json:"task_id,omitempty"` // the durable task the turn runs, if any
+	TaskID     string `json:"task_id,omitempty"`  // the durable task the turn runs, if any
+	TraceID    string `json:"trace_id,omitempty"` // the request's OpenTelemetry trace, when it has one
 }
 
 // PromptCompletedPayload is the payload of [sessions.AuditPromptCompleted]:
@@ -33,6 +40,7 @@ type PromptCompletedPayload struct {
 	ClientID  string `json:"client_id"`
 	Failed    bool   `json:"failed"`
 	TaskID    string `json:"task_id,omitempty"`
+	TraceID   string `json:"trace_id,omitempty"` // the request's OpenTelemetry trace, when it has one
 }
 
 // RequestCancelledPayload is the payload of
@@ -44,6 +52,7 @@ type RequestCancelledPayload struct {
 	ClientID  string `json:"client_id"`
 	Reason    string `json:"reason"`
 	TaskID    string `json:"task_id,omitempty"`
+	TraceID   string `json:"trace_id,omitempty"` // the request's OpenTelemetry trace, when it has one
 }
 
 // ToolRequestedPayload is the payload of [sessions.AuditToolRequested]: the
@@ -52,6 +61,7 @@ type ToolRequestedPayload struct {
 	RequestID any    `json:"request_id"`
 	Tool      string `json:"tool"`
 	ClientID  string `json:"client_id"`
+	TraceID   string `json:"trace_id,omitempty"` // the request's OpenTelemetry trace, when it has one
 }
 
 // ToolDeniedPayload is the payload of [sessions.AuditToolDenied]: a gate
@@ -64,6 +74,7 @@ type ToolDeniedPayload struct {
 	Capability string `json:"capability"`
 	ClientID   string `json:"client_id"`
 	InTurn     bool   `json:"in_turn,omitempty"`
+	TraceID    string `json:"trace_id,omitempty"` // the request's OpenTelemetry trace, when it has one
 }
 
 // OwnerSessionCreatedPayload is the payload of
@@ -156,6 +167,14 @@ func (s *Service) appendAudit(ctx context.Context, origin, typ, sessionID string
 	defer cancel()
 	_, err := sessions.AppendAuditPayload(ctx, s.store, typ, origin, sessionID, payload)
 	return err
+}
+
+// traceIDOf is the trace id of ctx's span, "" when it has none.
+func traceIDOf(ctx context.Context) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		return sc.TraceID().String()
+	}
+	return ""
 }
 
 // Record appends the record of something of the line's that already
