@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/mcpconv"
@@ -34,18 +35,41 @@ var propagator = propagation.TraceContext{}
 
 // serverMetrics are the MCP server's instruments. The global meter
 // delegates to the provider the host sets later, so they are made once.
-var serverMetrics = func() struct {
-	op   mcpconv.ServerOperationDuration
-	sess mcpconv.ServerSessionDuration
-} {
+var serverMetrics = func() (sm struct {
+	op    mcpconv.ServerOperationDuration
+	sess  mcpconv.ServerSessionDuration
+	tasks metric.Int64Counter
+}) {
 	m := otel.Meter(instrumentation)
-	op, _ := mcpconv.NewServerOperationDuration(m)
-	sess, _ := mcpconv.NewServerSessionDuration(m)
-	return struct {
-		op   mcpconv.ServerOperationDuration
-		sess mcpconv.ServerSessionDuration
-	}{op, sess}
+	sm.op, _ = mcpconv.NewServerOperationDuration(m)
+	sm.sess, _ = mcpconv.NewServerSessionDuration(m)
+	sm.tasks, _ = m.Int64Counter("openprogram.tasks",
+		metric.WithDescription("Durable tasks that reached a state: working when created, then their terminal state."), metric.WithUnit("{task}"))
+	return sm
 }()
+
+// countTask counts a task that reached state (openprogram.tasks).
+func countTask(ctx context.Context, state string) {
+	serverMetrics.tasks.Add(ctx, 1, metric.WithAttributes(attribute.String("state", state)))
+}
+
+// traceContextOf is ctx's trace context as W3C traceparent and
+// tracestate ("" when it has none), for a task's runner to continue.
+func traceContextOf(ctx context.Context) (traceparent, tracestate string) {
+	c := propagation.MapCarrier{}
+	propagator.Inject(ctx, c)
+	return c["traceparent"], c["tracestate"]
+}
+
+// startTaskSpan starts the span of a task's run in its runner, its parent
+// the creating request's span (traceparent, tracestate from the task's
+// row), so the runner's turn joins that trace.
+func startTaskSpan(ctx context.Context, traceparent, tracestate string) (context.Context, trace.Span) {
+	if traceparent != "" {
+		ctx = propagator.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent, "tracestate": tracestate})
+	}
+	return otel.Tracer(instrumentation).Start(ctx, "run_task "+contracts.PromptSend, trace.WithSpanKind(trace.SpanKindConsumer))
+}
 
 // metaCarrier is the trace context members of a request's params._meta.
 // Only string values are taken; anything else is ignored.

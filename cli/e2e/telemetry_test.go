@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -288,4 +289,84 @@ func TestTelemetryTraceOfPromptSend(t *testing.T) {
 		t.Errorf("prompt request records = %+v, want one carrying trace_id %s", recs, traceID)
 	}
 	in.VerifyAudit()
+}
+
+// A task's runner continues the creating request's trace: its run and its
+// turn are spans of the trace the client's _meta named.
+func TestTelemetryTaskRunnerJoinsTrace(t *testing.T) {
+	const (
+		traceID  = "0af7651916cd43dd8448eb211c80319c"
+		parentID = "b7ad6b7169203331"
+	)
+	s := startSink(t)
+	in := e2etest.NewInstall(t, "sqlite")
+	in.Script(e2etest.Say("done"))
+	c := in.Start(e2etest.EnvToken+"="+in.Token, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+s.Addr, "OTEL_BSP_SCHEDULE_DELAY=100")
+	sc := bufio.NewScanner(c.Stdout)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	n := 0
+	call := func(method string, params map[string]any) e2etest.Frame {
+		t.Helper()
+		n++
+		id := strconv.Itoa(n)
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": n, "method": method, "params": params})
+		if _, err := c.Stdin.Write(append(b, '\n')); err != nil {
+			t.Fatalf("write %s: %v", method, err)
+		}
+		for sc.Scan() {
+			f, err := e2etest.ParseFrame(sc.Bytes())
+			if err != nil {
+				t.Fatalf("stdout line %q: %v", sc.Bytes(), err)
+			}
+			if f.IsResponse() && f.ID() == id {
+				return f
+			}
+		}
+		t.Fatalf("stdout ended before the answer to %s: %v\nstderr:\n%s", method, sc.Err(), c.Stderr)
+		return e2etest.Frame{}
+	}
+	call("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "otel-e2e", "version": "1"}})
+	if _, err := c.Stdin.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	created := call("tools/call", map[string]any{"name": "prompt_send", "arguments": map[string]any{"prompt": "as a task"}, "task": map[string]any{},
+		"_meta": map[string]any{"traceparent": "00-" + traceID + "-" + parentID + "-01"}})
+	var res struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if err := json.Unmarshal(created.Members["result"], &res); err != nil || res.Task.TaskID == "" {
+		t.Fatalf("task-augmented prompt_send answered %s", created.Members)
+	}
+	e2etest.Eventually(t, "the task to complete", time.Minute, func() bool {
+		var got struct {
+			Status string `json:"status"`
+		}
+		f := call("tasks/get", map[string]any{"taskId": res.Task.TaskID})
+		return json.Unmarshal(f.Members["result"], &got) == nil && got.Status == "completed"
+	})
+	c.Close()
+
+	var req, run, turn otlpSpan
+	e2etest.Eventually(t, "the request's and the runner's spans", time.Minute, func() bool {
+		for _, sp := range s.spans(t) {
+			if sp.TraceID != traceID {
+				continue
+			}
+			switch sp.Name {
+			case "tools/call prompt_send":
+				req = sp
+			case "run_task prompt_send":
+				run = sp
+			case "invoke_agent openprogram":
+				turn = sp
+			}
+		}
+		return req.SpanID != "" && run.SpanID != "" && turn.SpanID != ""
+	})
+	if req.ParentSpanID != parentID || run.ParentSpanID != req.SpanID || turn.ParentSpanID != run.SpanID {
+		t.Errorf("parents: request %q (want %q), runner %q (want the request %q), turn %q (want the runner %q)",
+			req.ParentSpanID, parentID, run.ParentSpanID, req.SpanID, turn.ParentSpanID, run.SpanID)
+	}
 }
