@@ -296,7 +296,7 @@ func (c *connection) toolHandler(name string) mcp.ToolHandler {
 		if err != nil && !errors.As(err, &werr) {
 			// Only protocol errors travel as errors; anything else is an
 			// execution error, with details on stderr only.
-			c.s.log.Error("MCP tool failed", "tool", name, "error", err)
+			c.s.log.ErrorContext(ctx, "MCP tool failed", "tool", name, "error", err)
 			return executionFailed(), nil
 		}
 		return res, err

@@ -247,7 +247,7 @@ func (l *Line) Send(ctx context.Context, t Turn, o SendOptions) (Reply, error) {
 		if errors.Is(err, sessions.ErrBusy) {
 			return Reply{}, fmt.Errorf("%w: %w", ErrSessionBusy, err)
 		}
-		l.svc.log.Warn("turn failed", "session_id", sess.ID, "error", err)
+		l.svc.log.WarnContext(ctx, "turn failed", "session_id", sess.ID, "error", err)
 		return Reply{}, err
 	}
 	reply := replyOf(sess.ID, res)
