@@ -275,13 +275,24 @@ func TestTelemetryTraceOfPromptSend(t *testing.T) {
 	if tool.ParentSpanID != turn.SpanID || tool.attr("gen_ai.tool.name") != "memory_search" || tool.attr("gen_ai.tool.call.id") == "" {
 		t.Errorf("tool span %+v: want execute_tool under the turn with its name and call id", tool)
 	}
+	if len(byName["acquire turn lease"]) != 1 || len(byName["store reply"]) != 1 {
+		t.Errorf("lease and store spans: %d, %d; want one each", len(byName["acquire turn lease"]), len(byName["store reply"]))
+	}
+	audited := false
+	for _, sp := range byName["audit append"] {
+		audited = audited || (sp.ParentSpanID == req.SpanID && sp.attr("openprogram.audit.type") == "mcp.prompt.requested")
+	}
+	if !audited {
+		t.Errorf("no audit append span of the request record under the request span")
+	}
 	if strings.Contains(s.text(), secret) {
 		t.Errorf("the prompt's text reached the collector")
 	}
 
-	e2etest.Eventually(t, "the metrics", time.Minute, func() bool {
+	e2etest.Eventually(t, "the metrics", 20*time.Second, func() bool {
 		n := s.metricNames(t)
-		return n["mcp.server.operation.duration"] && n["gen_ai.client.operation.duration"] && n["gen_ai.client.token.usage"]
+		return n["mcp.server.operation.duration"] && n["mcp.server.session.duration"] && n["gen_ai.client.operation.duration"] &&
+			n["gen_ai.client.token.usage"] && n["openprogram.audit.append.duration"]
 	})
 
 	recs := e2etest.AuditOf(in.Audit(), "mcp.prompt.requested")

@@ -4,9 +4,15 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/sessions"
 )
 
@@ -165,9 +171,37 @@ const auditTimeout = 10 * time.Second
 func (s *Service) appendAudit(ctx context.Context, origin, typ, sessionID string, payload any) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
+	ctx, span := tracer.Start(ctx, "audit append", trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attribute.String("openprogram.audit.type", typ)))
+	start := time.Now()
 	_, err := sessions.AppendAuditPayload(ctx, s.store, typ, origin, sessionID, payload)
+	errType := ""
+	if err != nil {
+		errType = semconv.ErrorTypeOther.Value.AsString()
+		span.SetStatus(codes.Error, errType)
+		span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+	}
+	span.End()
+	if auditAppendDuration.Enabled(ctx) {
+		attrs := []attribute.KeyValue{attribute.String("openprogram.audit.type", typ)}
+		if errType != "" {
+			attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
+		}
+		auditAppendDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+	}
 	return err
 }
+
+// tracer and auditAppendDuration are the conversation's telemetry (the
+// runtime's instrumentation scope): a span per audit append, and its
+// duration by record type (a fixed set) and outcome.
+var (
+	tracer              = otel.Tracer(runtime.Instrumentation)
+	auditAppendDuration = func() metric.Float64Histogram {
+		h, _ := otel.Meter(runtime.Instrumentation).Float64Histogram("openprogram.audit.append.duration",
+			metric.WithDescription("Time to append one audit record (the chain's lock, the signature and the store's write)."), metric.WithUnit("s"))
+		return h
+	}()
+)
 
 // traceIDOf is the trace id of ctx's span, "" when it has none.
 func traceIDOf(ctx context.Context) string {
