@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,9 @@ type TelemetryTarget struct {
 	Traces, Metrics string
 	// Protocol is the OTLP protocol ("http/protobuf").
 	Protocol string
+	// Misconfigured: an endpoint is given but a setting makes it unusable
+	// (Why says which); telemetry is off.
+	Misconfigured bool
 }
 
 // TelemetryTargetOf decides where telemetry goes: off unless an OTLP
@@ -97,7 +101,7 @@ func TelemetryTargetOf(cfg TelemetryConfig, getenv func(string) string) Telemetr
 	}
 	for _, env := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
 		if p := strings.TrimSpace(getenv(env)); p != "" && p != "http/protobuf" {
-			return TelemetryTarget{Why: fmt.Sprintf("%s=%q is not supported: use http/protobuf (a collector's port 4318)", env, p)}
+			return TelemetryTarget{Misconfigured: true, Why: fmt.Sprintf("%s=%q is not supported: use http/protobuf (a collector's port 4318)", env, p)}
 		}
 	}
 	t.On = true
@@ -128,7 +132,7 @@ func StartTelemetry(ctx context.Context, cfg TelemetryConfig, getenv func(string
 		log = slog.New(slog.DiscardHandler)
 	}
 	if !target.On {
-		if getenv != nil && getenv("OTEL_EXPORTER_OTLP_PROTOCOL")+getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")+getenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL") != "" {
+		if target.Misconfigured {
 			log.Warn("telemetry off", "why", target.Why)
 		}
 		return nil, nil
@@ -246,6 +250,11 @@ func ProbeTelemetry(ctx context.Context, target TelemetryTarget, timeout time.Du
 	req.Header.Set("Content-Type", "application/x-protobuf")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		// net/http's error repeats the URL; ours names it, redacted.
+		var uerr *neturl.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
 		return fmt.Errorf("post to %s: %w", sessions.RedactURL(url), err)
 	}
 	resp.Body.Close()
