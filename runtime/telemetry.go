@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/openprogram/openprogram/internal/clip"
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
@@ -49,13 +51,55 @@ var runtimeMetrics = func() (m struct {
 
 // startTurnSpan starts the span of one turn (invoke_agent), under the
 // request's span when ctx carries one.
-func startTurnSpan(ctx context.Context, req TurnRequest) (context.Context, trace.Span) {
+func (r *Runtime) startTurnSpan(ctx context.Context, req TurnRequest) (context.Context, trace.Span) {
 	ctx, span := tracer.Start(ctx, "invoke_agent "+AgentName, trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
 		span.SetAttributes(semconv.GenAIOperationNameInvokeAgent, semconv.GenAIAgentName(AgentName),
 			semconv.GenAIConversationID(req.SessionID))
+		if c := r.opts.CaptureContent; c != nil {
+			span.SetAttributes(semconv.GenAIInputMessagesKey.String(messagesJSON("user", captured(c, req.Text))))
+		}
 	}
 	return ctx, span
+}
+
+// captureLimit bounds each captured text, before masking.
+const captureLimit = 4 << 10
+
+// captured is text clipped to captureLimit and masked by capture.
+func captured(capture func(string) string, text string) string {
+	return capture(clip.String(text, captureLimit))
+}
+
+// messagesJSON is one message as gen_ai.input.messages and
+// gen_ai.output.messages hold it.
+func messagesJSON(role, text string) string {
+	type part struct {
+		Type    string `json:"type"`
+		Content string `json:"content"`
+	}
+	type message struct {
+		Role  string `json:"role"`
+		Parts []part `json:"parts"`
+	}
+	b, _ := json.Marshal([]message{{Role: role, Parts: []part{{Type: "text", Content: text}}}})
+	return string(b)
+}
+
+// captureReply puts a turn's reply on its span, when content is captured.
+func (r *Runtime) captureReply(span trace.Span, text string) {
+	if c := r.opts.CaptureContent; c != nil && span.IsRecording() {
+		span.SetAttributes(semconv.GenAIOutputMessagesKey.String(messagesJSON("assistant", captured(c, text))))
+	}
+}
+
+// captureTool puts a tool's arguments and result on its span, when
+// content is captured.
+func (r *Runtime) captureTool(span trace.Span, args []byte, res tool.Result) {
+	if c := r.opts.CaptureContent; c != nil && span.IsRecording() {
+		span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(captured(c, string(args))),
+			semconv.GenAIToolCallResultKey.String(captured(c, resultText(res))))
+	}
 }
 
 // endSpan ends span, marking it failed with errType when not "".

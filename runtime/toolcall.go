@@ -56,7 +56,10 @@ func (r *Runtime) RunTool(ctx context.Context, sp authz.Speaker, call ToolCall) 
 	ctx, span := startToolSpan(ctx, name, callID)
 	var res tool.Result
 	tl, ok := r.registry().Get(call.Name)
-	defer func() { endToolSpan(ctx, span, res, ok, name) }()
+	defer func() {
+		r.captureTool(span, call.Arguments, res)
+		endToolSpan(ctx, span, res, ok, name)
+	}()
 	if !ok {
 		res = tool.ErrorResult(reasonUnknownTool, fmt.Sprintf("tool %q is not available; use one of the tools you were given", name))
 	} else {

@@ -144,7 +144,7 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 	// ctx's cancellation reaches the turn at once, and its commit point
 	// through the watch below and the claim (which checks ctx itself), so a
 	// cancel and the final write cannot both win.
-	ctx, span := startTurnSpan(ctx, req)
+	ctx, span := r.startTurnSpan(ctx, req)
 	spanErr := ""
 	defer func() { endSpan(span, spanErr) }()
 	turnCtx, cancelTurn := context.WithCancelCause(ctx)
@@ -212,6 +212,8 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 		spanErr = errClass(err)
 	case res.Failed:
 		spanErr = res.ErrorClass
+	default:
+		r.captureReply(span, res.Text)
 	}
 	switch cerr := commit.settle(ctx); {
 	case cerr != nil:

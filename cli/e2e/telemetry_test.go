@@ -381,3 +381,48 @@ func TestTelemetryTaskRunnerJoinsTrace(t *testing.T) {
 			req.ParentSpanID, parentID, run.ParentSpanID, req.SpanID, turn.ParentSpanID, run.SpanID)
 	}
 }
+
+// With the owner's opt-in (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)
+// the prompt and the tool's arguments are sent, with every secret the
+// process holds masked: the MCP token and an API key named in the prompt
+// never leave.
+func TestTelemetryCaptureContentMasksSecrets(t *testing.T) {
+	const apiKey = "sk-telemetry-0123456789"
+	s := startSink(t)
+	in := e2etest.NewInstall(t, "sqlite")
+	in.Script(
+		scripted.Turn{ToolCalls: []scripted.ToolCall{e2etest.ToolCall("memory_search", map[string]any{"query": "find " + apiKey})}},
+		e2etest.Say("done"),
+	)
+	c := in.Serve(&e2etest.ConnOptions{ClientName: "otel-e2e", ClientVersion: "1", ProtocolVersion: "2025-11-25",
+		Env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + s.Addr, "OTEL_BSP_SCHEDULE_DELAY=100",
+			"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true", "SOME_API_KEY=" + apiKey}})
+	ctx, cancel := context.WithTimeout(context.Background(), e2etest.TestTimeout)
+	defer cancel()
+	prompt := "look up the-visible-words with " + apiKey + " and " + in.Token
+	if res, err := c.Session.CallTool(ctx, &mcp.CallToolParams{Name: "prompt_send", Arguments: map[string]any{"prompt": prompt}}); err != nil || res.IsError {
+		t.Fatalf("prompt_send = %+v, %v", res, err)
+	}
+	c.Close()
+	var turn, tool otlpSpan
+	e2etest.Eventually(t, "the turn and tool spans", time.Minute, func() bool {
+		for _, sp := range s.spans(t) {
+			switch sp.Name {
+			case "invoke_agent openprogram":
+				turn = sp
+			case "execute_tool memory_search":
+				tool = sp
+			}
+		}
+		return turn.SpanID != "" && tool.SpanID != ""
+	})
+	if in := turn.attr("gen_ai.input.messages"); !strings.Contains(in, "the-visible-words") || !strings.Contains(in, "[REDACTED]") {
+		t.Errorf("turn gen_ai.input.messages = %q, want the prompt with its secrets masked", in)
+	}
+	if args := tool.attr("gen_ai.tool.call.arguments"); !strings.Contains(args, "find [REDACTED]") {
+		t.Errorf("tool gen_ai.tool.call.arguments = %q, want the arguments with the key masked", args)
+	}
+	if raw := s.text(); strings.Contains(raw, apiKey) || strings.Contains(raw, in.Token) {
+		t.Errorf("a secret reached the collector")
+	}
+}

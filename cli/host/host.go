@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/mcpserver"
@@ -15,6 +16,7 @@ import (
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/tokenauth"
 )
 
 // Options tune [Open]. The zero value works.
@@ -22,6 +24,10 @@ type Options struct {
 	// Getenv reads the environment: the model's API key and the ${NAME}
 	// references of model.headers. Nil reads nothing.
 	Getenv func(string) string
+	// Environ is the whole environment (os.Environ form): the secret
+	// values telemetry's captured content is masked of
+	// (telemetry.capture_content). Nil: content is never captured.
+	Environ []string
 	// Version is the build's version, sent in the model requests'
 	// User-Agent and as the MCP serverInfo.version.
 	Version string
@@ -100,6 +106,15 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 	if err != nil {
 		log.Warn("telemetry off", "why", err.Error())
 	}
+	var capture func(string) string
+	if tel.Target().CaptureContent {
+		if opts.Environ == nil {
+			log.Warn("telemetry content capture off: the host was given no environment to mask secrets of")
+		} else if capture, err = runtime.SecretEnv(cfg.Model).Redactor(withTokenFile(opts.Environ, cfg.StateDir)); err != nil {
+			log.Warn("telemetry content capture off", "why", err.Error())
+			capture = nil
+		}
+	}
 	h := &Host{cfg: cfg, store: st, reg: reg, qs: qs, principal: principal,
 		providerErr: provErr, version: opts.Version, log: log, startTask: opts.StartTask, tel: tel}
 	h.rt = runtime.New(runtime.Options{
@@ -110,6 +125,7 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 		Standing:        conversation.StandingApprovals(st, log),
 		Provider:        prov,
 		Model:           cfg.Model.Model,
+		CaptureContent:  capture,
 		ProviderErr:     provErr,
 		SystemPrompt:    cfg.Agent.SystemPrompt,
 		MaxSteps:        cfg.Agent.MaxSteps,
@@ -260,4 +276,15 @@ func (h *Host) mcpOptions(clientID string, logger *slog.Logger) (mcpserver.Optio
 		Version:       h.version,
 		Logger:        logger,
 	}, nil
+}
+
+// withTokenFile is env with the state directory's MCP token as its
+// variable, so that captured telemetry content is masked of the token in
+// a process whose environment lacks it (a task's runner).
+func withTokenFile(env []string, stateDir string) []string {
+	token, err := tokenauth.Read(tokenauth.Path(stateDir))
+	if err != nil || token == "" {
+		return env
+	}
+	return append(slices.Clip(env), tokenauth.EnvVar+"="+token)
 }

@@ -49,6 +49,11 @@ type TelemetryConfig struct {
 	Endpoint string
 	// ServiceName is telemetry.service_name ("": [DefaultServiceName]).
 	ServiceName string
+	// CaptureContent is telemetry.capture_content: spans also carry the
+	// prompt, the reply and tools' arguments and results, every secret of
+	// the environment masked. OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
+	// ("true" or "false") wins.
+	CaptureContent bool
 }
 
 // TelemetryTarget is where telemetry goes, as the configuration and the
@@ -64,6 +69,8 @@ type TelemetryTarget struct {
 	// Misconfigured: an endpoint is given but a setting makes it unusable
 	// (Why says which); telemetry is off.
 	Misconfigured bool
+	// CaptureContent: the owner opted in to content in the spans.
+	CaptureContent bool
 }
 
 // TelemetryTargetOf decides where telemetry goes: off unless an OTLP
@@ -105,6 +112,13 @@ func TelemetryTargetOf(cfg TelemetryConfig, getenv func(string) string) Telemetr
 		}
 	}
 	t.On = true
+	t.CaptureContent = cfg.CaptureContent
+	switch strings.ToLower(strings.TrimSpace(getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"))) {
+	case "true":
+		t.CaptureContent = true
+	case "false":
+		t.CaptureContent = false
+	}
 	return t
 }
 

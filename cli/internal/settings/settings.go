@@ -92,6 +92,8 @@ var keys = []Key{
 		into(parseBaseURL, func(c *Config, v string) { c.Telemetry.Endpoint = v })},
 	{"telemetry.service_name", "service.name of this server's telemetry (OTEL_SERVICE_NAME wins)", host.DefaultServiceName, false,
 		into(parseString, func(c *Config, v string) { c.Telemetry.ServiceName = v })},
+	{"telemetry.capture_content", "true: telemetry also carries prompts, replies and tool arguments and results, every secret of the environment masked (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT wins)", false, false,
+		into(parseBool, func(c *Config, v bool) { c.Telemetry.CaptureContent = v })},
 	{"store.url", "the session store: sqlite:<path> or postgres://... (default: sqlite in the state directory)", "", true,
 		into(parseStoreURL, func(c *Config, v string) { c.fileStoreURL = v })},
 	{"model.provider", "the model provider: openai, anthropic or scripted", "", false,
