@@ -87,7 +87,7 @@ func (m metaCarrier) Keys() []string     { return []string{"traceparent", "trace
 // parent the client's trace context in params._meta when there is one.
 func (c *connection) startRequestSpan(ctx context.Context, method string, req mcp.Request) (context.Context, trace.Span) {
 	// A request without params holds a typed nil.
-	if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() {
+	if p := req.GetParams(); p != nil && !isNilPointer(p) {
 		if meta := p.GetMeta(); len(meta) > 0 {
 			ctx = propagator.Extract(ctx, metaCarrier(meta))
 		}
@@ -225,4 +225,11 @@ func requestIDText(id jsonrpc.ID) string {
 		return strconv.FormatInt(v, 10)
 	}
 	return ""
+}
+
+// isNilPointer reports whether v is a nil pointer (go-sdk's params of a
+// request without params).
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
