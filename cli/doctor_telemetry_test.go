@@ -35,7 +35,8 @@ func TestDoctorTelemetry(t *testing.T) {
 		{"disabled", "ok", "off: OTEL_SDK_DISABLED=true", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_SDK_DISABLED=true"}},
 		{"arrives", "ok", "the collector accepted a test export", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL}},
 		{"unreachable", "warn", closed + "/v1/traces", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + closed}},
-		{"grpc", "warn", "not supported", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}},
+		{"http/json", "warn", "not supported", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/json"}},
+		{"grpc unreachable", "warn", "export to " + closed, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + closed, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}},
 	} {
 		env, _, _ := healthy(t)
 		r := runCLI(t, append(env, tc.env...), "doctor")

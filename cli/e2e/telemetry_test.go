@@ -27,7 +27,8 @@ import (
 // its own module) running as a process: every batch it receives, as OTLP
 // JSON.
 type sink struct {
-	Addr string
+	Addr     string // OTLP/HTTP
+	GRPCAddr string // OTLP/gRPC
 	mu   sync.Mutex
 	raw  bytes.Buffer
 	// traces and metrics are the batches received so far.
@@ -67,11 +68,12 @@ func startSink(t *testing.T) *sink {
 	if !sc.Scan() {
 		t.Fatalf("the OTLP receiver said nothing: %v", sc.Err())
 	}
-	addr, ok := strings.CutPrefix(sc.Text(), "listening ")
-	if !ok {
+	addrs, ok := strings.CutPrefix(sc.Text(), "listening ")
+	if f := strings.Fields(addrs); !ok || len(f) != 2 {
 		t.Fatalf("the OTLP receiver's first line = %q", sc.Text())
+	} else {
+		s.Addr, s.GRPCAddr = f[0], f[1]
 	}
-	s.Addr = addr
 	go func() {
 		for sc.Scan() {
 			signal, body, _ := strings.Cut(sc.Text(), " ")
@@ -424,5 +426,31 @@ func TestTelemetryCaptureContentMasksSecrets(t *testing.T) {
 	}
 	if raw := s.text(); strings.Contains(raw, apiKey) || strings.Contains(raw, in.Token) {
 		t.Errorf("a secret reached the collector")
+	}
+}
+
+// OTEL_EXPORTER_OTLP_PROTOCOL=grpc sends the same telemetry over OTLP/gRPC.
+func TestTelemetryOverGRPC(t *testing.T) {
+	s := startSink(t)
+	in := e2etest.NewInstall(t, "sqlite")
+	in.Script(e2etest.Say("done"))
+	c := in.Serve(&e2etest.ConnOptions{ClientName: "otel-e2e", ClientVersion: "1", ProtocolVersion: "2025-11-25",
+		Env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + s.GRPCAddr, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_BSP_SCHEDULE_DELAY=100"}})
+	ctx, cancel := context.WithTimeout(context.Background(), e2etest.TestTimeout)
+	defer cancel()
+	if res, err := c.Session.CallTool(ctx, &mcp.CallToolParams{Name: "prompt_send", Arguments: map[string]any{"prompt": "over grpc"}}); err != nil || res.IsError {
+		t.Fatalf("prompt_send = %+v, %v", res, err)
+	}
+	c.Close()
+	e2etest.Eventually(t, "the turn's span and the metrics over gRPC", 20*time.Second, func() bool {
+		turn := false
+		for _, sp := range s.spans(t) {
+			turn = turn || sp.Name == "invoke_agent openprogram"
+		}
+		return turn && s.metricNames(t)["mcp.server.operation.duration"]
+	})
+	r := in.RunWith(e2etest.BinPath, in.Env("OTEL_EXPORTER_OTLP_ENDPOINT=http://"+s.GRPCAddr, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"), nil, "doctor")
+	if !strings.Contains(r.Stdout, "the collector accepted a test export") {
+		t.Errorf("doctor over gRPC:\n%s", r.Stdout)
 	}
 }

@@ -12,15 +12,27 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/openprogram/openprogram/sessions"
+)
+
+// The OTLP protocols exported (OTEL_EXPORTER_OTLP_PROTOCOL).
+const (
+	ProtocolHTTP = "http/protobuf" // the default
+	ProtocolGRPC = "grpc"
 )
 
 // DefaultServiceName is service.name when neither OTEL_SERVICE_NAME nor
@@ -43,7 +55,7 @@ const (
 // TelemetryConfig configures OpenTelemetry export (config telemetry.*).
 // The standard OTEL_* variables win over it.
 type TelemetryConfig struct {
-	// Endpoint is telemetry.endpoint: the OTLP/HTTP base URL
+	// Endpoint is telemetry.endpoint: the OTLP base URL
 	// (OTEL_EXPORTER_OTLP_ENDPOINT's form: /v1/traces and /v1/metrics are
 	// added). "" sends nothing unless the environment names an endpoint.
 	Endpoint string
@@ -62,9 +74,9 @@ type TelemetryTarget struct {
 	// On reports that telemetry is exported; Why says why not when off.
 	On  bool
 	Why string
-	// Traces and Metrics are the OTLP/HTTP URLs the signals go to.
+	// Traces and Metrics are the URLs the signals go to.
 	Traces, Metrics string
-	// Protocol is the OTLP protocol ("http/protobuf").
+	// Protocol is the OTLP protocol: [ProtocolHTTP] or [ProtocolGRPC].
 	Protocol string
 	// Misconfigured: an endpoint is given but a setting makes it unusable
 	// (Why says which); telemetry is off.
@@ -76,8 +88,10 @@ type TelemetryTarget struct {
 // TelemetryTargetOf decides where telemetry goes: off unless an OTLP
 // endpoint is given (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and
 // OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT,
-// else telemetry.endpoint); OTEL_SDK_DISABLED=true always wins. Only
-// OTLP over HTTP/protobuf is exported.
+// else telemetry.endpoint); OTEL_SDK_DISABLED=true always wins. The
+// protocol is OTEL_EXPORTER_OTLP_PROTOCOL's: http/protobuf (the default;
+// /v1/traces and /v1/metrics are added to the generic endpoint) or grpc
+// (the endpoint as given); one protocol for both signals.
 func TelemetryTargetOf(cfg TelemetryConfig, getenv func(string) string) TelemetryTarget {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -89,6 +103,18 @@ func TelemetryTargetOf(cfg TelemetryConfig, getenv func(string) string) Telemetr
 	if base == "" {
 		base = cfg.Endpoint
 	}
+	protocol := ProtocolHTTP
+	if p := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_PROTOCOL")); p != "" {
+		protocol = p
+	}
+	for _, env := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
+		if p := strings.TrimSpace(getenv(env)); p != "" && p != protocol {
+			return TelemetryTarget{Misconfigured: true, Why: fmt.Sprintf("%s=%q differs from the protocol of the other signal (%q): use one protocol for both", env, p, protocol)}
+		}
+	}
+	if protocol != ProtocolHTTP && protocol != ProtocolGRPC {
+		return TelemetryTarget{Misconfigured: true, Why: fmt.Sprintf("OTEL_EXPORTER_OTLP_PROTOCOL=%q is not supported: use http/protobuf (a collector's port 4318) or grpc (4317)", protocol)}
+	}
 	signal := func(env, path string) string {
 		if v := strings.TrimSpace(getenv(env)); v != "" {
 			return v
@@ -96,20 +122,18 @@ func TelemetryTargetOf(cfg TelemetryConfig, getenv func(string) string) Telemetr
 		if base == "" {
 			return ""
 		}
+		if protocol == ProtocolGRPC {
+			return base // OTLP/gRPC: one endpoint, no signal path
+		}
 		return strings.TrimSuffix(base, "/") + path
 	}
 	t := TelemetryTarget{
 		Traces:   signal("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "/v1/traces"),
 		Metrics:  signal("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "/v1/metrics"),
-		Protocol: "http/protobuf",
+		Protocol: protocol,
 	}
 	if t.Traces == "" && t.Metrics == "" {
 		return TelemetryTarget{Why: "no OTLP endpoint: set OTEL_EXPORTER_OTLP_ENDPOINT or telemetry.endpoint"}
-	}
-	for _, env := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
-		if p := strings.TrimSpace(getenv(env)); p != "" && p != "http/protobuf" {
-			return TelemetryTarget{Misconfigured: true, Why: fmt.Sprintf("%s=%q is not supported: use http/protobuf (a collector's port 4318)", env, p)}
-		}
 	}
 	t.On = true
 	t.CaptureContent = cfg.CaptureContent
@@ -171,8 +195,7 @@ func StartTelemetry(ctx context.Context, cfg TelemetryConfig, getenv func(string
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	t := &Telemetry{target: target}
 	if target.Traces != "" {
-		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(target.Traces), otlptracehttp.WithTimeout(telemetryExportTimeout),
-			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: time.Second, MaxInterval: 5 * time.Second, MaxElapsedTime: 10 * time.Second}))
+		exp, err := newSpanExporter(ctx, target)
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: the trace exporter for %s: %w", sessions.RedactURL(target.Traces), err)
 		}
@@ -181,8 +204,7 @@ func StartTelemetry(ctx context.Context, cfg TelemetryConfig, getenv func(string
 		otel.SetTracerProvider(t.tp)
 	}
 	if target.Metrics != "" {
-		exp, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(target.Metrics), otlpmetrichttp.WithTimeout(telemetryExportTimeout),
-			otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: time.Second, MaxInterval: 5 * time.Second, MaxElapsedTime: 10 * time.Second}))
+		exp, err := newMetricExporter(ctx, target)
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: the metric exporter for %s: %w", sessions.RedactURL(target.Metrics), err)
 		}
@@ -191,6 +213,30 @@ func StartTelemetry(ctx context.Context, cfg TelemetryConfig, getenv func(string
 	}
 	log.Info("telemetry on", "traces", sessions.RedactURL(target.Traces), "metrics", sessions.RedactURL(target.Metrics), "service_name", name)
 	return t, nil
+}
+
+// exportRetry bounds the retries of one export: the batch is dropped
+// after it.
+var exportRetry = struct{ initial, max, elapsed time.Duration }{time.Second, 5 * time.Second, 10 * time.Second}
+
+// newSpanExporter is the OTLP span exporter of target's protocol.
+func newSpanExporter(ctx context.Context, target TelemetryTarget) (sdktrace.SpanExporter, error) {
+	if target.Protocol == ProtocolGRPC {
+		return otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(target.Traces), otlptracegrpc.WithTimeout(telemetryExportTimeout),
+			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true, InitialInterval: exportRetry.initial, MaxInterval: exportRetry.max, MaxElapsedTime: exportRetry.elapsed}))
+	}
+	return otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(target.Traces), otlptracehttp.WithTimeout(telemetryExportTimeout),
+		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: exportRetry.initial, MaxInterval: exportRetry.max, MaxElapsedTime: exportRetry.elapsed}))
+}
+
+// newMetricExporter is the OTLP metric exporter of target's protocol.
+func newMetricExporter(ctx context.Context, target TelemetryTarget) (sdkmetric.Exporter, error) {
+	if target.Protocol == ProtocolGRPC {
+		return otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpointURL(target.Metrics), otlpmetricgrpc.WithTimeout(telemetryExportTimeout),
+			otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: true, InitialInterval: exportRetry.initial, MaxInterval: exportRetry.max, MaxElapsedTime: exportRetry.elapsed}))
+	}
+	return otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(target.Metrics), otlpmetrichttp.WithTimeout(telemetryExportTimeout),
+		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: exportRetry.initial, MaxInterval: exportRetry.max, MaxElapsedTime: exportRetry.elapsed}))
 }
 
 // Target is where t sends telemetry.
@@ -244,9 +290,10 @@ func (h *throttledErrors) Handle(err error) {
 	h.log.Warn("telemetry export failed (telemetry is dropped while the collector is unreachable; repeats are not logged for a minute)", "error", err)
 }
 
-// ProbeTelemetry sends an empty OTLP/HTTP trace export to target.Traces
-// (or Metrics) and reports whether the collector accepted it, within
-// timeout: doctor's "does it arrive".
+// ProbeTelemetry sends an empty OTLP trace export (HTTP or gRPC, as
+// target says) to target.Traces (or an HTTP one to Metrics) and reports
+// whether the collector accepted it, within timeout: doctor's "does it
+// arrive".
 func ProbeTelemetry(ctx context.Context, target TelemetryTarget, timeout time.Duration) error {
 	if !target.On {
 		return errors.New(target.Why)
@@ -257,6 +304,9 @@ func ProbeTelemetry(ctx context.Context, target TelemetryTarget, timeout time.Du
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if target.Protocol == ProtocolGRPC {
+		return probeGRPC(ctx, url)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(""))
 	if err != nil {
 		return fmt.Errorf("build the probe for %s: %w", sessions.RedactURL(url), err)
@@ -274,6 +324,28 @@ func ProbeTelemetry(ctx context.Context, target TelemetryTarget, timeout time.Du
 	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("%s answered %s", sessions.RedactURL(url), resp.Status)
+	}
+	return nil
+}
+
+// probeGRPC sends an empty OTLP/gRPC trace export to endpoint (http://
+// without TLS, https:// or a bare host:port with it).
+func probeGRPC(ctx context.Context, endpoint string) error {
+	creds := credentials.NewTLS(nil)
+	target := endpoint
+	if u, err := neturl.Parse(endpoint); err == nil && u.Host != "" {
+		target = u.Host
+		if u.Scheme == "http" {
+			creds = insecure.NewCredentials()
+		}
+	}
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", sessions.RedactURL(endpoint), err)
+	}
+	defer conn.Close()
+	if _, err := coltracepb.NewTraceServiceClient(conn).Export(ctx, &coltracepb.ExportTraceServiceRequest{}); err != nil {
+		return fmt.Errorf("export to %s: %w", sessions.RedactURL(endpoint), err)
 	}
 	return nil
 }

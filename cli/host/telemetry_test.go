@@ -22,8 +22,8 @@ func envOf(kv ...string) func(string) string {
 
 // Telemetry is off unless an endpoint is given; OTEL_SDK_DISABLED=true
 // wins; the per-signal variables win over the generic one, which wins
-// over telemetry.endpoint; a protocol other than http/protobuf turns it
-// off with the reason.
+// over telemetry.endpoint; grpc takes the endpoint as it is; another
+// protocol, or two, turn it off with the reason.
 func TestTelemetryTarget(t *testing.T) {
 	cfg := host.TelemetryConfig{Endpoint: "http://config:4318"}
 	for _, tc := range []struct {
@@ -41,7 +41,10 @@ func TestTelemetryTarget(t *testing.T) {
 		{name: "per signal", cfg: cfg, env: envOf("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t/x"), on: true,
 			traces: "http://t/x", metrics: "http://config:4318/v1/metrics"},
 		{name: "disabled wins", cfg: cfg, env: envOf("OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4318", "OTEL_SDK_DISABLED", "TRUE"), why: "OTEL_SDK_DISABLED"},
-		{name: "grpc", cfg: cfg, env: envOf("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), why: "not supported"},
+		{name: "grpc", cfg: cfg, env: envOf("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4317"), on: true,
+			traces: "http://env:4317", metrics: "http://env:4317"},
+		{name: "http/json", cfg: cfg, env: envOf("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"), why: "not supported"},
+		{name: "mixed", cfg: cfg, env: envOf("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpc"), why: "one protocol"},
 		{name: "http/protobuf", cfg: cfg, env: envOf("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"), on: true,
 			traces: "http://config:4318/v1/traces", metrics: "http://config:4318/v1/metrics"},
 	} {

@@ -1,8 +1,8 @@
 // Command otlpsink is the test-only OTLP receiver of the end-to-end tests:
-// the OpenTelemetry Collector's own OTLP receiver (HTTP/protobuf and JSON),
-// writing every batch it receives to stdout as one line of OTLP JSON,
-// prefixed by its signal ("traces " or "metrics "). Its first line is
-// "listening <host:port>".
+// the OpenTelemetry Collector's own OTLP receiver (HTTP and gRPC), writing
+// every batch it receives to stdout as one line of OTLP JSON, prefixed by
+// its signal ("traces " or "metrics "). Its first line is
+// "listening <http host:port> <grpc host:port>".
 package main
 
 import (
@@ -17,8 +17,6 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/config/configgrpc"
-	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -35,6 +33,10 @@ func main() {
 
 func run() error {
 	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	grpcAddr, err := freeAddr()
 	if err != nil {
 		return err
 	}
@@ -69,7 +71,7 @@ func run() error {
 
 	f := otlpreceiver.NewFactory()
 	cfg := f.CreateDefaultConfig().(*otlpreceiver.Config)
-	cfg.Protocols.GRPC = configoptional.None[configgrpc.ServerConfig]()
+	cfg.Protocols.GRPC.GetOrInsertDefault().NetAddr.Endpoint = grpcAddr
 	http := cfg.Protocols.HTTP.GetOrInsertDefault()
 	http.ServerConfig.NetAddr.Endpoint = addr
 	set := receivertest.NewNopSettings(f.Type())
@@ -88,7 +90,7 @@ func run() error {
 			return err
 		}
 	}
-	if err := emit("listening", []byte(addr)); err != nil {
+	if err := emit("listening", []byte(addr+" "+grpcAddr)); err != nil {
 		return err
 	}
 	sig := make(chan os.Signal, 1)

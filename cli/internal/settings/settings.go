@@ -88,7 +88,7 @@ var keys = []Key{
 		into(parseTaskTTL, func(c *Config, v time.Duration) { c.MCPServer.Tasks.MaxTTL = v })},
 	{"audit.on_failure", "what mcp serve does with a prompt_send or tool_call whose audit record cannot be written: refuse (before anything runs) or log (run it unaudited)", "refuse", false,
 		into(parseEnum("refuse", "log"), func(c *Config, v string) { c.Audit.LogFailures = v == "log" })},
-	{"telemetry.endpoint", "the OTLP/HTTP collector traces and metrics go to (e.g. http://collector:4318); empty: no telemetry unless OTEL_EXPORTER_OTLP_ENDPOINT is set, which wins", "", true,
+	{"telemetry.endpoint", "the OTLP collector traces and metrics go to (e.g. http://collector:4318; OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC); empty: no telemetry unless OTEL_EXPORTER_OTLP_ENDPOINT is set, which wins", "", true,
 		into(parseBaseURL, func(c *Config, v string) { c.Telemetry.Endpoint = v })},
 	{"telemetry.service_name", "service.name of this server's telemetry (OTEL_SERVICE_NAME wins)", host.DefaultServiceName, false,
 		into(parseString, func(c *Config, v string) { c.Telemetry.ServiceName = v })},
