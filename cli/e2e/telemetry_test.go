@@ -29,8 +29,8 @@ import (
 type sink struct {
 	Addr     string // OTLP/HTTP
 	GRPCAddr string // OTLP/gRPC
-	mu   sync.Mutex
-	raw  bytes.Buffer
+	mu       sync.Mutex
+	raw      bytes.Buffer
 	// traces and metrics are the batches received so far.
 	traces, metrics []json.RawMessage
 }
