@@ -277,6 +277,9 @@ func TestTelemetryTraceOfPromptSend(t *testing.T) {
 	if tool.ParentSpanID != turn.SpanID || tool.attr("gen_ai.tool.name") != "memory_search" || tool.attr("gen_ai.tool.call.id") == "" {
 		t.Errorf("tool span %+v: want execute_tool under the turn with its name and call id", tool)
 	}
+	if len(tool.Events) != 1 || tool.Events[0].Name != "gate.decision" {
+		t.Errorf("tool span events = %+v, want the gate's decision", tool.Events)
+	}
 	if len(byName["acquire turn lease"]) != 1 || len(byName["store reply"]) != 1 {
 		t.Errorf("lease and store spans: %d, %d; want one each", len(byName["acquire turn lease"]), len(byName["store reply"]))
 	}
