@@ -20,7 +20,7 @@ func openHost(ctx context.Context, app *App, stateDir string, opts host.Options)
 	if err != nil {
 		return nil, err
 	}
-	opts.Getenv, opts.Version = app.Env.Get, app.Version
+	opts.Getenv, opts.Environ, opts.Version = app.Env.Get, app.Env, app.Version
 	if opts.Logger == nil {
 		opts.Logger = app.Logger
 	}

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"path/filepath"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openprogram/openprogram/internal/privatefile"
 )
@@ -32,7 +35,27 @@ func serveLogger(app *App, stateDir, level, format string, toFile bool) (*slog.L
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts)), closeFn, nil
+		return slog.New(traceHandler{slog.NewJSONHandler(w, opts)}), closeFn, nil
 	}
-	return slog.New(slog.NewTextHandler(w, opts)), closeFn, nil
+	return slog.New(traceHandler{slog.NewTextHandler(w, opts)}), closeFn, nil
+}
+
+// traceHandler adds trace_id and span_id to a record logged with a context
+// that carries an OpenTelemetry span (log.InfoContext and the like), so an
+// operator goes from a log line to its trace and its audit records.
+type traceHandler struct{ slog.Handler }
+
+func (h traceHandler) Handle(ctx context.Context, r slog.Record) error {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h traceHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return traceHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h traceHandler) WithGroup(name string) slog.Handler {
+	return traceHandler{h.Handler.WithGroup(name)}
 }

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/openprogram/openprogram/internal/clip"
 	"github.com/openprogram/openprogram/runtime/conversation"
@@ -56,12 +57,25 @@ func (c *connection) stop() {
 	c.watchers.Wait()
 }
 
-// middleware wraps every request go-sdk dispatches: it recovers panics,
+// middleware wraps every request go-sdk dispatches in its server span
+// (telemetry.go): it recovers panics,
 // validates tools/call arguments against the frozen schemas before any
 // handler runs (so -32601/-32602 reach the wire as JSON-RPC errors), keeps
 // tools/list in contract order, and answers cancelled calls with the code-0
 // cancellation error.
 func (c *connection) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	handle := c.handle(next)
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		start := time.Now()
+		ctx, span := c.startRequestSpan(ctx, method, req)
+		res, err := handle(ctx, method, req)
+		c.endRequestSpan(ctx, span, start, method, req, res, err)
+		return res, err
+	}
+}
+
+// handle is the middleware's work on one request, inside its span.
+func (c *connection) handle(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -282,7 +296,7 @@ func (c *connection) toolHandler(name string) mcp.ToolHandler {
 		if err != nil && !errors.As(err, &werr) {
 			// Only protocol errors travel as errors; anything else is an
 			// execution error, with details on stderr only.
-			c.s.log.Error("MCP tool failed", "tool", name, "error", err)
+			c.s.log.ErrorContext(ctx, "MCP tool failed", "tool", name, "error", err)
 			return executionFailed(), nil
 		}
 		return res, err

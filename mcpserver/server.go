@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/contracts"
@@ -197,6 +198,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	c.conn = conn
 	srv := c.mcpServer()
 	defer c.stop()
+	started := time.Now()
 	// The start record is written while the session starts, so that the
 	// initialize answer does not wait for the store's disk sync. tools/call
 	// waits for it (see middleware) and so does the stop record.
@@ -232,6 +234,11 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	<-c.startAudited
 	c.line.Record(ctx, AuditServerStop, "", ServerStopPayload{ClientID: s.clientID, Reason: reason})
+	sessionErr := ""
+	if reason == "error" {
+		sessionErr = semconv.ErrorTypeOther.Value.AsString()
+	}
+	c.recordSession(started, sessionErr)
 	return err
 }
 

@@ -228,6 +228,10 @@ type taskRequest struct {
 	SessionID  string `json:"session_id"`
 	NewSession bool   `json:"new_session,omitempty"`
 	Prompt     string `json:"prompt"`
+	// TraceParent and TraceState are the creating request's trace context
+	// (W3C): the runner continues that trace.
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
 }
 
 // taskOutcome is what a finished task stores as its result: exactly one of
@@ -310,7 +314,9 @@ func (c *connection) createTask(ctx context.Context, req *mcp.CallToolRequest, t
 	if err := c.line.Admit(ctx, turn); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "task refused: its audit record could not be written (audit_unavailable)"}
 	}
-	body, err := json.Marshal(taskRequest{RequestID: turn.RequestID, SessionID: turn.SessionID, NewSession: turn.NewSession, Prompt: turn.Text})
+	treq := taskRequest{RequestID: turn.RequestID, SessionID: turn.SessionID, NewSession: turn.NewSession, Prompt: turn.Text}
+	treq.TraceParent, treq.TraceState = traceContextOf(ctx)
+	body, err := json.Marshal(treq)
 	if err != nil {
 		return nil, fmt.Errorf("encode task request: %w", err)
 	}
@@ -326,6 +332,7 @@ func (c *connection) createTask(ctx context.Context, req *mcp.CallToolRequest, t
 		return nil, taskStoreError()
 	}
 	c.line.Record(ctx, AuditTaskCreated, turn.SessionID, TaskCreatedPayload{TaskID: id, RequestID: turn.RequestID, ClientID: s.clientID, TTLMs: ttl.Milliseconds()})
+	countTask(ctx, sessions.TaskWorking)
 	if err := tc.start(ctx, id); err != nil {
 		s.log.Error("start the task's runner failed", "task_id", id, "error", err)
 		task = c.failUnstarted(task)
@@ -886,6 +893,7 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 		}
 		tc.finish(taskID)
 		line.Record(ctx, AuditTaskFinished, "", TaskFinishedPayload{TaskID: taskID, ClientID: task.ClientID, Status: done.Status})
+		countTask(ctx, done.Status)
 		return nil
 	}
 	if task.ClientID != s.clientID {
@@ -904,6 +912,9 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 		requestID = taskID
 	}
 	turn := conversation.Turn{RequestID: requestID, SessionID: req.SessionID, NewSession: req.NewSession, Text: req.Prompt, TaskID: taskID}
+	// The runner's work continues the creating request's trace.
+	ctx, span := startTaskSpan(ctx, req.TraceParent, req.TraceState)
+	defer span.End()
 
 	sink := &progressSink{}
 	prog := &progress{ctx: context.WithoutCancel(ctx), notify: sink.notify, token: taskID}

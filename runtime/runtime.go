@@ -52,6 +52,16 @@ type Options struct {
 	Provider provider.Provider
 	// ProviderErr is why there is no Provider (usually a [*ConfigError]).
 	ProviderErr error
+	// Model is the configured model name (model.name), for telemetry:
+	// gen_ai.request.model and the model call span's name. "" names none.
+	Model string
+	// CaptureContent, when set, puts the turn's prompt and reply and each
+	// tool's arguments and result on their spans (gen_ai.input.messages,
+	// gen_ai.output.messages, gen_ai.tool.call.arguments and .result),
+	// each clipped to 4 KiB and passed through it first: it masks the
+	// secrets (secretenv.List.Redactor). Nil, the default: spans carry no
+	// content.
+	CaptureContent func(string) string
 	// SystemPrompt is config agent.system_prompt ("": DefaultSystemPrompt).
 	// [SpeakerNote] is always appended.
 	SystemPrompt string

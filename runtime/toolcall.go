@@ -53,8 +53,13 @@ type ToolCall struct {
 func (r *Runtime) RunTool(ctx context.Context, sp authz.Speaker, call ToolCall) tool.Result {
 	name, callID := clip.String(call.Name, events.MaxToolLen), clip.String(call.ID, events.MaxCallIDLen)
 	call.Observe.Emit(events.ToolStart, call.SessionID, events.ToolStartData{RequestID: call.RequestID, CallID: callID, Tool: name})
+	ctx, span := startToolSpan(ctx, name, callID)
 	var res tool.Result
 	tl, ok := r.registry().Get(call.Name)
+	defer func() {
+		r.captureTool(span, call.Arguments, res)
+		endToolSpan(ctx, span, res, ok, name)
+	}()
 	if !ok {
 		res = tool.ErrorResult(reasonUnknownTool, fmt.Sprintf("tool %q is not available; use one of the tools you were given", name))
 	} else {

@@ -144,6 +144,9 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 	// ctx's cancellation reaches the turn at once, and its commit point
 	// through the watch below and the claim (which checks ctx itself), so a
 	// cancel and the final write cannot both win.
+	ctx, span := r.startTurnSpan(ctx, req)
+	spanErr := ""
+	defer func() { endSpan(span, spanErr) }()
 	turnCtx, cancelTurn := context.WithCancelCause(ctx)
 	defer cancelTurn(nil)
 	if ctx.Err() != nil {
@@ -160,7 +163,11 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 	store := r.opts.Store
 	// The store guarantees a failed acquire, a cancelled one included,
 	// leaves no lease behind.
-	if err := store.AcquireTurn(turnCtx, sid, owner, r.opts.LeaseTTL); err != nil {
+	lctx, lspan := startSpan(turnCtx, "acquire turn lease")
+	err := store.AcquireTurn(lctx, sid, owner, r.opts.LeaseTTL)
+	endSpan(lspan, errClass(err))
+	if err != nil {
+		spanErr = errClass(err)
 		if cerr := commit.settle(ctx); cerr != nil {
 			return TurnResult{}, fmt.Errorf("turn on session %q: %w", sid, cerr)
 		}
@@ -198,6 +205,16 @@ func (r *Runtime) ProcessUserTurn(ctx context.Context, req TurnRequest) (TurnRes
 		RequestID: req.RequestID, SessionID: sid,
 		Failed: res.Failed, ErrorClass: res.ErrorClass, Cancelled: stopped,
 	})
+	switch {
+	case stopped:
+		spanErr = "cancelled"
+	case err != nil:
+		spanErr = errClass(err)
+	case res.Failed:
+		spanErr = res.ErrorClass
+	default:
+		r.captureReply(span, res.Text)
+	}
 	switch cerr := commit.settle(ctx); {
 	case cerr != nil:
 		return TurnResult{}, fmt.Errorf("turn on session %q: %w", sid, cerr)
@@ -294,7 +311,9 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 		meta.Before = &w.before // nothing before: a read of it reaches the root anyway
 	}
 	user := sessions.NewMessage{Role: sessions.RoleUser, Content: t.req.Text, Metadata: meta.encode()}
-	saved, err := store.AppendMessages(ctx, sid, w.head, storable([]sessions.NewMessage{user}), true)
+	sctx, sspan := startSpan(ctx, "store user message")
+	saved, err := store.AppendMessages(sctx, sid, w.head, storable([]sessions.NewMessage{user}), true)
+	endSpan(sspan, errClass(err))
 	if err != nil {
 		return t.storeErr(ctx, "store the user message", err)
 	}
@@ -317,13 +336,15 @@ func (t *turn) run(ctx context.Context) (TurnResult, error) {
 			return TurnResult{}, errStopped
 		}
 		sent, omitted := t.r.fit(msgs, specs, w.unread)
-		resp, err := p.Stream(tctx, provider.Request{System: t.r.system, Messages: sent, Tools: specs}, func(d provider.Delta) {
+		cctx, chat := t.r.startChat(tctx, p)
+		resp, err := p.Stream(cctx, provider.Request{System: t.r.system, Messages: sent, Tools: specs}, func(d provider.Delta) {
 			if d.Text == "" {
 				return
 			}
 			chars += utf8.RuneCountInString(d.Text)
 			t.req.Observe.Emit(events.TextProgress, sid, events.TextData{RequestID: t.req.RequestID, Text: d.Text, Chars: chars})
 		})
+		chat.end(resp, err)
 		if ctx.Err() != nil {
 			return TurnResult{}, errStopped // a late answer is discarded
 		}
@@ -414,7 +435,9 @@ func (t *turn) write(ctx context.Context, res TurnResult) (TurnResult, error) {
 		}
 		return TurnResult{}, fmt.Errorf("renew the turn lease before storing the reply: %w", err)
 	}
-	saved, err := t.r.opts.Store.AppendMessages(wctx, t.req.SessionID, t.userID, storable(t.chain), true)
+	sctx, sspan := startSpan(wctx, "store reply")
+	saved, err := t.r.opts.Store.AppendMessages(sctx, t.req.SessionID, t.userID, storable(t.chain), true)
+	endSpan(sspan, errClass(err))
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("store the reply: %w", err)
 	}

@@ -31,6 +31,9 @@ type Config struct {
 	Tools ToolsConfig
 	// Audit configures the audit log (config audit.*).
 	Audit AuditConfig
+	// Telemetry configures OpenTelemetry export (config telemetry.*; the
+	// OTEL_* variables win).
+	Telemetry TelemetryConfig
 }
 
 // AuditConfig configures the audit log.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/mcpserver"
@@ -15,6 +16,7 @@ import (
 	"github.com/openprogram/openprogram/runtime/questions"
 	"github.com/openprogram/openprogram/runtime/tool"
 	"github.com/openprogram/openprogram/sessions"
+	"github.com/openprogram/openprogram/tokenauth"
 )
 
 // Options tune [Open]. The zero value works.
@@ -22,6 +24,10 @@ type Options struct {
 	// Getenv reads the environment: the model's API key and the ${NAME}
 	// references of model.headers. Nil reads nothing.
 	Getenv func(string) string
+	// Environ is the whole environment (os.Environ form): the secret
+	// values telemetry's captured content is masked of
+	// (telemetry.capture_content). Nil: content is never captured.
+	Environ []string
 	// Version is the build's version, sent in the model requests'
 	// User-Agent and as the MCP serverInfo.version.
 	Version string
@@ -62,6 +68,7 @@ type Host struct {
 	startTask   func(ctx context.Context, clientID, taskID string) error
 	taskEnded   func(taskID string) <-chan struct{}
 	taskDone    func(taskID string)
+	tel         *Telemetry
 }
 
 // Open builds the host from cfg: it loads (or creates) the owner principal
@@ -104,8 +111,24 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 		getenv = func(string) string { return "" }
 	}
 	prov, provErr := runtime.NewProvider(pc, getenv)
+	// Telemetry never stops the host: a configuration it cannot use is
+	// logged and nothing is exported.
+	tel, err := StartTelemetry(ctx, cfg.Telemetry, getenv, opts.Version, log)
+	if err != nil {
+		log.Warn("telemetry off", "why", err.Error())
+	}
+	var capture func(string) string
+	if tel.Target().CaptureContent {
+		if opts.Environ == nil {
+			log.Warn("telemetry content capture off: the host was given no environment to mask secrets of")
+		} else if capture, err = runtime.SecretEnv(cfg.Model).Redactor(withTokenFile(opts.Environ, cfg.StateDir)); err != nil {
+			log.Warn("telemetry content capture off", "why", err.Error())
+			capture = nil
+		}
+	}
 	h := &Host{cfg: cfg, store: st, reg: reg, qs: qs, principal: principal,
-		providerErr: provErr, version: opts.Version, log: log, startTask: opts.StartTask, taskEnded: opts.TaskEnded, taskDone: opts.TaskFinished}
+		providerErr: provErr, version: opts.Version, log: log, startTask: opts.StartTask, taskEnded: opts.TaskEnded, taskDone: opts.TaskFinished,
+		tel: tel}
 	h.rt = runtime.New(runtime.Options{
 		Store:           st,
 		Registry:        reg,
@@ -113,6 +136,8 @@ func Open(ctx context.Context, cfg Config, opts *Options) (*Host, error) {
 		Questions:       qs,
 		Standing:        conversation.StandingApprovals(st, log),
 		Provider:        prov,
+		Model:           cfg.Model.Model,
+		CaptureContent:  capture,
 		ProviderErr:     provErr,
 		SystemPrompt:    cfg.Agent.SystemPrompt,
 		MaxSteps:        cfg.Agent.MaxSteps,
@@ -149,8 +174,17 @@ func NewRegistry(store sessions.Store, cfg Config, log *slog.Logger) (*tool.Regi
 	return reg, nil
 }
 
-// Close closes the store.
-func (h *Host) Close() error { return h.store.Close() }
+// Close flushes the telemetry (within [TelemetryFlushTimeout]) and closes
+// the store.
+func (h *Host) Close() error {
+	if err := h.tel.Shutdown(context.Background()); err != nil {
+		h.log.Warn("telemetry flush at exit", "error", err)
+	}
+	return h.store.Close()
+}
+
+// Telemetry returns where the host's telemetry goes (nil: off).
+func (h *Host) Telemetry() *Telemetry { return h.tel }
 
 // Config returns the configuration the host was built from.
 func (h *Host) Config() Config { return h.cfg }
@@ -255,4 +289,15 @@ func (h *Host) mcpOptions(clientID string, logger *slog.Logger) (mcpserver.Optio
 		Version:       h.version,
 		Logger:        logger,
 	}, nil
+}
+
+// withTokenFile is env with the state directory's MCP token as its
+// variable, so that captured telemetry content is masked of the token in
+// a process whose environment lacks it (a task's runner).
+func withTokenFile(env []string, stateDir string) []string {
+	token, err := tokenauth.Read(tokenauth.Path(stateDir))
+	if err != nil || token == "" {
+		return env
+	}
+	return append(slices.Clip(env), tokenauth.EnvVar+"="+token)
 }

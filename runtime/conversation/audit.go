@@ -4,7 +4,15 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/sessions"
 )
 
@@ -12,7 +20,11 @@ import (
 // payload type per record type (the one list of every type is in
 // sessions). Origin is always the speaker's id ("mcp/<client id>",
 // "owner"). Payloads never hold prompt text, message content, tool
-// arguments or the token.
+// arguments or the token. A request's records carry its OpenTelemetry
+// trace id (trace_id, 32 hex digits) when its context has a valid span
+// context, so an operator goes from a record to its trace and back; a
+// record without one has no trace_id member, as every record written
+// before the field existed.
 
 // PromptRequestedPayload is the payload of [sessions.AuditPromptRequested],
 // written for an MCP client's turn before anything of it happens.
@@ -22,7 +34,8 @@ type PromptRequestedPayload struct {
 	SessionID  string `json:"session_id"`
 	ClientID   string `json:"client_id"`
 	NewSession bool   `json:"new_session,omitempty"`
-	TaskID     string `json:"task_id,omitempty"` // the durable task the turn runs, if any
+	TaskID     string `json:"task_id,omitempty"`  // the durable task the turn runs, if any
+	TraceID    string `json:"trace_id,omitempty"` // the request's OpenTelemetry trace, when it has one
 }
 
 // PromptCompletedPayload is the payload of [sessions.AuditPromptCompleted]:
@@ -33,6 +46,7 @@ type PromptCompletedPayload struct {
 	ClientID  string `json:"client_id"`
 	Failed    bool   `json:"failed"`
 	TaskID    string `json:"task_id,omitempty"`
+	TraceID   string `json:"trace_id,omitempty"` // the request's OpenTelemetry trace, when it has one
 }
 
 // RequestCancelledPayload is the payload of
@@ -44,6 +58,7 @@ type RequestCancelledPayload struct {
 	ClientID  string `json:"client_id"`
 	Reason    string `json:"reason"`
 	TaskID    string `json:"task_id,omitempty"`
+	TraceID   string `json:"trace_id,omitempty"` // the request's OpenTelemetry trace, when it has one
 }
 
 // ToolRequestedPayload is the payload of [sessions.AuditToolRequested]: the
@@ -52,6 +67,7 @@ type ToolRequestedPayload struct {
 	RequestID any    `json:"request_id"`
 	Tool      string `json:"tool"`
 	ClientID  string `json:"client_id"`
+	TraceID   string `json:"trace_id,omitempty"` // the request's OpenTelemetry trace, when it has one
 }
 
 // ToolDeniedPayload is the payload of [sessions.AuditToolDenied]: a gate
@@ -64,6 +80,7 @@ type ToolDeniedPayload struct {
 	Capability string `json:"capability"`
 	ClientID   string `json:"client_id"`
 	InTurn     bool   `json:"in_turn,omitempty"`
+	TraceID    string `json:"trace_id,omitempty"` // the request's OpenTelemetry trace, when it has one
 }
 
 // OwnerSessionCreatedPayload is the payload of
@@ -154,8 +171,44 @@ const auditTimeout = 10 * time.Second
 func (s *Service) appendAudit(ctx context.Context, origin, typ, sessionID string, payload any) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
+	ctx, span := tracer.Start(ctx, "audit append", trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attribute.String("openprogram.audit.type", typ)))
+	start := time.Now()
 	_, err := sessions.AppendAuditPayload(ctx, s.store, typ, origin, sessionID, payload)
+	errType := ""
+	if err != nil {
+		errType = semconv.ErrorTypeOther.Value.AsString()
+		span.SetStatus(codes.Error, errType)
+		span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+	}
+	span.End()
+	if auditAppendDuration.Enabled(ctx) {
+		attrs := []attribute.KeyValue{attribute.String("openprogram.audit.type", typ)}
+		if errType != "" {
+			attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
+		}
+		auditAppendDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+	}
 	return err
+}
+
+// tracer and auditAppendDuration are the conversation's telemetry (the
+// runtime's instrumentation scope): a span per audit append, and its
+// duration by record type (a fixed set) and outcome.
+var (
+	tracer              = otel.Tracer(runtime.Instrumentation)
+	auditAppendDuration = func() metric.Float64Histogram {
+		h, _ := otel.Meter(runtime.Instrumentation).Float64Histogram("openprogram.audit.append.duration",
+			metric.WithDescription("Time to append one audit record (the chain's lock, the signature and the store's write)."), metric.WithUnit("s"))
+		return h
+	}()
+)
+
+// traceIDOf is the trace id of ctx's span, "" when it has none.
+func traceIDOf(ctx context.Context) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		return sc.TraceID().String()
+	}
+	return ""
 }
 
 // Record appends the record of something of the line's that already

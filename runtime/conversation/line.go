@@ -85,6 +85,7 @@ func (l *Line) NewTurn(requestID any, sessionID, text string) Turn {
 func (l *Line) Admit(ctx context.Context, t Turn) error {
 	return l.admit(ctx, l.rec.requested, t.SessionID, PromptRequestedPayload{
 		RequestID: t.RequestID, SessionID: t.SessionID, ClientID: l.clientID, NewSession: t.NewSession, TaskID: t.TaskID,
+		TraceID: traceIDOf(ctx),
 	})
 }
 
@@ -130,6 +131,7 @@ type Reply struct {
 // running is one turn running on the line.
 type running struct {
 	turn     Turn
+	traceID  string // the request's trace, for the cancel's record
 	answered <-chan struct{}
 	commit   *runtime.Commit
 	// onCancel runs once a cancel won, before anything else of the cancel
@@ -197,7 +199,7 @@ func (l *Line) Send(ctx context.Context, t Turn, o SendOptions) (Reply, error) {
 	// r is complete before it is registered: from then on a cancel from
 	// another goroutine (CancelSession, Close) may read it.
 	cancelled := make(chan struct{})
-	r := &running{turn: t, answered: o.Answered, commit: commit, onCancel: func() {
+	r := &running{turn: t, traceID: traceIDOf(ctx), answered: o.Answered, commit: commit, onCancel: func() {
 		close(cancelled)
 		if o.OnCancel != nil {
 			o.OnCancel()
@@ -225,7 +227,7 @@ func (l *Line) Send(ctx context.Context, t Turn, o SendOptions) (Reply, error) {
 	stopWatch := context.AfterFunc(ctx, requestEnded)
 	defer stopWatch()
 
-	observe := l.observer(t, o.Observe, cancelled)
+	observe := l.observer(t, traceIDOf(ctx), o.Observe, cancelled)
 	req := runtime.TurnRequest{
 		SessionID: sess.ID, Text: t.Text, AgentID: sess.AgentID, Speaker: l.sp,
 		RequestID: turnRequestID(t), Commit: commit, Observe: observe,
@@ -245,7 +247,7 @@ func (l *Line) Send(ctx context.Context, t Turn, o SendOptions) (Reply, error) {
 		if errors.Is(err, sessions.ErrBusy) {
 			return Reply{}, fmt.Errorf("%w: %w", ErrSessionBusy, err)
 		}
-		l.svc.log.Warn("turn failed", "session_id", sess.ID, "error", err)
+		l.svc.log.WarnContext(ctx, "turn failed", "session_id", sess.ID, "error", err)
 		return Reply{}, err
 	}
 	reply := replyOf(sess.ID, res)
@@ -265,6 +267,7 @@ func replyOf(sessionID string, res runtime.TurnResult) Reply {
 func (l *Line) Completed(ctx context.Context, t Turn, reply Reply) {
 	l.Record(ctx, l.rec.completed, reply.SessionID, PromptCompletedPayload{
 		RequestID: t.RequestID, SessionID: reply.SessionID, ClientID: l.clientID, Failed: reply.Failed, TaskID: t.TaskID,
+		TraceID: traceIDOf(ctx),
 	})
 }
 
@@ -317,13 +320,13 @@ func (l *Line) openSession(ctx context.Context, t Turn) (sessions.Session, error
 // declines the questions of a speaker nobody can ask, then hands the event
 // to the front end's, unless a cancel won (nothing of a cancelled turn
 // reaches the front end any more).
-func (l *Line) observer(t Turn, next events.Observer, cancelled <-chan struct{}) events.Observer {
+func (l *Line) observer(t Turn, traceID string, next events.Observer, cancelled <-chan struct{}) events.Observer {
 	return func(e events.Event) {
 		switch d := e.Data.(type) {
 		case events.ToolEndData:
 			if d.Denied {
 				l.Record(context.Background(), l.rec.denied, t.SessionID, ToolDeniedPayload{
-					Tool: d.Tool, ReasonCode: d.ReasonCode, Capability: d.Capability, ClientID: l.clientID, InTurn: true,
+					Tool: d.Tool, ReasonCode: d.ReasonCode, Capability: d.Capability, ClientID: l.clientID, InTurn: true, TraceID: traceID,
 				})
 			}
 		case events.QuestionData:
@@ -414,6 +417,7 @@ func (l *Line) cancelled(r *running, reason string) {
 	l.unregister(r)
 	l.Record(context.Background(), l.rec.cancelled, r.turn.SessionID, RequestCancelledPayload{
 		RequestID: r.turn.RequestID, SessionID: r.turn.SessionID, ClientID: l.clientID, Reason: reason, TaskID: r.turn.TaskID,
+		TraceID: r.traceID,
 	})
 	l.svc.log.Info("turn cancelled", "session_id", r.turn.SessionID, "reason", reason)
 }
@@ -538,14 +542,14 @@ type ToolCall struct {
 // path (runtime.Runtime.RunTool: arguments before the gate, then the
 // tool), and the record of a denial.
 func (l *Line) CallTool(ctx context.Context, call ToolCall) (tool.Result, error) {
-	if err := l.admit(ctx, l.rec.toolRequested, "", ToolRequestedPayload{RequestID: call.RequestID, Tool: call.Name, ClientID: l.clientID}); err != nil {
+	if err := l.admit(ctx, l.rec.toolRequested, "", ToolRequestedPayload{RequestID: call.RequestID, Tool: call.Name, ClientID: l.clientID, TraceID: traceIDOf(ctx)}); err != nil {
 		return tool.Result{}, err
 	}
 	res := l.svc.rt.RunTool(ctx, l.sp, runtime.ToolCall{
 		ID: call.ID, Name: call.Name, Arguments: call.Arguments, Update: call.Update, ArgsFirst: true,
 	})
 	if d, denied := res.Denial(); denied {
-		l.Record(ctx, l.rec.denied, "", ToolDeniedPayload{Tool: call.Name, ReasonCode: d.ReasonCode, Capability: string(d.Capability), ClientID: l.clientID})
+		l.Record(ctx, l.rec.denied, "", ToolDeniedPayload{Tool: call.Name, ReasonCode: d.ReasonCode, Capability: string(d.Capability), ClientID: l.clientID, TraceID: traceIDOf(ctx)})
 	}
 	return res, nil
 }

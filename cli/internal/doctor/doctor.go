@@ -85,6 +85,7 @@ func Run(ctx context.Context, opts Options) []Check {
 	}
 
 	add(modelCheck(ctx, opts.Version, opts.Env, cfg))
+	add(telemetryCheck(ctx, opts.Env, cfg))
 	// The loader checked every rule.
 	add(Check{Name: "permission rules", OK: true, Info: fmt.Sprintf("%d rules", cfg.Tools.PermissionRules.Len())})
 
@@ -201,6 +202,33 @@ func tokenFileFix(path string) string {
 		return "chmod 700 " + shell.Quote(dir)
 	}
 	return "check " + path + " against the rules in the error above"
+}
+
+// telemetryProbeTimeout bounds doctor's test export to the collector.
+const telemetryProbeTimeout = 5 * time.Second
+
+// telemetryCheck says where telemetry goes (host.TelemetryTargetOf, as mcp
+// serve decides it) and whether it arrives: one empty OTLP export to the
+// collector. Off is fine; an unreachable collector or an unusable setting
+// is a warning, as the server runs the same without it.
+func telemetryCheck(ctx context.Context, env settings.Env, cfg *settings.Config) Check {
+	target := host.TelemetryTargetOf(cfg.Telemetry, env.Get)
+	switch {
+	case target.Misconfigured:
+		return Check{Name: "telemetry", Warn: true, Info: "off: " + target.Why, Fix: "set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf (or unset it) and point the endpoint at the collector's OTLP/HTTP port (4318)"}
+	case !target.On:
+		return Check{Name: "telemetry", OK: true, Info: "off: " + target.Why}
+	}
+	where := fmt.Sprintf("traces to %s, metrics to %s (%s)", sessions.RedactURL(target.Traces), sessions.RedactURL(target.Metrics), target.Protocol)
+	if target.Traces == "" {
+		where = fmt.Sprintf("metrics to %s (%s)", sessions.RedactURL(target.Metrics), target.Protocol)
+	}
+	start := time.Now()
+	if err := host.ProbeTelemetry(ctx, target, telemetryProbeTimeout); err != nil {
+		return Check{Name: "telemetry", Warn: true, Info: where + ": " + err.Error(),
+			Fix: "start the collector or fix OTEL_EXPORTER_OTLP_ENDPOINT / telemetry.endpoint; until then mcp serve drops its telemetry"}
+	}
+	return Check{Name: "telemetry", OK: true, Info: fmt.Sprintf("%s: the collector accepted a test export in %s", where, time.Since(start).Round(time.Millisecond))}
 }
 
 // modelProbeTimeout bounds doctor's request to the model endpoint.

@@ -56,8 +56,9 @@ func TestConfigFileLoadsTyped(t *testing.T) {
 		Agent: host.AgentConfig{SystemPrompt: "Be brief.", WorkDirs: []string{"/tmp/work"}, MaxSteps: 7, ContextTokens: 16000, TurnTimeout: 30 * time.Minute},
 		MCPServer: host.MCPServerConfig{ExposedTools: []string{"memory_search", "bash"},
 			Tasks: host.TasksConfig{Enabled: true, MaxWorking: 2, MaxRunners: host.DefaultTaskMaxRunners, DefaultTTL: 30 * time.Minute, MaxTTL: 2 * time.Hour}},
-		Tools: host.ToolsConfig{PermissionRules: rules},
-		Audit: host.AuditConfig{LogFailures: true},
+		Tools:     host.ToolsConfig{PermissionRules: rules},
+		Audit:     host.AuditConfig{LogFailures: true},
+		Telemetry: host.TelemetryConfig{ServiceName: host.DefaultServiceName},
 	}
 	if diff := cmp.Diff(want, cfg.Config); diff != "" {
 		t.Errorf("typed config (-want +got):\n%s", diff)
@@ -96,6 +97,7 @@ func TestConfigDefaultsTyped(t *testing.T) {
 			Model:     provider.Config{Settings: provider.Settings{Timeout: runtime.DefaultModelTimeout}},
 			Agent:     host.AgentConfig{MaxSteps: runtime.DefaultMaxSteps},
 			MCPServer: host.MCPServerConfig{Tasks: host.TasksConfig{Enabled: true, MaxWorking: 4, MaxRunners: host.DefaultTaskMaxRunners, DefaultTTL: time.Hour, MaxTTL: 24 * time.Hour}},
+			Telemetry: host.TelemetryConfig{ServiceName: host.DefaultServiceName},
 		}
 		if diff := cmp.Diff(want, cfg.Config, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s: defaults (-want +got):\n%s", dir, diff)

@@ -49,6 +49,8 @@ type Turn struct {
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	DelayMS   int        `json:"delay_ms,omitempty"`
 	Error     *Failure   `json:"error,omitempty"`
+	// Usage is the token count the reply reports (nil: none).
+	Usage *provider.Usage `json:"usage,omitempty"`
 }
 
 // ToolCall is one scripted tool call. An empty ID becomes "call_<n>", n
@@ -233,7 +235,7 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, onDelta fun
 		return provider.Response{}, provider.Cancelled(ctx)
 	}
 
-	resp := provider.Response{Text: text.String(), StopReason: provider.StopEnd}
+	resp := provider.Response{Text: text.String(), StopReason: provider.StopEnd, Usage: turn.Usage}
 	for i, c := range turn.ToolCalls {
 		id := c.ID
 		if id == "" {

@@ -666,6 +666,8 @@ type ConnOptions struct {
 	// ProtocolVersion is the version the client asks for; "" lets go-sdk
 	// choose (it then tries server/discover first).
 	ProtocolVersion string
+	// Env is more of the server's environment (NAME=value).
+	Env []string
 }
 
 // Conn is one running `openprogram mcp serve` with a go-sdk client session
@@ -700,7 +702,7 @@ func (in *Install) Serve(opts *ConnOptions) *Conn {
 	if opts != nil {
 		o = *opts
 	}
-	c := in.Start(EnvToken + "=" + in.Token)
+	c := in.Start(append([]string{EnvToken + "=" + in.Token}, o.Env...)...)
 	client := mcp.NewClient(&mcp.Implementation{Name: o.ClientName, Version: o.ClientVersion},
 		&mcp.ClientOptions{ProgressNotificationHandler: contracts.HandleProgress})
 	transport := schemacheck.Wrap(&mcp.IOTransport{Reader: &tapReader{r: c.Stdout, log: c.Out}, Writer: c.Stdin}, Validator, c.report)

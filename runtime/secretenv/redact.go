@@ -1,0 +1,35 @@
+package secretenv
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Redacted replaces a secret's value in text a [List.Redactor] masks.
+const Redacted = "[REDACTED]"
+
+// MinRedactLen is the shortest secret value a [List.Redactor] masks: a
+// shorter one would mask ordinary text, so the redactor refuses it.
+const MinRedactLen = 8
+
+// Redactor returns a function that replaces, in a text, the value of every
+// secret variable of env (in [os.Environ] form; empty values are not
+// secrets) with [Redacted]: for text that leaves the process on an owner's
+// opt-in (telemetry's captured content), never for what tools run with
+// ([List.Strip] keeps secrets out of those). It refuses, naming the
+// variable, when a secret value is shorter than [MinRedactLen].
+func (l List) Redactor(env []string) (func(string) string, error) {
+	var pairs []string
+	for _, kv := range env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || value == "" || !l.Has(name) {
+			continue
+		}
+		if len(value) < MinRedactLen {
+			return nil, fmt.Errorf("secretenv: the value of %s is shorter than %d bytes and cannot be masked in text; lengthen it or unset it", name, MinRedactLen)
+		}
+		pairs = append(pairs, value, Redacted)
+	}
+	r := strings.NewReplacer(pairs...)
+	return r.Replace, nil
+}

@@ -1,0 +1,32 @@
+package secretenv_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/openprogram/openprogram/runtime/secretenv"
+)
+
+// Redactor masks the value of every secret variable of env, fixed, by
+// suffix and named by the configuration; other values stay. A secret too
+// short to mask safely refuses.
+func TestRedactor(t *testing.T) {
+	env := []string{"OPENPROGRAM_MCP_TOKEN=tok-0123456789abcdef", "MY_API_KEY=sk-live-abcdefgh", "HEADER_SECRET=hdr-secret-value",
+		"PATH=/usr/bin:/bin", "EMPTY_API_KEY="}
+	redact, err := secretenv.New("HEADER_SECRET").Redactor(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := redact("token tok-0123456789abcdef key sk-live-abcdefgh header hdr-secret-value path /usr/bin:/bin")
+	for _, secret := range []string{"tok-0123456789abcdef", "sk-live-abcdefgh", "hdr-secret-value"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("redacted text %q still holds %q", got, secret)
+		}
+	}
+	if !strings.Contains(got, "path /usr/bin:/bin") || strings.Count(got, secretenv.Redacted) != 3 {
+		t.Errorf("redacted text = %q, want three masks and the rest as it was", got)
+	}
+	if _, err := secretenv.New().Redactor([]string{"MY_API_KEY=short"}); err == nil {
+		t.Errorf("a 5-byte secret: want an error (it cannot be masked without masking ordinary text)")
+	}
+}
