@@ -132,7 +132,7 @@ func TestWindowsPathTricks(t *testing.T) {
 
 	type row struct {
 		tool, path, want string // want "" means the call succeeds
-		skip               string
+		skip             string
 	}
 	w, r := "write", "read"
 	rows := []row{
