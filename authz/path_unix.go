@@ -32,3 +32,14 @@ func within(p, dir string) bool {
 // systemProtection adds the system's own autostart places to the dangerous
 // files and directories: Unix has none beyond the shared lists.
 func systemProtection([]string) string { return "" }
+
+// globForm is a path as a permission rule's glob sees it: on Unix as it
+// is.
+func globForm(p string) string { return p }
+
+// samePath reports whether the clean paths a and b name the same file,
+// comparing bytes as Unix names compare.
+func samePath(a, b string) bool { return a == b }
+
+// hasPathPrefix reports whether p starts with prefix, byte for byte.
+func hasPathPrefix(p, prefix string) bool { return strings.HasPrefix(p, prefix) }

@@ -189,3 +189,18 @@ func systemProtection(comps []string) string {
 	}
 	return ""
 }
+
+// globForm is a path as a permission rule's glob sees it on Windows:
+// slash-separated (path.Match takes \ for an escape) and lower case
+// (Windows compares names ignoring case), so write(C:\work\*.md) matches
+// c:\WORK\A.MD.
+func globForm(p string) string { return strings.ToLower(filepath.ToSlash(p)) }
+
+// samePath reports whether the clean paths a and b name the same file,
+// ignoring case as Windows does.
+func samePath(a, b string) bool { return strings.EqualFold(a, b) }
+
+// hasPathPrefix reports whether p starts with prefix, ignoring case.
+func hasPathPrefix(p, prefix string) bool {
+	return len(p) >= len(prefix) && strings.EqualFold(p[:len(prefix)], prefix)
+}

@@ -45,3 +45,37 @@ func TestWindowsPathForms(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowsRulePatterns: permission rules name Windows paths with either
+// slash and any letter case, and a deny rule never misses its file for
+// the backslashes (path.Match reads \ as an escape).
+func TestWindowsRulePatterns(t *testing.T) {
+	for _, c := range []struct {
+		rule   string
+		action Action
+		tool   string
+		path   string
+		want   bool
+	}{
+		{"read(*.env)", ActionDeny, "read", `C:\w\prod.env`, true},
+		{"read(*.env)", ActionDeny, "read", `C:\w\PROD.ENV`, true},
+		{"read(*.env)", ActionDeny, "read", `C:\w\sub\x.env`, false},
+		{"write(docs/*.md)", ActionAllow, "write", `C:\w\docs\a.md`, true},
+		{`write(docs\*.md)`, ActionAllow, "write", `C:\w\Docs\A.md`, true},
+		{"write(docs/*.md)", ActionAllow, "write", `C:\w\docs\a.txt`, false},
+		{`write(C:\w\*)`, ActionAllow, "write", `c:\W\ok`, true},
+		{`read(C:\w\secret:*)`, ActionDeny, "read", `C:\W\Secret\x`, true},
+		{`read(C:\w\secret:*)`, ActionAllow, "read", `C:\w\secretive`, false},
+		{`write(C:\w\a.txt)`, ActionAllow, "write", `c:\w\A.TXT`, true},
+		{`write(a.txt)`, ActionAllow, "write", `C:\w\b.txt`, false},
+	} {
+		cr, err := compileRule(Rule{Tool: c.rule, Action: c.action})
+		if err != nil {
+			t.Fatalf("compileRule(%s): %v", c.rule, err)
+		}
+		s := subject{kind: subjectPath, ok: true, values: []string{c.path}, workDir: `C:\w`}
+		if got := cr.matches(c.tool, s); got != c.want {
+			t.Errorf("%s %s matches %s = %v, want %v", c.action, c.rule, c.path, got, c.want)
+		}
+	}
+}
