@@ -3,13 +3,15 @@ package authz_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/openprogram/openprogram/authz"
 )
 
 func ExampleDecide() {
 	client, err := authz.NewMCPClient("fedcba9876543210", "owner/install/0123456789abcdef",
-		authz.Scope{WorkDirs: []string{"/srv/project"}})
+		authz.Scope{WorkDirs: []string{filepath.Join(os.TempDir(), "project")}})
 	if err != nil {
 		fmt.Println(err)
 		return

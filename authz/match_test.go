@@ -195,7 +195,7 @@ func TestRuleMatchingGlobCharsInWorkDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wd := filepath.Join(base, "proj[1]*?")
+	wd := filepath.Join(base, globDirName)
 	if err := os.Mkdir(wd, 0o755); err != nil {
 		t.Fatal(err)
 	}

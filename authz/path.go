@@ -31,6 +31,10 @@ var dangerousDirs = []string{
 // and the missing rest is appended, so a write through work/link -> /etc shows up as
 // /etc/... A ".." that climbs out of a missing directory, a symlink loop, a NUL byte or
 // any other error reading the filesystem is an error: callers must treat it as a denial.
+// On Windows the path forms that alias or escape a plain path are refused before the
+// walk (alternate data streams, reserved device names, trailing dots and spaces, \\?\,
+// \\.\ and UNC paths, drive-relative C:x and rooted \x paths), 8.3 short names
+// resolve to the long names they stand for, and junctions are followed like symlinks.
 // The error names resolved paths and symlink targets: it is for logs, never for a model
 // ([Confine] gives errors that are safe to show).
 func ResolvePath(workDir, p string) (string, error) {
@@ -47,6 +51,9 @@ func resolvePath(workDir, p string) (resolved, at string, err error) {
 	}
 	if strings.IndexByte(p, 0) >= 0 || strings.IndexByte(workDir, 0) >= 0 {
 		return "", "", fmt.Errorf("resolve path %s: path contains a NUL byte", show(p))
+	}
+	if err := checkForm(p); err != nil {
+		return "", "", fmt.Errorf("resolve path %s: %w", show(p), err)
 	}
 	full := p
 	if !filepath.IsAbs(p) {
@@ -99,7 +106,14 @@ func walkPath(full string) (resolved, at string, err error) {
 		if err != nil {
 			return "", next, err
 		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
+		if next, err = longName(next, c); err != nil {
+			return "", next, err
+		}
+		link, err := isLink(next, fi)
+		if err != nil {
+			return "", next, err
+		}
+		if !link {
 			cur = next
 			continue
 		}
@@ -113,6 +127,9 @@ func walkPath(full string) (resolved, at string, err error) {
 		}
 		if target == "" {
 			return "", next, fmt.Errorf("symlink %s has an empty target", show(next))
+		}
+		if err := checkForm(target); err != nil {
+			return "", next, fmt.Errorf("symlink %s: %w", show(next), err)
 		}
 		if filepath.IsAbs(target) {
 			cur, target = splitRoot(target)
@@ -146,18 +163,11 @@ func InsideWorkDirs(resolved string, workDirs []string) bool {
 	return insideAny(filepath.Clean(resolved), workDirs) != ""
 }
 
-// within reports whether p is dir or below it (both clean and absolute).
-func within(p, dir string) bool {
-	if dir == string(filepath.Separator) {
-		return true
-	}
-	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
-}
-
 // IsDangerousPath reports whether a constrained source must not write resolved: its last
 // component is a dangerous file (.bashrc, .env, .gitconfig, ...), or any component of the
 // whole absolute path is a dangerous directory (.git, .ssh, .openprogram and the profile
-// state directories .openprogram-<profile>, ...). Names are
+// state directories .openprogram-<profile>, ...); on Windows also the autostart places
+// (the Startup folder, PowerShell's profiles and module folders). Names are
 // compared the way case-insensitive and Windows-style filesystems alias them: ignoring
 // case (Unicode folding), trailing dots and spaces, an NTFS stream suffix (":..."), and
 // code points HFS+ ignores. A relative or empty path is reported dangerous. The state
@@ -192,7 +202,7 @@ func protection(resolved string) string {
 			}
 		}
 	}
-	return ""
+	return systemProtection(comps)
 }
 
 // normaliseName reduces a path component to the name a forgiving filesystem would see.

@@ -30,6 +30,7 @@ type fixture struct {
 
 func newFixture(tb testing.TB, dir string) fixture {
 	tb.Helper()
+	unixFixture(tb)
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		tb.Fatal(err)
@@ -173,11 +174,13 @@ func TestIsDangerousPath(t *testing.T) {
 		"/", "/w/sub/.profile.d", "/w/..git", "/w/.openprogram-", "/w/openprogram-x/a",
 	}
 	for _, p := range dangerous {
+		p = sysPath(p)
 		if !authz.IsDangerousPath(p) {
 			t.Errorf("IsDangerousPath(%q) = false, want true", p)
 		}
 	}
 	for _, p := range safe {
+		p = sysPath(p)
 		if authz.IsDangerousPath(p) {
 			t.Errorf("IsDangerousPath(%q) = true, want false", p)
 		}

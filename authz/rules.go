@@ -468,27 +468,33 @@ func (c compiledRule) matchValue(s subject, v string, allow bool) bool {
 		}
 	case subjectPath, subjectPatch:
 		p := c.pattern
+		if c.kind == patternGlob {
+			// Globs match slash-separated names (path.Match), in the
+			// system's letter case rule (globForm).
+			p = globForm(p)
+			if !filepath.IsAbs(c.pattern) {
+				if s.workDir == "" {
+					return !allow
+				}
+				p = escapeGlob(globForm(s.workDir)) + "/" + p
+			}
+			ok, _ := path.Match(path.Clean(p), globForm(v))
+			return ok
+		}
 		if !filepath.IsAbs(p) {
 			if s.workDir == "" {
 				return !allow
 			}
-			wd := s.workDir
-			if c.kind == patternGlob {
-				wd = escapeGlob(wd)
-			}
-			p = wd + string(filepath.Separator) + p
+			p = s.workDir + string(filepath.Separator) + p
 		}
 		switch c.kind {
 		case patternPrefix:
 			if allow {
 				return within(v, filepath.Clean(p))
 			}
-			return strings.HasPrefix(v, p) || within(v, filepath.Clean(p))
-		case patternGlob:
-			ok, _ := path.Match(filepath.Clean(p), v)
-			return ok
+			return hasPathPrefix(v, p) || within(v, filepath.Clean(p))
 		default:
-			return v == filepath.Clean(p)
+			return samePath(v, filepath.Clean(p))
 		}
 	default:
 		switch c.kind {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -521,6 +523,10 @@ var testExposed = []string{
 	"memory_update", "read", "bash", "write", "memory_status", "custom_probe",
 }
 
+// testWorkDir is the speaker's working directory: /work/dir on Unix, the
+// same below the temporary directory's drive on Windows (never created).
+var testWorkDir = filepath.Join(filepath.VolumeName(os.TempDir())+string(filepath.Separator), "work", "dir")
+
 var testRules = []authz.Rule{
 	{Tool: "memory_update", Action: authz.ActionDeny},
 	{Tool: "memory_search", Action: authz.ActionAsk},
@@ -573,7 +579,7 @@ func newEnv(tweak func(*envConfig)) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	speaker, err := authz.NewMCPClient(testClientID, testPrincipal, authz.Scope{Rules: rules, WorkDirs: []string{"/work/dir"}})
+	speaker, err := authz.NewMCPClient(testClientID, testPrincipal, authz.Scope{Rules: rules, WorkDirs: []string{testWorkDir}})
 	if err != nil {
 		return nil, err
 	}

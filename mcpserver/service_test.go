@@ -287,7 +287,7 @@ func TestTurnsRunWithTheFixedAuthority(t *testing.T) {
 		if got.Authority() != want.Authority() || got.Source() != authz.SourceMCP || got.Mode() != authz.ModeAsk {
 			t.Errorf("turn speaker authority = %+v source %q mode %q, want %+v mcp ask", got.Authority(), got.Source(), got.Mode(), want.Authority())
 		}
-		if !slices.Equal(got.WorkDirs(), []string{"/work/dir"}) || !slices.Equal(got.Rules().List(), testRules) {
+		if !slices.Equal(got.WorkDirs(), []string{testWorkDir}) || !slices.Equal(got.Rules().List(), testRules) {
 			t.Errorf("turn speaker workdirs %v rules %v", got.WorkDirs(), got.Rules().List())
 		}
 	})

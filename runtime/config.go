@@ -263,7 +263,7 @@ func newAnthropic(cfg provider.Config, getenv func(string) string) (provider.Pro
 func newScripted(cfg provider.Config) (provider.Provider, error) {
 	path := strings.TrimSpace(cfg.Script)
 	if u, err := url.Parse(path); err == nil && u.Scheme == "file" {
-		path = u.Path
+		path = fileURLPath(u)
 	}
 	if path == "" {
 		return nil, &ConfigError{Keys: []string{"model.script"}, Msg: "the scripted provider replays a script file: run " +

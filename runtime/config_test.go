@@ -39,7 +39,7 @@ func TestNewProvider(t *testing.T) {
 		{"openai settings", provider.Config{Provider: "openai", Model: "m", Settings: provider.Settings{Temperature: &temp,
 			Headers: map[string]string{"Authorization": "Bearer ${OR_KEY}"}}}, getenv, "openai"},
 		{"scripted path", provider.Config{Provider: "scripted", Script: scriptPath}, noenv, "scripted"},
-		{"scripted file url", provider.Config{Provider: "scripted", Script: "file://" + scriptPath}, noenv, "scripted"},
+		{"scripted file url", provider.Config{Provider: "scripted", Script: fileURL(scriptPath)}, noenv, "scripted"},
 	}
 	for _, tt := range ok {
 		p, err := runtime.NewProvider(tt.cfg, tt.getenv)
@@ -52,6 +52,11 @@ func TestNewProvider(t *testing.T) {
 		}
 	}
 
+	// The system's own words for a missing file ("no such file or
+	// directory" on Unix).
+	missing := filepath.Join(t.TempDir(), "nope.json")
+	_, openErr := os.Open(missing)
+	notExist := errors.Unwrap(openErr).Error()
 	bad := []struct {
 		name     string
 		cfg      provider.Config
@@ -88,8 +93,8 @@ func TestNewProvider(t *testing.T) {
 			[]string{"model.temperature"}, []string{"between 0 and 2"}},
 		{"top_p range", provider.Config{Provider: "openai", Model: "m", Settings: provider.Settings{TopP: ptr(0.0)}}, getenv,
 			[]string{"model.top_p"}, []string{"above 0"}},
-		{"scripted missing file", provider.Config{Provider: "scripted", Script: filepath.Join(t.TempDir(), "nope.json")}, noenv,
-			[]string{"model.script"}, []string{"no such file"}},
+		{"scripted missing file", provider.Config{Provider: "scripted", Script: missing}, noenv,
+			[]string{"model.script"}, []string{notExist}},
 	}
 	for _, tt := range bad {
 		_, err := runtime.NewProvider(tt.cfg, tt.getenv)
@@ -139,4 +144,14 @@ func TestKeyEnv(t *testing.T) {
 			t.Errorf("KeyEnv(%+v) = %q, want %q", tc.cfg, got, tc.want)
 		}
 	}
+}
+
+// fileURL is the file:// URL of the absolute path p (file:///C:/x on
+// Windows).
+func fileURL(p string) string {
+	p = filepath.ToSlash(p)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return "file://" + p
 }

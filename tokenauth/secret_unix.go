@@ -231,33 +231,43 @@ func readSecretFile(k *secretKind, path string) ([]byte, string, error) {
 	defer dir.Close()
 	target := filepath.Join(dir.Path(), name)
 
-	// A Rotate between the look and the open swaps the inode; the look and
-	// open are then repeated, a bounded number of times.
-	var fd int
-	var st unix.Stat_t
+	// A Rotate between the look and the open swaps the inode, and one
+	// during the read can show as a change of the file read: the unlink
+	// that replaces it moves its ctime an instant before its link count.
+	// Either way the whole read is repeated, a bounded number of times; a
+	// file that keeps changing fails.
 	for attempt := 1; ; attempt++ {
-		var err error
-		fd, err = k.lookAndOpen(dir.Fd(), name, target, &st)
+		data, err := k.readOnce(dir.Fd(), name, target)
 		if err == nil {
-			break
+			return data, target, nil
 		}
-		if !errors.Is(err, errReplaced) || attempt == 3 {
+		if !errors.Is(err, errReplaced) && !errors.Is(err, errChanged) || attempt == 3 {
 			return nil, "", err
 		}
 	}
+}
+
+// readOnce looks at, opens and reads the secret file name in dfd once,
+// checking that nothing changed it while it was read.
+func (k *secretKind) readOnce(dfd int, name, target string) ([]byte, error) {
+	var st unix.Stat_t
+	fd, err := k.lookAndOpen(dfd, name, target, &st)
+	if err != nil {
+		return nil, err
+	}
 	defer unix.Close(fd)
 	if st.Size == 0 {
-		return nil, "", k.unavailableError(target, fmt.Errorf("file is empty (remove it and %s)", k.hint))
+		return nil, k.unavailableError(target, fmt.Errorf("file is empty (remove it and %s)", k.hint))
 	}
 	if st.Size > k.limit() {
-		return nil, "", k.unavailableError(target, fmt.Errorf("file is %d bytes, more than the %d allowed", st.Size, k.limit()))
+		return nil, k.unavailableError(target, fmt.Errorf("file is %d bytes, more than the %d allowed", st.Size, k.limit()))
 	}
 
 	buf := make([]byte, k.limit()+1)
 	n, err := readFull(fd, buf)
 	if err != nil {
 		clear(buf)
-		return nil, "", k.unavailableError(target, fmt.Errorf("read file: %w", err))
+		return nil, k.unavailableError(target, fmt.Errorf("read file: %w", err))
 	}
 	if testHookAfterRead != nil {
 		testHookAfterRead(target)
@@ -265,18 +275,21 @@ func readSecretFile(k *secretKind, path string) ([]byte, string, error) {
 	var post unix.Stat_t
 	if err := unix.Fstat(fd, &post); err != nil {
 		clear(buf)
-		return nil, "", k.unavailableError(target, fmt.Errorf("inspect open file: %w", err))
+		return nil, k.unavailableError(target, fmt.Errorf("inspect open file: %w", err))
 	}
 	// A rename over the file (Rotate) unlinks this inode, which moves its
 	// ctime but not its bytes: a ctime change counts only when the link
-	// count is what it was.
+	// count is what it was (and then the read is repeated: see above).
 	if int64(n) != st.Size || post.Size != st.Size || post.Ino != st.Ino || post.Dev != st.Dev ||
 		post.Mtim != st.Mtim || (post.Ctim != st.Ctim && post.Nlink == st.Nlink) {
 		clear(buf)
-		return nil, "", k.unavailableError(target, errors.New("file changed while being read; try again"))
+		return nil, k.unavailableError(target, errChanged)
 	}
-	return buf[:n], target, nil
+	return buf[:n], nil
 }
+
+// errChanged reports a secret file that changed while it was read.
+var errChanged = errors.New("file changed while being read; try again")
 
 var errReplaced = errors.New("file was replaced while being opened")
 

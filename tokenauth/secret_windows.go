@@ -31,6 +31,7 @@ func createSecret(k *secretKind, path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", k.create, err)
 	}
+	defer dir.Close()
 	target := filepath.Join(dir.Path(), name)
 	switch _, err := os.Lstat(target); {
 	case err == nil:
@@ -56,6 +57,7 @@ func rotateTo(path, token string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrRotate, err)
 	}
+	defer dir.Close()
 	target := filepath.Join(dir.Path(), name)
 	f, _, problem, fix, err := openSecret(target)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -78,6 +80,7 @@ func writeSecret(k *secretKind, path string, text []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", k.replace, err)
 	}
+	defer dir.Close()
 	return publish(k, dir.Path(), filepath.Join(dir.Path(), name), string(text), true)
 }
 
@@ -219,6 +222,7 @@ func readSecretFile(k *secretKind, path string) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", k.unavailable, err)
 	}
+	defer dir.Close()
 	target := filepath.Join(dir.Path(), name)
 	f, st, problem, fix, err := openSecret(target)
 	var rp *reparseError

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -460,7 +462,8 @@ func TestCallInfoRoundTrip(t *testing.T) {
 	if _, ok := tool.CallFrom(context.Background()); ok {
 		t.Errorf("CallFrom(empty) found info")
 	}
-	sp, err := authz.NewOwner("owner/install/0123456789abcdef", true, authz.Scope{WorkDirs: []string{"/w"}})
+	w := filepath.Join(filepath.VolumeName(os.TempDir())+string(filepath.Separator), "w") // /w on Unix
+	sp, err := authz.NewOwner("owner/install/0123456789abcdef", true, authz.Scope{WorkDirs: []string{w}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,8 +472,8 @@ func TestCallInfoRoundTrip(t *testing.T) {
 	if !ok {
 		t.Fatal("CallFrom lost the info")
 	}
-	if got.SessionID != "s1" || !got.Speaker.IsOwner() || got.Speaker.WorkDirs()[0] != "/w" {
-		t.Errorf("CallFrom = %+v, want session s1 and the owner in /w", got)
+	if got.SessionID != "s1" || !got.Speaker.IsOwner() || got.Speaker.WorkDirs()[0] != w {
+		t.Errorf("CallFrom = %+v, want session s1 and the owner in %s", got, w)
 	}
 }
 

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"embed"
 	"encoding/binary"
@@ -23,6 +24,7 @@ import (
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/openprogram/openprogram/internal/privatefile"
 	"github.com/openprogram/openprogram/sessions"
 	"github.com/openprogram/openprogram/sessions/internal/auditchain"
 )
@@ -70,7 +72,8 @@ type Store struct {
 
 var _ sessions.Store = (*Store)(nil)
 
-// Open opens (creating it, mode 0600, if missing) the SQLite database named
+// Open opens (creating it owner-only, if missing: mode 0600 on Unix, a DACL
+// for the user and SYSTEM on Windows) the SQLite database named
 // by dsn and runs pending migrations. dsn is a file path or a URL:
 // "sqlite:/abs/file.db", "sqlite:relative.db", "sqlite:///abs/file.db",
 // "sqlite://relative.db".
@@ -245,22 +248,19 @@ func createIfMissing(ctx context.Context, path string, opts *sessions.Options) e
 	if _, err := os.Lstat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return nil // exists (or unreadable: checkFile reports it)
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".init-*")
+	// Owner-only from its creation (mode 0600 on Unix, a DACL for the user
+	// and SYSTEM on Windows): the store holds every conversation.
+	tmpPath := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".init-"+rand.Text()[:16])
+	tmp, err := privatefile.Create(tmpPath)
 	if err != nil {
 		return fmt.Errorf("create sqlite store %s: %w (does the state directory exist?)", path, err)
 	}
-	tmpPath := tmp.Name()
 	defer func() {
 		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
 			os.Remove(tmpPath + suffix)
 		}
 	}()
-	err = tmp.Chmod(0o600) // whatever the umask
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("create sqlite store %s: %w", path, err)
 	}
 	s, err := open(ctx, tmpPath, opts)
@@ -276,18 +276,14 @@ func createIfMissing(ctx context.Context, path string, opts *sessions.Options) e
 	}
 	// No hard links on this file system: create an empty file in place;
 	// Open initialises it (and retries if another process does too).
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := privatefile.Create(path)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("create sqlite store %s: %w", path, err)
 	}
-	err = f.Chmod(0o600)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("create sqlite store %s: %w", path, err)
 	}
 	return nil

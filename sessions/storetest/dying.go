@@ -42,8 +42,15 @@ func (d *Dying) die(ctx context.Context) {
 	d.dead = true
 	task, runner := d.task, d.runner
 	d.mu.Unlock()
-	if _, err := d.Tasks.RenewTask(context.WithoutCancel(ctx), task, runner, time.Microsecond, nil); err != nil {
+	const ttl = time.Microsecond
+	if _, err := d.Tasks.RenewTask(context.WithoutCancel(ctx), task, runner, ttl, nil); err != nil {
 		panic(err)
+	}
+	// The lease has lapsed once the wall clock has moved past it: a
+	// coarse clock (Wine's ticks in milliseconds) still reads the same
+	// instant a microsecond later.
+	for lapsed := time.Now().Add(ttl).Round(0); !time.Now().Round(0).After(lapsed); {
+		time.Sleep(time.Millisecond)
 	}
 }
 

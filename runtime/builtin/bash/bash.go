@@ -48,7 +48,12 @@ type Options struct {
 	// StateDir is the state directory when the call's tool.CallInfo carries
 	// no speaker: a command never runs with its working directory inside it.
 	StateDir string
-	// Shell is the program run as `<Shell> -c <command>` (default "bash").
+	// Shell is the program that runs the command: `<Shell> -c <command>`,
+	// or for pwsh and powershell `-EncodedCommand` with the command. Empty
+	// means bash on Unix; on Windows Git for Windows' bash.exe when found
+	// (PATH, beside git.exe on PATH, %ProgramFiles%\Git\bin, the per-user
+	// install), else pwsh, else powershell.exe. The tool's description
+	// names the shell.
 	Shell string
 	// Env is the base environment (default os.Environ()). The command
 	// always gets it stripped of Secrets.
@@ -81,7 +86,9 @@ type Options struct {
 }
 
 type bashTool struct {
-	o Options
+	o      Options
+	sh     shell
+	schema json.RawMessage
 }
 
 // New returns the bash tool; nil opts means defaults.
@@ -91,9 +98,13 @@ func New(opts *Options) tool.Tool {
 		b.o = *opts
 	}
 	o := &b.o
-	if o.Shell == "" {
-		o.Shell = "bash"
-	}
+	b.sh = findShell(o.Shell)
+	help, _ := json.Marshal(commandHelp(b.sh))
+	b.schema = json.RawMessage(tooldef.Object([]string{"command"},
+		`"command": {"type": "string", "minLength": 1, "description": `+string(help)+`}`,
+		`"timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds. Default 30000, at most 600000."}`,
+		`"description": {"type": "string", "description": "A few words saying what the command does."}`,
+	))
 	opt.Positive(&o.DefaultTimeout, DefaultTimeout)
 	opt.Positive(&o.KillGrace, DefaultKillGrace)
 	opt.Positive(&o.DrainTimeout, DefaultDrainTimeout)
@@ -102,23 +113,15 @@ func New(opts *Options) tool.Tool {
 	return b
 }
 
-var schema = tooldef.Object([]string{"command"},
-	`"command": {"type": "string", "minLength": 1, "description": "The command, run as bash -c in the working directory."}`,
-	`"timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds. Default 30000, at most 600000."}`,
-	`"description": {"type": "string", "description": "A few words saying what the command does."}`,
-)
-
 type args struct {
 	Command     string `json:"command"`
 	TimeoutMS   int64  `json:"timeout_ms"`
 	Description string `json:"description"`
 }
 
-func (b *bashTool) Name() string { return "bash" }
-func (b *bashTool) Description() string {
-	return "Run a shell command (bash -c) in the working directory, in its own process group. Output lines stream as progress; the result holds the output and the exit code. On timeout or cancellation the whole process group is killed (SIGTERM, then SIGKILL)."
-}
-func (b *bashTool) InputSchema() json.RawMessage { return json.RawMessage(schema) }
+func (b *bashTool) Name() string                 { return "bash" }
+func (b *bashTool) Description() string          { return describe(b.sh) }
+func (b *bashTool) InputSchema() json.RawMessage { return b.schema }
 func (b *bashTool) Capability() authz.Capability { return authz.CapProcessExec }
 
 func (b *bashTool) timeout(a args) time.Duration {
@@ -165,7 +168,7 @@ func (b *bashTool) Execute(ctx context.Context, _ string, raw json.RawMessage, u
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("bash: create output pipe: %w", err)
 	}
-	cmd := exec.Command(b.o.Shell, "-c", a.Command)
+	cmd := exec.Command(b.sh.path, b.sh.args(a.Command)...)
 	cmd.Dir = dirs[0]
 	cmd.Env = b.o.Secrets.Strip(b.env())
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -173,10 +176,15 @@ func (b *bashTool) Execute(ctx context.Context, _ string, raw json.RawMessage, u
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
-		return tool.ErrorResult(ReasonStart, fmt.Sprintf("bash: start %s: %v", b.o.Shell, err)), nil
+		return tool.ErrorResult(ReasonStart, fmt.Sprintf("bash: start %s: %v", b.sh.path, err)), nil
 	}
 	pw.Close()
-	pgid := startedGroup(cmd)
+	pgid, err := startedGroup(cmd)
+	if err != nil {
+		_ = cmd.Wait()
+		pr.Close()
+		return tool.ErrorResult(ReasonStart, fmt.Sprintf("bash: start %s: %v", b.sh.path, err)), nil
+	}
 	defer pgid.close()
 
 	out := newHeadTail(b.o.MaxOutputBytes)
@@ -273,6 +281,7 @@ func (b *bashTool) readLines(r io.Reader, out *headTail, update func(string)) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 {
+			chunk = decodeOutput(chunk)
 			out.Write(chunk)
 			if lines < b.o.MaxUpdateLines {
 				update(strings.TrimSuffix(strings.TrimSuffix(string(chunk), "\n"), "\r"))

@@ -14,6 +14,11 @@
 // with a bound, so a process that escaped the group (setsid) cannot hang
 // the call.
 //
+// On Windows the shell is Git for Windows' bash.exe when found, else pwsh,
+// else powershell.exe (Options.Shell overrides; the description names it),
+// and the process tree is a kill-on-close Job Object the command is put in
+// before its first instruction (it is created suspended).
+//
 // The environment is inherited without secrets: Options.Secrets (a
 // secretenv.List: the fixed names, every *_API_KEY, and what the caller's
 // configuration names) is removed from it.

@@ -18,8 +18,9 @@ type procGroupID int
 // prepareGroup makes the command the leader of a process group of its own.
 func prepareGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
 
-// startedGroup returns the group of the started command.
-func startedGroup(cmd *exec.Cmd) procGroupID { return procGroupID(cmd.Process.Pid) }
+// startedGroup returns the group of the started command (it cannot fail
+// on Unix: the group exists from the start).
+func startedGroup(cmd *exec.Cmd) (procGroupID, error) { return procGroupID(cmd.Process.Pid), nil }
 
 // close releases nothing on Unix.
 func (procGroupID) close() {}

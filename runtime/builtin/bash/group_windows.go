@@ -3,6 +3,8 @@
 package bash
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -13,46 +15,87 @@ import (
 )
 
 // procGroupID is the process tree the command runs in: a Job Object with
-// kill-on-close that holds the shell, so that everything it starts (which
-// inherits the job) ends with it.
+// kill-on-close that holds the shell from before its first instruction, so
+// that everything it starts (which inherits the job) ends with it.
 type procGroupID struct {
-	job  windows.Handle // 0 when no job could be made; then only the shell is killed
+	job  windows.Handle
 	proc *os.Process
 }
 
-// prepareGroup starts the command in a console process group of its own.
+// prepareGroup creates the command suspended, in a console process group
+// of its own: it runs no instruction before startedGroup has put it in its
+// job.
 func prepareGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP}
+	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.CREATE_SUSPENDED}
 }
 
-// startedGroup puts the started command into a new kill-on-close job. (A
-// child the shell starts before it is assigned escapes the job: the window
-// is the few instructions between CreateProcess and the assignment.)
-func startedGroup(cmd *exec.Cmd) procGroupID {
+// startedGroup puts the started (suspended) command into a new
+// kill-on-close job and then lets it run, so that nothing it starts can
+// be outside the job. When any step fails the command is killed before it
+// ran and the error says which step.
+func startedGroup(cmd *exec.Cmd) (procGroupID, error) {
 	g := procGroupID{proc: cmd.Process}
+	fail := func(step string, err error) (procGroupID, error) {
+		if g.job != 0 {
+			windows.CloseHandle(g.job)
+		}
+		_ = cmd.Process.Kill()
+		return procGroupID{}, fmt.Errorf("%s: %w", step, err)
+	}
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
-		return g
+		return fail("create a job object", err)
 	}
+	g.job = job
 	info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{}
 	info.BasicLimitInformation.LimitFlags = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
 	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
 		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
-		windows.CloseHandle(job)
-		return g
+		return fail("set the job's kill-on-close limit", err)
 	}
 	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(cmd.Process.Pid))
 	if err != nil {
-		windows.CloseHandle(job)
-		return g
+		return fail("open the command's process", err)
 	}
 	defer windows.CloseHandle(h)
 	if err := windows.AssignProcessToJobObject(job, h); err != nil {
-		windows.CloseHandle(job)
-		return g
+		return fail("assign the command to its job", err)
 	}
-	g.job = job
-	return g
+	if err := resume(uint32(cmd.Process.Pid)); err != nil {
+		return fail("resume the command", err)
+	}
+	return g, nil
+}
+
+// resume starts the threads of the suspended process pid (os/exec closes
+// the thread handle CreateProcess gave, so they are found by a snapshot).
+func resume(pid uint32) error {
+	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPTHREAD, 0)
+	if err != nil {
+		return err
+	}
+	defer windows.CloseHandle(snap)
+	te := windows.ThreadEntry32{Size: uint32(unsafe.Sizeof(windows.ThreadEntry32{}))}
+	resumed := 0
+	for err = windows.Thread32First(snap, &te); err == nil; err = windows.Thread32Next(snap, &te) {
+		if te.OwnerProcessID != pid {
+			continue
+		}
+		th, err := windows.OpenThread(windows.THREAD_SUSPEND_RESUME, false, te.ThreadID)
+		if err != nil {
+			return err
+		}
+		_, err = windows.ResumeThread(th)
+		windows.CloseHandle(th)
+		if err != nil {
+			return err
+		}
+		resumed++
+	}
+	if resumed == 0 {
+		return errors.New("no thread of the process was found")
+	}
+	return nil
 }
 
 // close closes the job, which kills whatever is still in it.

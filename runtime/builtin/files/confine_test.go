@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/internal/wine"
 	"github.com/openprogram/openprogram/runtime/builtin/files"
 	"github.com/openprogram/openprogram/runtime/tool"
 )
@@ -18,6 +19,7 @@ import (
 // working directory), never a resolved path, a symlink target or a path
 // of the machine outside the working directories.
 func TestErrorsRevealNothing(t *testing.T) {
+	needLinks(t)
 	e := newEnv(t, nil)
 	outside := t.TempDir()
 	if err := os.Symlink(outside, filepath.Join(e.work, "link")); err != nil {
@@ -29,28 +31,34 @@ func TestErrorsRevealNothing(t *testing.T) {
 	e.write("f.txt", "x\n")
 	cwd, _ := os.Getwd()
 	exe, _ := os.Executable()
-	cases := []struct {
+	type row struct {
 		tool   string
 		args   map[string]any
 		reason string
 		text   string
-	}{
-		{"write", map[string]any{"path": "/proc/self/cwd/x", "content": "x"}, files.ReasonOutsideWorkDir, "/proc/self/cwd/x is outside the working directories"},
-		{"write", map[string]any{"path": "/proc/self/exe/../x", "content": "x"}, files.ReasonOutsideWorkDir, "/proc/self/exe/../x is outside the working directories"},
-		{"write", map[string]any{"path": "/etc/nonexistent/../x", "content": "x"}, files.ReasonOutsideWorkDir, "/etc/nonexistent/../x is outside the working directories"},
-		{"read", map[string]any{"path": "/proc/self/fd/0"}, files.ReasonOutsideWorkDir, "/proc/self/fd/0 is outside the working directories"},
+	}
+	var unixRows []row // Linux's paths; TestWindowsPathTricks has Windows'
+	if unixPaths {
+		unixRows = []row{
+			{"write", map[string]any{"path": "/proc/self/cwd/x", "content": "x"}, files.ReasonOutsideWorkDir, "/proc/self/cwd/x is outside the working directories"},
+			{"write", map[string]any{"path": "/proc/self/exe/../x", "content": "x"}, files.ReasonOutsideWorkDir, "/proc/self/exe/../x is outside the working directories"},
+			{"write", map[string]any{"path": "/etc/nonexistent/../x", "content": "x"}, files.ReasonOutsideWorkDir, "/etc/nonexistent/../x is outside the working directories"},
+			{"read", map[string]any{"path": "/proc/self/fd/0"}, files.ReasonOutsideWorkDir, "/proc/self/fd/0 is outside the working directories"},
+			{"list", map[string]any{"path": "/proc/self/root"}, files.ReasonOutsideWorkDir, "/proc/self/root is outside the working directories"},
+			{"grep", map[string]any{"pattern": "x", "path": "/proc/self/cwd"}, files.ReasonOutsideWorkDir, "/proc/self/cwd is outside the working directories"},
+			{"apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Add File: /proc/self/cwd/x\n+x\n*** End Patch"}, files.ReasonOutsideWorkDir, "/proc/self/cwd/x is outside the working directories"},
+		}
+	}
+	cases := append(unixRows, []row{
 		{"read", map[string]any{"path": "link/secret"}, files.ReasonOutsideWorkDir, "link/secret is outside the working directories"},
 		{"read", map[string]any{"path": "link/missing/../x"}, files.ReasonOutsideWorkDir, "link/missing/../x is outside the working directories"},
-		{"list", map[string]any{"path": "/proc/self/root"}, files.ReasonOutsideWorkDir, "/proc/self/root is outside the working directories"},
-		{"grep", map[string]any{"pattern": "x", "path": "/proc/self/cwd"}, files.ReasonOutsideWorkDir, "/proc/self/cwd is outside the working directories"},
 		{"glob", map[string]any{"pattern": "*", "path": "link"}, files.ReasonOutsideWorkDir, "link is outside the working directories"},
 		{"edit", map[string]any{"path": "loop/x", "old_string": "a", "new_string": "b"}, files.ReasonBadPath, "loop/x cannot be resolved"},
 		{"read", map[string]any{"path": "f.txt/x"}, files.ReasonBadPath, "f.txt/x cannot be resolved"},
 		{"read", map[string]any{"path": "missing.txt"}, files.ReasonNotFound, "missing.txt does not exist"},
 		{"write", map[string]any{"path": ".git/config", "content": "x"}, files.ReasonProtected, ".git/config is inside a protected directory"},
 		{"write", map[string]any{"path": "sub/.env", "content": "x"}, files.ReasonProtected, "sub/.env is a protected file"},
-		{"apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Add File: /proc/self/cwd/x\n+x\n*** End Patch"}, files.ReasonOutsideWorkDir, "/proc/self/cwd/x is outside the working directories"},
-	}
+	}...)
 	for _, c := range cases {
 		res := e.call(c.tool, c.args)
 		if !res.IsError || res.ReasonCode() != c.reason || res.Text() != c.text {
@@ -81,7 +89,12 @@ func TestConstrainedWritesAreProtected(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink(".git", filepath.Join(work, "g")); err != nil {
+	targets := []string{"g/hooks/pre-commit", ".git/x", "home/op/config.json", "home/op", ".bashrc"}
+	if wine.Detected() {
+		// Wine makes no symlinks (its CreateSymbolicLink reports success and
+		// creates nothing): g would be a plain new directory there.
+		targets = targets[1:]
+	} else if err := os.Symlink(".git", filepath.Join(work, "g")); err != nil {
 		t.Fatal(err)
 	}
 	reg := tool.NewRegistry()
@@ -91,7 +104,6 @@ func TestConstrainedWritesAreProtected(t *testing.T) {
 		}
 	}
 	e := &env{t: t, work: work, reg: reg, ex: tool.NewExecutor(nil)}
-	targets := []string{"g/hooks/pre-commit", ".git/x", "home/op/config.json", "home/op", ".bashrc"}
 	speaker := func(owner bool, rules []authz.Rule, stateDir string) tool.CallInfo {
 		t.Helper()
 		rs, err := authz.NewRules(rules...)
@@ -137,7 +149,11 @@ func TestConstrainedWritesAreProtected(t *testing.T) {
 		{Tool: "write(" + filepath.Join(state, "config.json") + ")", Action: authz.ActionAllow},
 	}
 	e.ctx = tool.WithCall(context.Background(), speaker(true, exact, state))
-	wantOK(t, e.call("write", map[string]any{"path": "g/info", "content": "x"}))
+	viaLink := "g/info"
+	if wine.Detected() {
+		viaLink = ".git/info" // no symlink g under Wine: the path itself
+	}
+	wantOK(t, e.call("write", map[string]any{"path": viaLink, "content": "x"}))
 	if got := e.read(".git/info"); got != "x" {
 		t.Errorf(".git/info = %q, want the owner's write under an exact rule", got)
 	}
@@ -155,6 +171,9 @@ func TestConstrainedWritesAreProtected(t *testing.T) {
 // back with session_get. For an MCP client's turn it names the path only
 // as the model gave it.
 func TestGateDenialTexts(t *testing.T) {
+	if !unixPaths {
+		t.Skip("its paths are Linux's (/proc, /etc); TestWindowsPathTricks is the Windows table")
+	}
 	e := newEnv(t, nil)
 	req, err := authz.NewMCPClient("0123456789abcdef", "owner/install/fedcba9876543210", authz.Scope{WorkDirs: []string{e.work}})
 	if err != nil {

@@ -9,28 +9,46 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/openprogram/openprogram/internal/privatefile"
 )
 
-// Dir is a directory that passed the checks of [Open].
+// Dir is a directory that passed the checks of [Open]. It holds every
+// directory of its path open, from the volume root down, without sharing
+// delete access: while it is open none of them can be renamed, removed or
+// replaced by a junction, so a path below [Dir.Path] names what was
+// checked (the Windows counterpart of the Unix walk by descriptors).
 type Dir struct {
-	path string
+	path    string
+	handles []syscall.Handle
 }
 
 // Path returns the absolute, cleaned path the directory was opened by.
 func (d *Dir) Path() string { return d.path }
 
-// Close does nothing on Windows; it is there so callers read alike.
-func (d *Dir) Close() error { return nil }
+// Close releases the directories of the path. Calling it again does
+// nothing.
+func (d *Dir) Close() error {
+	var first error
+	for _, h := range d.handles {
+		if err := syscall.CloseHandle(h); err != nil && first == nil {
+			first = err
+		}
+	}
+	d.handles = nil
+	return first
+}
 
 // Open makes path absolute and clean, then checks the directory that holds
 // its last element and returns it with that element's name.
 //
 // Every component below the volume root down to that directory must be a
 // real directory: a symlink, junction or other reparse point anywhere is an
-// error. The directory itself must be owned by the current user and its
-// DACL must let nobody but that user and SYSTEM in.
+// error. Each is opened itself (never what a reparse point leads to),
+// checked by its handle, and held open until [Dir.Close], so nobody can
+// swap it after the check. The directory itself must be owned by the
+// current user and its DACL must let nobody but that user and SYSTEM in.
 //
 // With create, missing directories are made one at a time with an
 // owner-only DACL. Without it, a missing directory is an error that wraps
@@ -52,47 +70,87 @@ func Open(path string, create bool) (*Dir, string, error) {
 	}
 	vol := filepath.VolumeName(abs)
 	cur := vol + `\`
-	rel := strings.Trim(parent[len(vol):], `\`)
-	if rel != "" {
-		for _, comp := range strings.Split(rel, `\`) {
-			cur = filepath.Join(cur, comp)
-			if err := checkChild(cur, create); err != nil {
-				return nil, "", err
-			}
-		}
-	}
-	d, err := os.Open(cur)
+	d := &Dir{}
+	root, err := holdDir(cur)
 	if err != nil {
 		return nil, "", fmt.Errorf("open directory %q: %w", cur, err)
 	}
-	defer d.Close()
-	if err := privatefile.CheckPrivate(d); err != nil {
+	d.handles = append(d.handles, root)
+	if rel := strings.Trim(parent[len(vol):], `\`); rel != "" {
+		for _, comp := range strings.Split(rel, `\`) {
+			cur = filepath.Join(cur, comp)
+			h, err := openChild(cur, create)
+			if err != nil {
+				d.Close()
+				return nil, "", err
+			}
+			d.handles = append(d.handles, h)
+		}
+	}
+	f, err := os.Open(cur)
+	if err != nil {
+		d.Close()
+		return nil, "", fmt.Errorf("open directory %q: %w", cur, err)
+	}
+	defer f.Close()
+	if err := privatefile.CheckPrivate(f); err != nil {
+		d.Close()
 		return nil, "", fmt.Errorf("directory %q is open to others (%w); use a directory of your own, or run %s", cur, err, privatefile.RestrictCommand(cur))
 	}
-	return &Dir{path: cur}, name, nil
+	d.path = cur
+	return d, name, nil
 }
 
-// checkChild requires full to be a real directory, creating it first when
-// asked to and it is missing.
-func checkChild(full string, create bool) error {
-	fi, err := os.Lstat(full)
+// openChild opens and holds the directory full (its parent is held),
+// creating it first when asked to and it is missing, and requires it to be
+// a real directory.
+func openChild(full string, create bool) (syscall.Handle, error) {
+	h, err := holdDir(full)
 	if errors.Is(err, fs.ErrNotExist) && create {
 		if merr := privatefile.Mkdir(full); merr != nil && !errors.Is(merr, fs.ErrExist) {
-			return fmt.Errorf("create directory %q: %w", full, merr)
+			return 0, fmt.Errorf("create directory %q: %w", full, merr)
 		}
-		fi, err = os.Lstat(full)
+		h, err = holdDir(full)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("directory %q does not exist: %w", full, err)
+		return 0, fmt.Errorf("directory %q does not exist: %w", full, err)
 	}
 	if err != nil {
-		return fmt.Errorf("open directory %q: %w", full, err)
+		return 0, fmt.Errorf("open directory %q: %w", full, err)
 	}
-	if fi.Mode()&(fs.ModeSymlink|fs.ModeIrregular) != 0 {
-		return fmt.Errorf("path component %q is a symlink; use a path without symlinks", full)
+	var info syscall.ByHandleFileInformation
+	if err := syscall.GetFileInformationByHandle(h, &info); err != nil {
+		syscall.CloseHandle(h)
+		return 0, fmt.Errorf("inspect directory %q: %w", full, err)
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("path component %q is not a directory", full)
+	switch {
+	case info.FileAttributes&syscall.FILE_ATTRIBUTE_REPARSE_POINT != 0:
+		syscall.CloseHandle(h)
+		return 0, fmt.Errorf("path component %q is a symlink; use a path without symlinks", full)
+	case info.FileAttributes&syscall.FILE_ATTRIBUTE_DIRECTORY == 0:
+		syscall.CloseHandle(h)
+		return 0, fmt.Errorf("path component %q is not a directory", full)
 	}
-	return nil
+	return h, nil
+}
+
+// holdDir opens the entry at full itself, a reparse point included (it is
+// never followed), sharing read and write but not delete: while the handle
+// is open the entry cannot be renamed or removed.
+func holdDir(full string) (syscall.Handle, error) {
+	p, err := syscall.UTF16PtrFromString(full)
+	if err != nil {
+		return 0, err
+	}
+	const fileReadAttributes = 0x80 // FILE_READ_ATTRIBUTES
+	h, err := syscall.CreateFile(p, fileReadAttributes,
+		syscall.FILE_SHARE_READ|syscall.FILE_SHARE_WRITE, nil, syscall.OPEN_EXISTING,
+		syscall.FILE_FLAG_BACKUP_SEMANTICS|syscall.FILE_FLAG_OPEN_REPARSE_POINT, 0)
+	if errors.Is(err, syscall.ERROR_FILE_NOT_FOUND) || errors.Is(err, syscall.ERROR_PATH_NOT_FOUND) {
+		return 0, &fs.PathError{Op: "open", Path: full, Err: fs.ErrNotExist}
+	}
+	if err != nil {
+		return 0, err
+	}
+	return h, nil
 }
