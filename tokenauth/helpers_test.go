@@ -192,7 +192,7 @@ func stateOf(t *testing.T, path string) fileState {
 		}
 		t.Fatalf("lstat %q: %v", path, err)
 	}
-	fs := fileState{exists: true, mode: st.Mode, uid: st.Uid, ino: st.Ino, size: st.Size, mtime: st.Mtim}
+	fs := fileState{exists: true, mode: uint32(st.Mode), uid: st.Uid, ino: st.Ino, size: st.Size, mtime: mtimeOf(&st)}
 	switch st.Mode & syscall.S_IFMT {
 	case syscall.S_IFREG:
 		fs.content = string(readFile(t, path))

@@ -240,10 +240,16 @@ func TestUsageReported(t *testing.T) {
 }
 
 // stallTimeout is model.timeout in the stall tests; margin is what the
-// failure may take beyond it.
+// failure may take beyond it on a loaded machine (it tells a timeout from a
+// hang, which the test's one-minute context would end). aliveTimeout is
+// model.timeout where events keep arriving every aliveTimeout/4: four times
+// the gap, so a busy scheduler does not turn "slow" into "stalled", while the
+// whole stream (five gaps or more) outlasts it, so a timeout on the whole
+// request rather than on the silence between events fails the test.
 const (
 	stallTimeout = 300 * time.Millisecond
-	margin       = 2 * time.Second
+	margin       = 20 * time.Second
+	aliveTimeout = 2 * time.Second
 )
 
 // A server that stalls before the headers, or in the middle of the stream,
@@ -272,10 +278,14 @@ func TestStallTimesOut(t *testing.T) {
 			{"before headers", providertest.Reply{Stall: true}},
 			{"mid-stream", providertest.Reply{Body: b.text(), HoldAfter: 3}},
 			// Events keep arriving, each within the timeout: no timeout.
-			{"slow but alive", providertest.Reply{Body: b.text(), EventDelay: stallTimeout / 3}},
+			{"slow but alive", providertest.Reply{Body: b.text(), EventDelay: aliveTimeout / 4}},
 		} {
 			t.Run(b.name+"/"+stall.name, func(t *testing.T) {
 				srv := providertest.New(t, stall.reply, stall.reply, stall.reply, stall.reply)
+				settings.Timeout = stallTimeout
+				if stall.reply.EventDelay > 0 {
+					settings.Timeout = aliveTimeout
+				}
 				inner, err := b.new(srv)
 				if err != nil {
 					t.Fatal(err)
