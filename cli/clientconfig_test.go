@@ -34,7 +34,7 @@ type clientCase struct {
 func clientCases(t *testing.T) []clientCase {
 	t.Helper()
 	home := t.TempDir()
-	base := cli.Env{"HOME=" + home}
+	base := homeVars(home)
 	return []clientCase{
 		{name: "default state dir, no provider", env: base},
 		{name: "OPENPROGRAM_HOME equal to the default", env: append(base, "OPENPROGRAM_HOME="+filepath.Join(home, ".openprogram"))},

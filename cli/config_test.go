@@ -52,8 +52,8 @@ func TestConfigSetGetUnset(t *testing.T) {
 	if diff := cmp.Diff(want, readConfig(t, state)); diff != "" {
 		t.Errorf("config.json (-want +got):\n%s", diff)
 	}
-	checkMode(t, state, 0o700)
-	checkMode(t, filepath.Join(state, cli.ConfigFileName), 0o600)
+	checkPrivate(t, state)
+	checkPrivate(t, filepath.Join(state, cli.ConfigFileName))
 
 	mustCLI(t, env, "config", "unset", "model.name")
 	if got := mustCLI(t, env, "config", "get", "model.name"); got != "\"\"\n" {
@@ -64,17 +64,6 @@ func TestConfigSetGetUnset(t *testing.T) {
 	}
 	// Unsetting what is not set changes nothing.
 	mustCLI(t, env, "config", "unset", "model.name")
-}
-
-func checkMode(t *testing.T, path string, want os.FileMode) {
-	t.Helper()
-	fi, err := os.Lstat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := fi.Mode().Perm(); got != want {
-		t.Errorf("mode of %s = %04o, want %04o", path, got, want)
-	}
 }
 
 // TestConfigValueParsing: VALUE is JSON when it is valid JSON, else the
@@ -196,7 +185,7 @@ func TestConfigAtomicWrite(t *testing.T) {
 	}
 	fiBefore, _ := os.Stat(path)
 	mustCLI(t, env, "config", "set", "model.name", "new")
-	checkMode(t, path, 0o600)
+	checkPrivate(t, path)
 	if fiAfter, _ := os.Stat(path); os.SameFile(fiBefore, fiAfter) {
 		t.Errorf("config.json was rewritten in place, want a new file renamed over it")
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -28,13 +27,6 @@ type installClient struct {
 	// entry extracts our entry (nil when absent) and the other server's
 	// command from the file, with a real parser for the format.
 	entry func(t *testing.T, data []byte) (ours map[string]any, other string)
-}
-
-func userConfigDir(home string) string {
-	if runtime.GOOS == "darwin" {
-		return filepath.Join(home, "Library", "Application Support")
-	}
-	return filepath.Join(home, ".config")
 }
 
 // jsoncEntry reads top.openprogram and top.other.command from JSON or JSONC.
@@ -209,7 +201,7 @@ func opencodeFileEntry(t *testing.T, data []byte) (map[string]any, string) {
 func installEnv(t *testing.T) (cli.Env, string) {
 	t.Helper()
 	home := t.TempDir()
-	env := cli.Env{"HOME=" + home, "OPENAI_API_KEY=sk-test-key-0123", "PATH=" + filepath.Join(home, "bin")}
+	env := append(homeVars(home), "OPENAI_API_KEY=sk-test-key-0123", "PATH="+filepath.Join(home, "bin"))
 	mustCLI(t, env, "mcp", "token", "create")
 	mustCLI(t, env, "config", "set", "model.provider", "openai")
 	mustCLI(t, env, "config", "set", "model.name", "gpt-x")
@@ -291,10 +283,7 @@ func TestInstall(t *testing.T) {
 			if got := backups(t, path); len(got) != 0 {
 				t.Errorf("install into a new file made backups %v", got)
 			}
-			fi, err := os.Stat(path)
-			if err != nil || fi.Mode().Perm() != 0o600 {
-				t.Errorf("new %s: mode %v, %v; want 0600", path, fi.Mode().Perm(), err)
-			}
+			checkPrivate(t, path)
 			if ic.client == "claude-desktop" {
 				if !strings.Contains(r.stderr, "written into the file") {
 					t.Errorf("install --client claude-desktop does not say the token went into the file: %s", r.stderr)

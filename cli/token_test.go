@@ -42,9 +42,9 @@ func TestTokenCreate(t *testing.T) {
 	if string(data) != token {
 		t.Errorf("token file = %q, want the printed token without a newline", data)
 	}
-	checkMode(t, path, 0o600)
+	checkPrivate(t, path)
 	for _, dir := range []string{filepath.Join(root, "a"), filepath.Join(root, "a", "b"), state} {
-		checkMode(t, dir, 0o700)
+		checkPrivate(t, dir)
 	}
 	checkOnlyFiles(t, state, "mcp_server_token")
 
