@@ -230,7 +230,7 @@ func TestClientConfigCodex(t *testing.T) {
 func TestClientConfigClaudeCode(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Fatalf("the claude-code snippet is checked with a POSIX shell: %v", err)
+		missingTool(t, "the claude-code snippet is checked with a POSIX shell: %v", err)
 	}
 	weirdExe := "/opt/open program/it's/openprogram"
 	for _, c := range clientCases(t) {

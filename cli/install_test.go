@@ -454,16 +454,14 @@ func TestInstallClaudeCode(t *testing.T) {
 	if err := os.MkdirAll(bin, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> " + log + "\n"
-	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte(script), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	fakeClaude(t, bin, log)
 	mustCLI(t, env, "mcp", "install", "--client", "claude-code", "--scope", "project")
 	mustCLI(t, env, "mcp", "uninstall", "--client", "claude-code")
-	got := strings.Split(strings.TrimSpace(string(readFile(t, log))), "\n")
+	// claude.cmd's echo ends its lines with CRLF.
+	got := strings.Split(strings.TrimSpace(strings.ReplaceAll(string(readFile(t, log)), "\r\n", "\n")), "\n")
 	want := []string{
 		"mcp remove --scope project openprogram",
-		"mcp add openprogram --scope project --env OPENPROGRAM_MCP_TOKEN=${OPENPROGRAM_MCP_TOKEN} --env OPENAI_API_KEY=${OPENAI_API_KEY} -- " + testExe + " mcp serve",
+		"mcp add openprogram --scope project --env OPENPROGRAM_MCP_TOKEN=${OPENPROGRAM_MCP_TOKEN} --env OPENAI_API_KEY=${OPENAI_API_KEY} -- " + claudeExeArg + " mcp serve",
 		"mcp remove --scope user openprogram",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -17,6 +17,15 @@ const testExe = "/opt/openprogram/bin/openprogram"
 // exeSuffix ends the name of a program file.
 const exeSuffix = ""
 
+// testRoot is the root of an absolute path.
+const testRoot = "/"
+
+// homeVar names the user's home directory in the environment.
+const homeVar = "HOME"
+
+// workDirsJSON is an agent.work_dirs value of one absolute directory.
+const workDirsJSON = `["/srv/work"]`
+
 // homeVars is the environment that makes home the user's home directory.
 func homeVars(home string) cli.Env { return cli.Env{"HOME=" + home} }
 
@@ -45,3 +54,49 @@ func checkPrivate(t *testing.T, path string) {
 		t.Errorf("mode of %s = %04o, want %04o", path, got, want)
 	}
 }
+
+// fileFixPrefix and dirFixPrefix start the fix doctor gives for a secret
+// file and for the state directory that others can open.
+const (
+	fileFixPrefix = "chmod 600 "
+	dirFixPrefix  = "chmod 700 "
+)
+
+// openToOthers lets other users into the file or directory at path: mode
+// 0644 or 0755.
+func openToOthers(t *testing.T, path string) {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := os.FileMode(0o644)
+	if fi.IsDir() {
+		mode = 0o755
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// skipWithoutSymlinks: Unix always makes symbolic links.
+func skipWithoutSymlinks(*testing.T) {}
+
+// missingTool fails the test: on Unix the tools the tests check scripts
+// with (sh, bash, the bash tool) are there.
+func missingTool(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Fatalf(format, args...)
+}
+
+// fakeClaude puts a `claude` in dir that appends its arguments, as one
+// line, to log; claudeExeArg is how it logs testExe.
+func fakeClaude(t *testing.T, dir, log string) {
+	t.Helper()
+	script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> " + log + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const claudeExeArg = testExe

@@ -10,6 +10,9 @@ const tasksOffered = true
 
 // detached is how the task runner starts: a session of its own, so that
 // neither the client's terminal nor its process group takes it down.
+// runnerSlots is how many slot descriptors a runner inherits, from fd 3.
+const runnerSlots = 2
+
 func detached() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
 
 // keepSlots keeps the n runner slots the runner inherited (from file
