@@ -99,4 +99,21 @@ func TestDistWindows(t *testing.T) {
 	}
 
 	distServerJSON(t, out, bundle, name+".zip")
+
+	// The README's PowerShell install fetches this archive by the name
+	// make dist gives it and compares its hash with SHA256SUMS first.
+	readme, err := os.ReadFile(filepath.Join(e2etest.RepoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(string(readme), "```powershell\n")
+	block, _, _ = strings.Cut(block, "```")
+	for _, want := range []string{`$name = "openprogram_windows_$arch"`, `"$base/$name.zip"`, `"$base/SHA256SUMS"`, `Get-FileHash "$name.zip" -Algorithm SHA256`, `throw`, `Expand-Archive`, `openprogram.exe`} {
+		if !strings.Contains(block, want) {
+			t.Errorf("the README's PowerShell install lacks %q:\n%s", want, block)
+		}
+	}
+	if strings.Index(block, "Get-FileHash") > strings.Index(block, "Expand-Archive") {
+		t.Error("the README's PowerShell install unpacks the zip before it checks it")
+	}
 }
