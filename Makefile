@@ -110,6 +110,10 @@ test-windows/%:
 	  GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) test -count=1 -timeout $(WINE_TIMEOUT) \
 	    -overlay="$(OPENPROGRAM_WINE_DIR)/overlay.json" -exec "$(CURDIR)/scripts/wine/exec" $$pkgs
 
+.PHONY: test-windows-binary
+test-windows-binary: wine-setup ## openprogram.exe under Wine: token, serve, install for four clients, doctor (cli/e2e/winebin)
+	cd cli && OPENPROGRAM_WINE_E2E=1 $(GO) test -count=1 -timeout $(WINE_TIMEOUT) ./e2e/winebin/
+
 .PHONY: actionlint
 actionlint: ## check the GitHub workflows (actionlint, pinned)
 	$(GO) run $(ACTIONLINT) .github/workflows/*.yml
