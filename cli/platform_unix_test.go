@@ -26,6 +26,9 @@ const homeVar = "HOME"
 // workDirsJSON is an agent.work_dirs value of one absolute directory.
 const workDirsJSON = `["/srv/work"]`
 
+// groffRequired: CI requires groff to render the man page (Debian: groff-base).
+const groffRequired = true
+
 // homeVars is the environment that makes home the user's home directory.
 func homeVars(home string) cli.Env { return cli.Env{"HOME=" + home} }
 

@@ -30,6 +30,9 @@ const homeVar = "USERPROFILE"
 // workDirsJSON is an agent.work_dirs value of one absolute directory.
 const workDirsJSON = `["C:\\srv\\work"]`
 
+// groffRequired: Windows has no groff: the man page (for Unix systems) is rendered by the Unix CI.
+const groffRequired = false
+
 // homeVars is the environment that makes home the user's profile:
 // %USERPROFILE%, and %APPDATA% under it as Windows sets it.
 func homeVars(home string) cli.Env {
