@@ -111,9 +111,10 @@ type Installer struct {
 	Stdout io.Writer
 	// Stderr takes what changed, where the backup is, and the hints.
 	Stderr io.Writer
-	// Env is the environment: HOME, XDG_CONFIG_HOME and CODEX_HOME find
-	// the files, PATH finds claude, and Claude Desktop's file gets the
-	// model key's value from it.
+	// Env is the environment: HOME (on Windows USERPROFILE and APPDATA),
+	// XDG_CONFIG_HOME and CODEX_HOME find the files, PATH (and on Windows
+	// PATHEXT) finds claude, and Claude Desktop's file gets the model key's
+	// value from it.
 	Env settings.Env
 }
 
