@@ -19,8 +19,8 @@ COMMIT      ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown
 # The commit's own date in UTC, so two builds of one commit stamp the same date.
 BUILD_DATE  ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS     := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BUILD_DATE)
-# What make dist builds: GOOS/GOARCH pairs (Windows is not supported yet).
-DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+# What make dist builds: GOOS/GOARCH pairs.
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 BENCHTIME   ?= 1s
 BENCHCOUNT  ?= 6
 # Modules whose dependency graph must stay light: client projects import them.
@@ -110,6 +110,10 @@ test-windows/%:
 	  GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) test -count=1 -timeout $(WINE_TIMEOUT) \
 	    -overlay="$(OPENPROGRAM_WINE_DIR)/overlay.json" -exec "$(CURDIR)/scripts/wine/exec" $$pkgs
 
+.PHONY: test-windows-binary
+test-windows-binary: wine-setup ## openprogram.exe under Wine: token, serve, install for four clients, doctor (cli/e2e/winebin)
+	cd cli && OPENPROGRAM_WINE_E2E=1 $(GO) test -count=1 -timeout $(WINE_TIMEOUT) ./e2e/winebin/
+
 .PHONY: actionlint
 actionlint: ## check the GitHub workflows (actionlint, pinned)
 	$(GO) run $(ACTIONLINT) .github/workflows/*.yml
@@ -186,7 +190,7 @@ DIST_SEMVER ?= $(or $(shell echo '$(VERSION)' | sed -nE 's/^v?([0-9]+\.[0-9]+\.[
 DIST_NAMES  := $(foreach p,$(DIST_PLATFORMS),openprogram_$(subst /,_,$(p)))
 
 .PHONY: dist
-dist: ## archives, MCP bundles (.mcpb), SBOMs, server.json and SHA256SUMS in dist/ (linux, darwin × amd64, arm64; no cgo)
+dist: ## archives, MCP bundles (.mcpb), SBOMs, server.json and SHA256SUMS in dist/ (linux, darwin, windows × amd64, arm64; no cgo)
 	@if [ ! -d cli ]; then echo "dist: the cli module does not exist yet"; exit 1; fi
 	@echo "== dist $(VERSION) ($(COMMIT)), bundle version $(DIST_SEMVER): $(DIST_PLATFORMS), $(DIST_JOBS) at a time"
 	rm -rf $(DIST) && mkdir -p $(DIST)/.build

@@ -34,7 +34,7 @@ type clientCase struct {
 func clientCases(t *testing.T) []clientCase {
 	t.Helper()
 	home := t.TempDir()
-	base := cli.Env{"HOME=" + home}
+	base := homeVars(home)
 	return []clientCase{
 		{name: "default state dir, no provider", env: base},
 		{name: "OPENPROGRAM_HOME equal to the default", env: append(base, "OPENPROGRAM_HOME="+filepath.Join(home, ".openprogram"))},
@@ -230,7 +230,7 @@ func TestClientConfigCodex(t *testing.T) {
 func TestClientConfigClaudeCode(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Fatalf("the claude-code snippet is checked with a POSIX shell: %v", err)
+		missingTool(t, "the claude-code snippet is checked with a POSIX shell: %v", err)
 	}
 	weirdExe := "/opt/open program/it's/openprogram"
 	for _, c := range clientCases(t) {

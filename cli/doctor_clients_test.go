@@ -25,7 +25,7 @@ func clientCheckLine(t *testing.T, out, name string) string {
 // binary is gone.
 func TestDoctorClients(t *testing.T) {
 	env, _ := fresh(t)
-	exe := filepath.Join(t.TempDir(), "openprogram")
+	exe := filepath.Join(t.TempDir(), "openprogram"+exeSuffix)
 	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestDoctorClients(t *testing.T) {
 		"client claude-desktop": {"FAIL", "old MCP token", "fix: run openprogram mcp install --client claude-desktop"},
 		"client cursor":         {"warn", "forwards OPENPROGRAM_MCP_TOKEN", `export OPENPROGRAM_MCP_TOKEN="$(cat "$(openprogram mcp token path)")"`},
 		"client gemini":         {"warn", "forwards OPENPROGRAM_MCP_TOKEN"},
-		"client codex":          {"FAIL", "/opt/openprogram/bin/openprogram, which is not an executable file"},
+		"client codex":          {"FAIL", testExe + ", which is not an executable file"},
 	} {
 		line := clientCheckLine(t, out, name)
 		for _, w := range want {

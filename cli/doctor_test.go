@@ -152,16 +152,16 @@ func TestDoctorBrokenInstall(t *testing.T) {
 		wantCode int
 	}{
 		{"token file mode 0644", func(t *testing.T, env cli.Env, state string) cli.Env {
-			mustChmod(t, filepath.Join(state, "mcp_server_token"), 0o644)
+			openToOthers(t, filepath.Join(state, "mcp_server_token"))
 			return env
-		}, "token", "FAIL", "chmod 600 ", 1},
+		}, "token", "FAIL", fileFixPrefix, 1},
 		{"token mismatch", func(t *testing.T, env cli.Env, state string) cli.Env {
 			return append(withoutToken(env), "OPENPROGRAM_MCP_TOKEN=not-the-token")
 		}, "token", "FAIL", "OPENPROGRAM_MCP_TOKEN", 1},
 		{"token mode 0644 without the env var", func(t *testing.T, env cli.Env, state string) cli.Env {
-			mustChmod(t, filepath.Join(state, "mcp_server_token"), 0o644)
+			openToOthers(t, filepath.Join(state, "mcp_server_token"))
 			return withoutToken(env)
-		}, "token", "FAIL", "chmod 600 ", 1},
+		}, "token", "FAIL", fileFixPrefix, 1},
 		{"model endpoint unreachable", func(t *testing.T, env cli.Env, state string) cli.Env {
 			mustCLI(t, env, "config", "set", "model.provider", "openai")
 			mustCLI(t, env, "config", "set", "model.name", "m")
@@ -169,9 +169,9 @@ func TestDoctorBrokenInstall(t *testing.T) {
 			return env
 		}, "model provider", "FAIL", "model.base_url", 1},
 		{"state directory open to others", func(t *testing.T, env cli.Env, state string) cli.Env {
-			mustChmod(t, state, 0o755)
+			openToOthers(t, state)
 			return env
-		}, "state directory", "FAIL", "chmod 700 ", 1},
+		}, "state directory", "FAIL", dirFixPrefix, 1},
 		{"config.json malformed", func(t *testing.T, env cli.Env, state string) cli.Env {
 			if err := os.WriteFile(filepath.Join(state, cli.ConfigFileName), []byte("{"), 0o600); err != nil {
 				t.Fatal(err)
@@ -318,13 +318,6 @@ func withoutToken(env cli.Env) cli.Env {
 		}
 	}
 	return out
-}
-
-func mustChmod(t *testing.T, path string, mode os.FileMode) {
-	t.Helper()
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestDoctorScriptGone: a model.script that was removed after `config set`

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -28,13 +27,6 @@ type installClient struct {
 	// entry extracts our entry (nil when absent) and the other server's
 	// command from the file, with a real parser for the format.
 	entry func(t *testing.T, data []byte) (ours map[string]any, other string)
-}
-
-func userConfigDir(home string) string {
-	if runtime.GOOS == "darwin" {
-		return filepath.Join(home, "Library", "Application Support")
-	}
-	return filepath.Join(home, ".config")
 }
 
 // jsoncEntry reads top.openprogram and top.other.command from JSON or JSONC.
@@ -209,7 +201,7 @@ func opencodeFileEntry(t *testing.T, data []byte) (map[string]any, string) {
 func installEnv(t *testing.T) (cli.Env, string) {
 	t.Helper()
 	home := t.TempDir()
-	env := cli.Env{"HOME=" + home, "OPENAI_API_KEY=sk-test-key-0123", "PATH=" + filepath.Join(home, "bin")}
+	env := append(homeVars(home), "OPENAI_API_KEY=sk-test-key-0123", "PATH="+filepath.Join(home, "bin"))
 	mustCLI(t, env, "mcp", "token", "create")
 	mustCLI(t, env, "config", "set", "model.provider", "openai")
 	mustCLI(t, env, "config", "set", "model.name", "gpt-x")
@@ -291,10 +283,7 @@ func TestInstall(t *testing.T) {
 			if got := backups(t, path); len(got) != 0 {
 				t.Errorf("install into a new file made backups %v", got)
 			}
-			fi, err := os.Stat(path)
-			if err != nil || fi.Mode().Perm() != 0o600 {
-				t.Errorf("new %s: mode %v, %v; want 0600", path, fi.Mode().Perm(), err)
-			}
+			checkPrivate(t, path)
 			if ic.client == "claude-desktop" {
 				if !strings.Contains(r.stderr, "written into the file") {
 					t.Errorf("install --client claude-desktop does not say the token went into the file: %s", r.stderr)
@@ -465,16 +454,14 @@ func TestInstallClaudeCode(t *testing.T) {
 	if err := os.MkdirAll(bin, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> " + log + "\n"
-	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte(script), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	fakeClaude(t, bin, log)
 	mustCLI(t, env, "mcp", "install", "--client", "claude-code", "--scope", "project")
 	mustCLI(t, env, "mcp", "uninstall", "--client", "claude-code")
-	got := strings.Split(strings.TrimSpace(string(readFile(t, log))), "\n")
+	// claude.cmd's echo ends its lines with CRLF.
+	got := strings.Split(strings.TrimSpace(strings.ReplaceAll(string(readFile(t, log)), "\r\n", "\n")), "\n")
 	want := []string{
 		"mcp remove --scope project openprogram",
-		"mcp add openprogram --scope project --env OPENPROGRAM_MCP_TOKEN=${OPENPROGRAM_MCP_TOKEN} --env OPENAI_API_KEY=${OPENAI_API_KEY} -- " + testExe + " mcp serve",
+		"mcp add openprogram --scope project --env OPENPROGRAM_MCP_TOKEN=${OPENPROGRAM_MCP_TOKEN} --env OPENAI_API_KEY=${OPENAI_API_KEY} -- " + claudeExeArg + " mcp serve",
 		"mcp remove --scope user openprogram",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

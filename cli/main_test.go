@@ -21,9 +21,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testExe is the binary path the tests hand to cli.App.
-const testExe = "/opt/openprogram/bin/openprogram"
-
 // testVersion is the build version the tests hand to cli.App.
 const testVersion = "v9.9.9-test"
 
@@ -80,7 +77,7 @@ func fresh(t *testing.T) (cli.Env, string) {
 		t.Fatal(err)
 	}
 	state := filepath.Join(root, "state")
-	return cli.Env{"HOME=" + home, "OPENPROGRAM_HOME=" + state}, state
+	return append(homeVars(home), "OPENPROGRAM_HOME="+state), state
 }
 
 // firstLine returns s up to its first newline.
@@ -151,8 +148,9 @@ func TestGlobalFlagsAndEnv(t *testing.T) {
 	if got := mustCLI(t, env, "--home", other, "mcp", "token", "path"); got != filepath.Join(other, "mcp_server_token")+"\n" {
 		t.Errorf("token path with --home = %q, want the flag to win", got)
 	}
-	home := strings.TrimPrefix(env[0], "HOME=")
-	if got := mustCLI(t, cli.Env{env[0]}, "--profile", "work", "mcp", "token", "path"); got != filepath.Join(home, ".openprogram-work", "mcp_server_token")+"\n" {
+	home := filepath.Dir(strings.TrimSuffix(state, string(filepath.Separator)))
+	home = filepath.Join(home, "home")
+	if got := mustCLI(t, homeVars(home), "--profile", "work", "mcp", "token", "path"); got != filepath.Join(home, ".openprogram-work", "mcp_server_token")+"\n" {
 		t.Errorf("token path with --profile = %q", got)
 	}
 }

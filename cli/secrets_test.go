@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -80,6 +81,9 @@ func TestDoctorHidesStorePassword(t *testing.T) {
 // variables, the token and the store URL; so neither the session nor
 // anything that reads it holds their values.
 func TestPromptBashNeverSeesSecrets(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		missingTool(t, "the bash tool runs env with bash: %v", err)
+	}
 	env, _ := fresh(t)
 	scriptedModel(t, env, `[{"tool_calls":[{"id":"c1","name":"bash","arguments":{"command":"env"}}]},{"text":"ran env"}]`)
 	mustCLI(t, env, "config", "set", "model.api_key_env", "MY_LLM_TOKEN")

@@ -36,7 +36,7 @@ func TestServeLogFlags(t *testing.T) {
 	if err != nil || !strings.Contains(string(data), "mcp serve ready") {
 		t.Errorf("log file %s = %q, %v; want the records", logFile, data, err)
 	}
-	checkMode(t, logFile, 0o600)
+	checkPrivate(t, logFile)
 	if strings.Contains(r.stderr+string(data), token) {
 		t.Errorf("the log holds the token")
 	}

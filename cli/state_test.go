@@ -21,27 +21,29 @@ func TestStateDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	abs := func(p string) string { return filepath.Join(testRoot, filepath.FromSlash(p)) }
+	h := homeVar + "=" + abs("h")
 	for _, tc := range []struct {
 		name string
 		env  cli.Env
 		want string // "" = error
 	}{
-		{"home", cli.Env{"OPENPROGRAM_HOME=/srv/op"}, "/srv/op"},
-		{"home cleaned", cli.Env{"OPENPROGRAM_HOME=/srv/x/../op/"}, "/srv/op"},
-		{"home relative", cli.Env{"OPENPROGRAM_HOME=rel/state"}, filepath.Join(cwd, "rel/state")},
-		{"home beats profile", cli.Env{"HOME=/h", "OPENPROGRAM_PROFILE=work", "OPENPROGRAM_HOME=/srv/op"}, "/srv/op"},
-		{"default", cli.Env{"HOME=/h"}, "/h/.openprogram"},
-		{"profile", cli.Env{"HOME=/h", "OPENPROGRAM_PROFILE=work"}, "/h/.openprogram-work"},
-		{"profile with - and _", cli.Env{"HOME=/h", "OPENPROGRAM_PROFILE=Work_2-b"}, "/h/.openprogram-Work_2-b"},
-		{"empty profile is no profile", cli.Env{"HOME=/h", "OPENPROGRAM_PROFILE="}, "/h/.openprogram"},
-		{"empty home is unset", cli.Env{"HOME=/h", "OPENPROGRAM_HOME="}, "/h/.openprogram"},
-		{"first entry wins", cli.Env{"HOME=/h", "HOME=/other"}, "/h/.openprogram"},
+		{"home", cli.Env{"OPENPROGRAM_HOME=" + abs("srv/op")}, abs("srv/op")},
+		{"home cleaned", cli.Env{"OPENPROGRAM_HOME=" + testRoot + "srv/x/../op/"}, abs("srv/op")},
+		{"home relative", cli.Env{"OPENPROGRAM_HOME=rel/state"}, filepath.Join(cwd, "rel", "state")},
+		{"home beats profile", cli.Env{h, "OPENPROGRAM_PROFILE=work", "OPENPROGRAM_HOME=" + abs("srv/op")}, abs("srv/op")},
+		{"default", cli.Env{h}, abs("h/.openprogram")},
+		{"profile", cli.Env{h, "OPENPROGRAM_PROFILE=work"}, abs("h/.openprogram-work")},
+		{"profile with - and _", cli.Env{h, "OPENPROGRAM_PROFILE=Work_2-b"}, abs("h/.openprogram-Work_2-b")},
+		{"empty profile is no profile", cli.Env{h, "OPENPROGRAM_PROFILE="}, abs("h/.openprogram")},
+		{"empty home is unset", cli.Env{h, "OPENPROGRAM_HOME="}, abs("h/.openprogram")},
+		{"first entry wins", cli.Env{h, homeVar + "=" + abs("other")}, abs("h/.openprogram")},
 		{"no HOME in env", cli.Env{}, filepath.Join(userHome, ".openprogram")},
-		{"profile with a slash", cli.Env{"HOME=/h", "OPENPROGRAM_PROFILE=a/b"}, ""},
-		{"profile climbing", cli.Env{"HOME=/h", "OPENPROGRAM_PROFILE=../evil"}, ""},
-		{"profile hidden", cli.Env{"HOME=/h", "OPENPROGRAM_PROFILE=.x"}, ""},
-		{"profile with space", cli.Env{"HOME=/h", "OPENPROGRAM_PROFILE=a b"}, ""},
-		{"profile too long", cli.Env{"HOME=/h", "OPENPROGRAM_PROFILE=" + strings.Repeat("p", 65)}, ""},
+		{"profile with a slash", cli.Env{h, "OPENPROGRAM_PROFILE=a/b"}, ""},
+		{"profile climbing", cli.Env{h, "OPENPROGRAM_PROFILE=../evil"}, ""},
+		{"profile hidden", cli.Env{h, "OPENPROGRAM_PROFILE=.x"}, ""},
+		{"profile with space", cli.Env{h, "OPENPROGRAM_PROFILE=a b"}, ""},
+		{"profile too long", cli.Env{h, "OPENPROGRAM_PROFILE=" + strings.Repeat("p", 65)}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := cli.StateDir(tc.env)
@@ -62,7 +64,7 @@ func TestStateDir(t *testing.T) {
 // fails instead of falling back to the default.
 func TestStateDirOfCommands(t *testing.T) {
 	home := t.TempDir()
-	env := cli.Env{"HOME=" + home, "OPENPROGRAM_PROFILE=work"}
+	env := append(homeVars(home), "OPENPROGRAM_PROFILE=work")
 	mustCLI(t, env, "mcp", "token", "create")
 	if _, err := os.Stat(filepath.Join(home, ".openprogram-work", "mcp_server_token")); err != nil {
 		t.Errorf("token of profile work: %v", err)
@@ -70,7 +72,7 @@ func TestStateDirOfCommands(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, ".openprogram")); !os.IsNotExist(err) {
 		t.Errorf("the default state directory was touched (%v)", err)
 	}
-	bad := cli.Env{"HOME=" + home, "OPENPROGRAM_PROFILE=../work"}
+	bad := append(homeVars(home), "OPENPROGRAM_PROFILE=../work")
 	r := runCLI(t, bad, "config", "set", "model.name", "x")
 	if r.code != cli.ExitFailure || !strings.Contains(r.stderr, "OPENPROGRAM_PROFILE") {
 		t.Errorf("config set with a bad profile = exit %d stderr %q, want 1 naming the profile", r.code, r.stderr)

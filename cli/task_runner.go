@@ -74,10 +74,6 @@ type taskSpawner struct {
 // slot: a cancelled task's runner stops within a second.
 const runnerSlotWait = 10 * time.Second
 
-// runnerSlots is how many slot descriptors a runner is handed with its
-// task.
-const runnerSlots = 2
-
 // slots takes the runner slots of a task of clientID: its client's, then
 // the state directory's.
 func (s *taskSpawner) slots(ctx context.Context, clientID string) ([]*os.File, error) {

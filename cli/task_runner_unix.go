@@ -8,6 +8,10 @@ import "syscall"
 // its runner slots by being handed their locked files).
 const tasksOffered = true
 
+// runnerSlots is how many slot descriptors a runner is handed with its
+// task.
+const runnerSlots = 2
+
 // detached is how the task runner starts: a session of its own, so that
 // neither the client's terminal nor its process group takes it down.
 func detached() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }

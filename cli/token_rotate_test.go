@@ -54,7 +54,7 @@ func TestTokenRotate(t *testing.T) {
 	if strings.Contains(r.stderr, token) || !strings.Contains(r.stderr, "claude-desktop") {
 		t.Errorf("rotate stderr = %q, want a reminder naming the installed client and no token", r.stderr)
 	}
-	checkMode(t, path, 0o600)
+	checkPrivate(t, path)
 
 	if r := runCLI(t, append(env, "OPENPROGRAM_MCP_TOKEN="+old), "doctor"); strings.Contains(r.stdout, "matches OPENPROGRAM_MCP_TOKEN") {
 		t.Errorf("the old token still matches after rotate:\n%s", r.stdout)

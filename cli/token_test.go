@@ -42,9 +42,9 @@ func TestTokenCreate(t *testing.T) {
 	if string(data) != token {
 		t.Errorf("token file = %q, want the printed token without a newline", data)
 	}
-	checkMode(t, path, 0o600)
+	checkPrivate(t, path)
 	for _, dir := range []string{filepath.Join(root, "a"), filepath.Join(root, "a", "b"), state} {
-		checkMode(t, dir, 0o700)
+		checkPrivate(t, dir)
 	}
 	checkOnlyFiles(t, state, "mcp_server_token")
 
@@ -72,9 +72,7 @@ func TestTokenCreateFailure(t *testing.T) {
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Chmod(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			openToOthers(t, dir)
 			return dir
 		},
 		"state dir is a file": func(t *testing.T, root string) string {
@@ -85,6 +83,7 @@ func TestTokenCreateFailure(t *testing.T) {
 			return path
 		},
 		"state dir is a symlink": func(t *testing.T, root string) string {
+			skipWithoutSymlinks(t)
 			real := filepath.Join(root, "real")
 			if err := os.Mkdir(real, 0o700); err != nil {
 				t.Fatal(err)
@@ -99,7 +98,7 @@ func TestTokenCreateFailure(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
 			state := setup(t, root)
-			r := runCLI(t, cli.Env{"HOME=" + root, "OPENPROGRAM_HOME=" + state}, "mcp", "token", "create")
+			r := runCLI(t, append(homeVars(root), "OPENPROGRAM_HOME="+state), "mcp", "token", "create")
 			if r.code != cli.ExitFailure || r.stdout != "" || firstLine(r.stderr) != "Error: could not create MCP server token" {
 				t.Errorf("token create = exit %d stdout %q stderr %q, want 1, nothing, the fixed line", r.code, r.stdout, r.stderr)
 			}

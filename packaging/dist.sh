@@ -4,8 +4,8 @@
 # host platform, so both build the same files the same way.
 #
 #   dist.sh extras  BIN OUT                        man page and completions, from a host binary
-#   dist.sh archive BIN OS ARCH EXTRAS OUT         OUT/openprogram_OS_ARCH.tar.gz
-#   dist.sh mcpb    BIN OS ARCH SEMVER OUT         OUT/openprogram_OS_ARCH.mcpb (mcpb pack)
+#   dist.sh archive BIN OS ARCH EXTRAS OUT         OUT/openprogram_OS_ARCH.tar.gz (windows: .zip)
+#   dist.sh mcpb    BIN OS ARCH SEMVER OUT         OUT/openprogram_OS_ARCH.mcpb (mcpb pack; one per platform)
 #   dist.sh sbom    BIN OS ARCH VERSION OUT        OUT/openprogram_OS_ARCH.cdx.json (CycloneDX)
 #   dist.sh server-json SEMVER TAG OUT             OUT/server.json for the MCP registry
 #   dist.sh sums    OUT                            OUT/SHA256SUMS over every artifact
@@ -28,10 +28,14 @@ semver() {
 }
 platform() {
   case "$1/$2" in
-    linux/amd64 | linux/arm64 | darwin/amd64 | darwin/arm64) ;;
-    *) die "unsupported platform $1/$2 (linux and darwin, amd64 and arm64)" ;;
+    linux/amd64 | linux/arm64 | darwin/amd64 | darwin/arm64 | windows/amd64 | windows/arm64) ;;
+    *) die "unsupported platform $1/$2 (linux, darwin and windows, amd64 and arm64)" ;;
   esac
 }
+# exe is the program's file name on OS; mcpb_platform is the OS as an MCP
+# bundle's compatibility.platforms names it (Node's process.platform).
+exe() { if [ "$1" = windows ]; then echo openprogram.exe; else echo openprogram; fi; }
+mcpb_platform() { if [ "$1" = windows ]; then echo win32; else echo "$1"; fi; }
 sha256() { if command -v sha256sum >/dev/null; then sha256sum "$@"; else shasum -a 256 "$@"; fi; }
 
 extras() { # BIN OUT
@@ -48,14 +52,22 @@ archive() { # BIN OS ARCH EXTRAS OUT
   local bin="$1" os="$2" arch="$3" extras="$4" out="$5"
   platform "$os" "$arch"
   local name="openprogram_${os}_${arch}" stage
-  say "archive $name.tar.gz"
+  out="$(cd "$out" && pwd)"
   stage="$(mktemp -d "$out/.stage-archive-XXXXXX")"
   mkdir -p "$stage/$name"
-  install -m 0755 "$bin" "$stage/$name/openprogram"
+  install -m 0755 "$bin" "$stage/$name/$(exe "$os")"
   cp "$root/README.md" "$root/LICENSE" "$stage/$name/"
   cp -R "$root/docs" "$extras/man" "$extras/completions" "$stage/$name/"
-  tar -C "$stage" -czf "$out/$name.tar.gz.tmp" "$name"
-  mv "$out/$name.tar.gz.tmp" "$out/$name.tar.gz"
+  if [ "$os" = windows ]; then
+    # Windows users open zip archives (Explorer, Expand-Archive).
+    say "archive $name.zip"
+    (cd "$stage" && zip -q -r -X "$out/$name.zip.tmp" "$name")
+    mv "$out/$name.zip.tmp" "$out/$name.zip"
+  else
+    say "archive $name.tar.gz"
+    tar -C "$stage" -czf "$out/$name.tar.gz.tmp" "$name"
+    mv "$out/$name.tar.gz.tmp" "$out/$name.tar.gz"
+  fi
   rm -rf "$stage"
 }
 
@@ -69,9 +81,10 @@ mcpb() { # BIN OS ARCH SEMVER OUT
   say "bundle $name.mcpb ($version)"
   stage="$(mktemp -d "$out/.stage-mcpb-XXXXXX")"
   mkdir -p "$stage/server"
-  install -m 0755 "$bin" "$stage/server/openprogram"
+  install -m 0755 "$bin" "$stage/server/$(exe "$os")"
   cp "$root/LICENSE" "$stage/"
-  sed -e "s/@VERSION@/$version/" -e "s/@PLATFORM@/$os/" "$packaging/manifest.json.in" >"$stage/manifest.json"
+  sed -e "s/@VERSION@/$version/" -e "s/@PLATFORM@/$(mcpb_platform "$os")/" -e "s/@EXE@/$(exe "$os")/g" \
+    "$packaging/manifest.json.in" >"$stage/manifest.json"
   "$cli" validate "$stage/manifest.json" >&2
   "$cli" pack "$stage" "$out/$name.mcpb" >&2
   rm -rf "$stage"
@@ -109,7 +122,7 @@ server_json() { # SEMVER TAG OUT
 sums() { # OUT
   local out="$1"
   say "SHA256SUMS"
-  (cd "$out" && shopt -s nullglob && sha256 *.tar.gz *.mcpb *.cdx.json server.json >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)
+  (cd "$out" && shopt -s nullglob && sha256 *.tar.gz *.zip *.mcpb *.cdx.json server.json >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)
 }
 
 cmd="${1:-}"

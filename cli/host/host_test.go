@@ -10,6 +10,7 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/internal/wine"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/conversation"
 	"github.com/openprogram/openprogram/runtime/provider"
@@ -28,6 +29,15 @@ type fixture struct {
 var protectedTargets = []string{
 	"state/mcp_server_token", "state/config.json", "statelink/planted",
 	".bashrc", ".env", ".git/hooks/pre-commit",
+}
+
+// skipWithoutSymlinks skips under Wine, whose CreateSymbolicLink reports
+// success and makes nothing: the statelink of the fixture is not there.
+func skipWithoutSymlinks(t *testing.T) {
+	t.Helper()
+	if wine.Detected() {
+		t.Skip("Wine's CreateSymbolicLink makes nothing: the state directory behind a symlink is proven on Unix and Windows")
+	}
 }
 
 func newFixture(t *testing.T, script []map[string]any) fixture {
@@ -107,6 +117,7 @@ func (f fixture) checkUntouched(t *testing.T) {
 // client's speaker gets, because the host builds both requests in one
 // place. Each write is a hard-constraint denial and nothing is written.
 func TestEverySpeakerIsKeptOutOfTheStateDir(t *testing.T) {
+	skipWithoutSymlinks(t)
 	f := newFixture(t, nil)
 	h := f.open(t)
 	mcp, err := h.MCPClient("0123456789abcdef")
@@ -159,6 +170,7 @@ func TestEverySpeakerIsKeptOutOfTheStateDir(t *testing.T) {
 // the writes that would hand it the MCP token and a git hook; every one is
 // denied, the turn goes on, and an ordinary file is written.
 func TestOwnerTurnCannotTakeOverTheToken(t *testing.T) {
+	skipWithoutSymlinks(t)
 	var calls []map[string]any
 	for i, p := range protectedTargets {
 		calls = append(calls, map[string]any{"name": "write", "id": "w" + string(rune('a'+i)), "arguments": map[string]any{"path": p, "content": "planted"}})

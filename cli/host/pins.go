@@ -77,13 +77,15 @@ func PinnedKeys(pins []Pin) map[string]ed25519.PublicKey {
 // pinned from its first start on: the file, replaced whole and atomically,
 // is read first without the lock, and the lock is taken only to add.
 func AddPins(path string, keys []sessions.AuditKey) ([]sessions.AuditKey, error) {
-	pins, err := ReadPins(path)
-	if err != nil {
-		return nil, err
-	}
-	have := PinnedKeys(pins)
-	if !slices.ContainsFunc(keys, func(k sessions.AuditKey) bool { return have[k.ID] == nil }) {
-		return nil, nil
+	if readPinsUnlocked {
+		pins, err := ReadPins(path)
+		if err != nil {
+			return nil, err
+		}
+		have := PinnedKeys(pins)
+		if !slices.ContainsFunc(keys, func(k sessions.AuditKey) bool { return have[k.ID] == nil }) {
+			return nil, nil
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pinsLockWait)
 	defer cancel()

@@ -350,8 +350,9 @@ func distBundleServe(t *testing.T, node, packaging, unpacked string) {
 
 // distServerJSON writes server.json for the bundle in out, validates it
 // against the registry's published schema (vendored in packaging/testdata),
-// checks its fileSha256, and that SHA256SUMS covers the files.
-func distServerJSON(t *testing.T, out, bundle string) {
+// checks its fileSha256, and that SHA256SUMS covers the files (the bundle,
+// server.json and also).
+func distServerJSON(t *testing.T, out, bundle string, also ...string) {
 	testdata := filepath.Join(e2etest.RepoRoot(t), "packaging", "testdata")
 	raw, err := os.ReadFile(filepath.Join(testdata, "server.schema.json"))
 	if err != nil {
@@ -434,7 +435,7 @@ func distServerJSON(t *testing.T, out, bundle string) {
 			listed[strings.TrimPrefix(fields[1], "*")] = fields[0]
 		}
 	}
-	for _, f := range []string{filepath.Base(bundle), "server.json"} {
+	for _, f := range append([]string{filepath.Base(bundle), "server.json"}, also...) {
 		data, err := os.ReadFile(filepath.Join(out, f))
 		if err != nil {
 			t.Fatal(err)

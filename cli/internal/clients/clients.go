@@ -14,7 +14,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"strings"
 
@@ -273,13 +272,9 @@ func (e *TargetError) Error() string { return e.msg }
 // configPath is the file install and uninstall change for client in scope
 // ("user" or "project"); project files are under the current directory.
 func configPath(env settings.Env, client, scope string) (string, error) {
-	home := env.Get("HOME")
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("find the home directory: %w; set HOME", err)
-		}
-		home = h
+	home, err := userHome(env)
+	if err != nil {
+		return "", err
 	}
 	if scope == "project" {
 		if client == "claude-desktop" {
@@ -314,17 +309,21 @@ func configPath(env settings.Env, client, scope string) (string, error) {
 	return "", &TargetError{fmt.Sprintf("unknown client %q: use one of %s", client, strings.Join(names, ", "))}
 }
 
-// userConfigDir follows os.UserConfigDir, with HOME and XDG_CONFIG_HOME
-// taken from env so tests (and --help readers) can point it elsewhere.
-func userConfigDir(env settings.Env, home string) string {
-	if goruntime.GOOS == "darwin" {
-		return filepath.Join(home, "Library", "Application Support")
+// userHome is the user's home directory: settings.HomeVar from env (HOME,
+// on Windows %USERPROFILE%), else what the system says.
+func userHome(env settings.Env) (string, error) {
+	if home := env.Get(settings.HomeVar); home != "" {
+		return home, nil
 	}
-	return xdgConfigHome(env, home)
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the home directory: %w; set %s", err, settings.HomeVar)
+	}
+	return home, nil
 }
 
 // xdgConfigHome is XDG_CONFIG_HOME from env, else ~/.config, on every
-// system (opencode keeps its configuration there on macOS too).
+// system (opencode keeps its configuration there on macOS and Windows too).
 func xdgConfigHome(env settings.Env, home string) string {
 	if x := env.Get("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
 		return x

@@ -111,9 +111,10 @@ type Installer struct {
 	Stdout io.Writer
 	// Stderr takes what changed, where the backup is, and the hints.
 	Stderr io.Writer
-	// Env is the environment: HOME, XDG_CONFIG_HOME and CODEX_HOME find
-	// the files, PATH finds claude, and Claude Desktop's file gets the
-	// model key's value from it.
+	// Env is the environment: HOME (on Windows USERPROFILE and APPDATA),
+	// XDG_CONFIG_HOME and CODEX_HOME find the files, PATH (and on Windows
+	// PATHEXT) finds claude, and Claude Desktop's file gets the model key's
+	// value from it.
 	Env settings.Env
 }
 
@@ -129,10 +130,12 @@ func (in Installer) Install(ctx context.Context, t Target, l Launch) error {
 	if err != nil {
 		return err
 	}
+	crlfFile := isCRLF(old)
+	text := toLF(old, crlfFile)
 	var updated []byte
 	var literals []string // secret values written into the file
 	if t.Client == "codex" {
-		updated, err = upsertTOML(old, codexTable(l))
+		updated, err = upsertTOML(text, codexTable(l))
 	} else {
 		values := map[string]string{}
 		if t.Client == "claude-desktop" {
@@ -142,9 +145,9 @@ func (in Installer) Install(ctx context.Context, t Target, l Launch) error {
 			literals = append(slices.Collect(maps.Values(values)), writtenSecrets(t.Client, old)...)
 		}
 		top, entry, inputs := jsonEntry(t.Client, l, func(name string) string { return values[name] })
-		updated, err = upsertJSON(old, top, entry, inputs)
+		updated, err = upsertJSON(text, top, entry, inputs)
 	}
-	done, err := in.applyFile("install", path, old, updated, err, mode, t.DryRun, literals,
+	done, err := in.applyFile("install", path, old, withEOL(updated, crlfFile), err, mode, t.DryRun, literals,
 		"openprogram is already installed in "+path+"; nothing changed",
 		"installed openprogram in "+path+"; restart "+titles[t.Client]+" to load it")
 	if !done {
@@ -172,9 +175,11 @@ func (in Installer) Uninstall(ctx context.Context, t Target, cfg *settings.Confi
 	if err != nil {
 		return err
 	}
+	crlfFile := isCRLF(old)
+	text := toLF(old, crlfFile)
 	var updated []byte
 	if t.Client == "codex" {
-		updated, err = removeTOML(old)
+		updated, err = removeTOML(text)
 	} else {
 		top, _, _ := jsonEntry(t.Client, Launch{}, secretPlaceholder)
 		var ids []string
@@ -186,9 +191,9 @@ func (in Installer) Uninstall(ctx context.Context, t Target, cfg *settings.Confi
 				}
 			}
 		}
-		updated, err = removeJSON(old, top, ids)
+		updated, err = removeJSON(text, top, ids)
 	}
-	_, err = in.applyFile("uninstall", path, old, updated, err, mode, t.DryRun, writtenSecrets(t.Client, old),
+	_, err = in.applyFile("uninstall", path, old, withEOL(updated, crlfFile), err, mode, t.DryRun, writtenSecrets(t.Client, old),
 		"openprogram is not in "+path+"; nothing changed",
 		"removed openprogram from "+path+"; restart "+titles[t.Client])
 	return err
@@ -277,7 +282,8 @@ func (in Installer) writeFile(verb, path string, old, updated []byte, dryRun boo
 		if old == nil {
 			from, to = "/dev/null", path+" (new file)"
 		}
-		diff := unifiedDiff(from, to, old, updated)
+		// The diff shows lines, not their endings.
+		diff := unifiedDiff(from, to, toLF(old, isCRLF(old)), toLF(updated, isCRLF(updated)))
 		for _, s := range literals {
 			if s != "" {
 				diff = strings.ReplaceAll(diff, s, "<redacted>")
@@ -297,7 +303,7 @@ func (in Installer) writeFile(verb, path string, old, updated []byte, dryRun boo
 		}
 		fmt.Fprintf(in.Stderr, "backup of the old file: %s\n", backup)
 	}
-	if err := privatefile.Replace(path, updated); err != nil {
+	if err := replaceFile(path, updated); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -355,15 +361,19 @@ func (in Installer) runClaude(ctx context.Context, dryRun bool, argvs [][]string
 	return nil
 }
 
-// lookPath finds an executable named file in env's PATH, or "".
+// lookPath finds the program file (on Windows file.exe, file.cmd and the
+// other PATHEXT forms: `claude` is claude.exe from its installer or
+// claude.cmd from npm) in env's PATH, or "". Relative PATH entries are
+// skipped.
 func lookPath(env settings.Env, file string) string {
 	for _, d := range filepath.SplitList(env.Get("PATH")) {
 		if d == "" || !filepath.IsAbs(d) {
 			continue
 		}
-		p := filepath.Join(d, file)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p
+		for _, name := range programNames(env, file) {
+			if p := filepath.Join(d, name); IsProgram(p) {
+				return p
+			}
 		}
 	}
 	return ""

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -48,10 +47,7 @@ var forwardedVar = regexp.MustCompile(`^(?:\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)
 // writes it), in [Names] order. A client whose file is missing, unreadable
 // or holds no entry of ours is left out.
 func Installations(env settings.Env) []Installation {
-	home := env.Get("HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
+	home, _ := userHome(env)
 	var found []Installation
 	for _, client := range names {
 		path := filepath.Join(home, ".claude.json") // claude mcp add --scope user

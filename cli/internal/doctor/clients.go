@@ -2,13 +2,10 @@ package doctor
 
 import (
 	"crypto/subtle"
-	"fmt"
-	"os"
 	"strings"
 
 	"github.com/openprogram/openprogram/cli/internal/clients"
 	"github.com/openprogram/openprogram/cli/internal/settings"
-	"github.com/openprogram/openprogram/cli/internal/shell"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -20,11 +17,11 @@ func clientChecks(env settings.Env, stateDir string) []Check {
 	token, tokenErr := tokenauth.Read(tokenauth.Path(stateDir))
 	var checks []Check
 	for _, in := range clients.Installations(env) {
-		if in.Mode&0o077 != 0 && in.HoldsSecrets {
-			// Install wrote it 0600; the client saved it again under its umask.
+		if info, fix := openClientFile(in.Path, in.Mode); info != "" && in.HoldsSecrets {
+			// Install wrote it owner-only; the client saved it again under its umask.
 			checks = append(checks, Check{Name: "client " + in.Client,
-				Info: fmt.Sprintf("%s holds the MCP token (and any model key) and is mode %04o: other users can read them", in.Path, in.Mode),
-				Fix:  "chmod 600 " + shell.Quote(in.Path)})
+				Info: in.Path + " holds the MCP token (and any model key) and " + info + ": other users can read them",
+				Fix:  fix})
 			continue
 		}
 		checks = append(checks, clientCheck(env, in, token, tokenErr == nil))
@@ -36,7 +33,7 @@ func clientChecks(env settings.Env, stateDir string) []Check {
 func clientCheck(env settings.Env, in clients.Installation, token string, haveToken bool) Check {
 	name := "client " + in.Client
 	reinstall := "openprogram mcp install --client " + in.Client
-	if fi, err := os.Stat(in.Command); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+	if !clients.IsProgram(in.Command) {
 		return Check{Name: name, Info: in.Path + " starts " + in.Command + ", which is not an executable file",
 			Fix: "run " + reinstall + " with the openprogram binary you use now"}
 	}

@@ -150,10 +150,11 @@ func stateDirCheck(dir string) Check {
 		return Check{Name: "state directory", Info: err.Error()}
 	case fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir():
 		return Check{Name: "state directory", Info: dir + " is not a plain directory", Fix: "point OPENPROGRAM_HOME at a real directory"}
-	case fi.Mode().Perm()&0o077 != 0:
-		return Check{Name: "state directory", Info: fmt.Sprintf("%s has mode %04o", dir, fi.Mode().Perm()), Fix: "chmod 700 " + dir}
 	}
-	return Check{Name: "state directory", OK: true, Info: dir + " (0700)"}
+	if info, fix := dirProblem(dir, fi); info != "" {
+		return Check{Name: "state directory", Info: info, Fix: fix}
+	}
+	return Check{Name: "state directory", OK: true, Info: dir + dirPrivateNote}
 }
 
 func tokenCheck(env settings.Env, dir string) Check {
@@ -191,15 +192,18 @@ func tokenFileFix(path string) string {
 		return "replace the symlink with the file itself: cp --remove-destination \"$(readlink -f " + shell.Quote(path) + ")\" " + shell.Quote(path)
 	case !fi.Mode().IsRegular():
 		return path + " must be a regular file; move it away and run openprogram mcp token create"
-	case fi.Mode().Perm() != 0o600:
-		return "chmod 600 " + shell.Quote(path)
+	}
+	if fix := modeFix(fi, path); fix != "" {
+		return fix
 	}
 	if fix := ownerFix(fi, path); fix != "" {
 		return fix
 	}
 	dir := filepath.Dir(path)
-	if di, err := os.Lstat(dir); err == nil && di.Mode().Perm()&0o077 != 0 {
-		return "chmod 700 " + shell.Quote(dir)
+	if di, err := os.Lstat(dir); err == nil {
+		if _, fix := dirProblem(dir, di); fix != "" {
+			return fix
+		}
 	}
 	return "check " + path + " against the rules in the error above"
 }

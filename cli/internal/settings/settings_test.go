@@ -24,6 +24,7 @@ func stateWith(t *testing.T, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	data = fixtureData(data)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, FileName), data, 0o600); err != nil {
 		t.Fatal(err)
@@ -49,11 +50,11 @@ func TestConfigFileLoadsTyped(t *testing.T) {
 		StateDir: dir,
 		StoreURL: "postgres://u:pw@127.0.0.1:5432/db",
 		Model: provider.Config{
-			Provider: "openai", Model: "gpt-x", BaseURL: "http://127.0.0.1:11434/v1", APIKeyEnv: "MY_KEY", Script: "/tmp/script.json",
+			Provider: "openai", Model: "gpt-x", BaseURL: "http://127.0.0.1:11434/v1", APIKeyEnv: "MY_KEY", Script: fixturePath("/tmp/script.json"),
 			Settings: provider.Settings{Temperature: f(0.5), TopP: f(0.9), MaxOutputTokens: 2048, Timeout: 90 * time.Second,
 				Headers: map[string]string{"X-Title": "OpenProgram", "api-key": "${AZ_KEY}"}},
 		},
-		Agent: host.AgentConfig{SystemPrompt: "Be brief.", WorkDirs: []string{"/tmp/work"}, MaxSteps: 7, ContextTokens: 16000, TurnTimeout: 30 * time.Minute},
+		Agent: host.AgentConfig{SystemPrompt: "Be brief.", WorkDirs: []string{fixturePath("/tmp/work")}, MaxSteps: 7, ContextTokens: 16000, TurnTimeout: 30 * time.Minute},
 		MCPServer: host.MCPServerConfig{ExposedTools: []string{"memory_search", "bash"},
 			Tasks: host.TasksConfig{Enabled: true, MaxWorking: 2, MaxRunners: host.DefaultTaskMaxRunners, DefaultTTL: 30 * time.Minute, MaxTTL: 2 * time.Hour}},
 		Tools:     host.ToolsConfig{PermissionRules: rules},
