@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -376,12 +375,14 @@ func TestConfigSetScript(t *testing.T) {
 		}
 	}
 	mustCLI(t, env, "config", "set", "model.script", good)
-	if runtime.GOOS == "windows" {
-		// file:///C:/... is read by runtime's scripted provider as the path /C:/...
-		t.Skip("a file URL of a Windows path (file:///C:/...) is not taken by the scripted provider yet")
+	// A file URL's path starts with a slash, before a drive letter on
+	// Windows too (file:///C:/dir/good.json).
+	fileURL := "file://" + filepath.ToSlash(good)
+	if !strings.HasPrefix(filepath.ToSlash(good), "/") {
+		fileURL = "file:///" + filepath.ToSlash(good)
 	}
-	mustCLI(t, env, "config", "set", "model.script", "file://"+good)
-	if got := strings.TrimSpace(mustCLI(t, env, "config", "get", "--raw", "model.script")); got != "file://"+good {
+	mustCLI(t, env, "config", "set", "model.script", fileURL)
+	if got := strings.TrimSpace(mustCLI(t, env, "config", "get", "--raw", "model.script")); got != fileURL {
 		t.Errorf("model.script = %q, want the file URL", got)
 	}
 }
