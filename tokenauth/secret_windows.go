@@ -141,7 +141,7 @@ func publish(k *secretKind, dir, target, token string, replace bool) (err error)
 		testHookBeforeLink(target)
 	}
 	if replace {
-		if err := os.Rename(tmp, target); err != nil {
+		if err := privatefile.RenameOver(tmp, target); err != nil {
 			return fail(fmt.Errorf("rename temporary file: %w", err))
 		}
 		published, tmpLinked = true, false

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -281,3 +282,48 @@ func MkdirAll(path string) error {
 // SyncDir does nothing on Windows, which has no directory fsync: a link or
 // rename is durable once it returns.
 func SyncDir(string) error { return nil }
+
+// renameAttempts bounds how often RenameOver tries while the target is in
+// use; renameWait is the pause after the first failed try, doubling after
+// each (about 1.3 s in all): this program's own readers hold a secret file
+// for the length of one read.
+const (
+	renameAttempts = 8
+	renameWait     = 10 * time.Millisecond
+)
+
+// renameRetried, when set (by tests), is called after each rename attempt
+// that failed because the target was in use.
+var renameRetried func(attempt int)
+
+// InUse reports whether err is Windows refusing to replace or remove a file
+// another handle holds open (a sharing violation, access denied, a lock
+// violation).
+func InUse(err error) bool {
+	return errors.Is(err, windows.ERROR_SHARING_VIOLATION) || errors.Is(err, windows.ERROR_ACCESS_DENIED) ||
+		errors.Is(err, windows.ERROR_LOCK_VIOLATION)
+}
+
+// RenameOver renames oldpath over newpath atomically. Windows refuses to
+// rename over a file another handle holds open, even a handle that shares
+// delete access (another process reading the pins or the anchor): while
+// the target is in use, RenameOver tries again a bounded number of times,
+// then returns the last error (InUse reports it) with both files as they
+// were.
+func RenameOver(oldpath, newpath string) error {
+	wait := renameWait
+	var err error
+	for attempt := 1; attempt <= renameAttempts; attempt++ {
+		if err = os.Rename(oldpath, newpath); err == nil || !InUse(err) {
+			return err
+		}
+		if renameRetried != nil {
+			renameRetried(attempt)
+		}
+		if attempt < renameAttempts {
+			time.Sleep(wait)
+			wait *= 2
+		}
+	}
+	return err
+}

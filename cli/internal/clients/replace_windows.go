@@ -3,11 +3,8 @@
 package clients
 
 import (
-	"errors"
 	"fmt"
 	"time"
-
-	"golang.org/x/sys/windows"
 
 	"github.com/openprogram/openprogram/internal/privatefile"
 )
@@ -49,7 +46,4 @@ func replaceFile(path string, data []byte) error {
 
 // inUse reports whether err is Windows refusing to replace a file another
 // program holds open.
-func inUse(err error) bool {
-	return errors.Is(err, windows.ERROR_SHARING_VIOLATION) || errors.Is(err, windows.ERROR_ACCESS_DENIED) ||
-		errors.Is(err, windows.ERROR_LOCK_VIOLATION)
-}
+func inUse(err error) bool { return privatefile.InUse(err) }
