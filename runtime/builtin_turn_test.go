@@ -81,3 +81,17 @@ func TestCancelKillsBashGroup(t *testing.T) {
 	}
 	userOnly(t, store, "s1", "run it")
 }
+
+// allow is the permission rules allowing each tool named.
+func allow(t testing.TB, tools ...string) authz.Rules {
+	t.Helper()
+	var rs []authz.Rule
+	for _, name := range tools {
+		rs = append(rs, authz.Rule{Tool: name, Action: authz.ActionAllow})
+	}
+	rules, err := authz.NewRules(rs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}

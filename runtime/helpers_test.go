@@ -47,19 +47,6 @@ func owner(t testing.TB, at authz.Scope) authz.Speaker {
 	return sp
 }
 
-// allow is the permission rules allowing each tool named.
-func allow(t testing.TB, tools ...string) authz.Rules {
-	t.Helper()
-	var rs []authz.Rule
-	for _, name := range tools {
-		rs = append(rs, authz.Rule{Tool: name, Action: authz.ActionAllow})
-	}
-	rules, err := authz.NewRules(rs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rules
-}
 
 // observed is req with its events going to observe.
 func observed(req runtime.TurnRequest, observe events.Observer) runtime.TurnRequest {

@@ -1,4 +1,4 @@
-//go:build long
+//go:build long && unix
 
 package e2e
 
