@@ -119,7 +119,7 @@ func (c mcpRunTaskCmd) run(ctx context.Context, h *host.Host, logger *slog.Logge
 	log := logger.With("client_id", hd.client, "task_id", hd.task)
 	start := time.Now()
 	log.Info("task runner started", "pid", os.Getpid())
-	if err := h.RunTask(ctx, hd.client, hd.task, logger); err != nil {
+	if err := h.RunTask(ctx, hd.client, hd.task, hd.runner, logger); err != nil {
 		log.Error("task runner failed", "error", err.Error(), "took", time.Since(start).Round(time.Millisecond))
 		return
 	}

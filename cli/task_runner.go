@@ -101,7 +101,7 @@ func (s *taskSpawner) slots(ctx context.Context, clientID string) ([]*os.File, e
 // A runner whose turn is over within standbyAfter comes back as the
 // standby; otherwise a new one is started then. It has the signature of
 // host.Options.StartTask.
-func (s *taskSpawner) start(ctx context.Context, clientID, id string) error {
+func (s *taskSpawner) start(ctx context.Context, clientID, id, runner string) error {
 	if !filepath.IsAbs(s.exe) {
 		return errors.New("start the task runner: the path of the openprogram binary is unknown")
 	}
@@ -120,7 +120,7 @@ func (s *taskSpawner) start(ctx context.Context, clientID, id string) error {
 		if sb, err = s.takeStandby(); err != nil {
 			break
 		}
-		if err = sb.hand(clientID, id, held); err == nil {
+		if err = sb.hand(clientID, id, runner, held); err == nil {
 			break
 		}
 		sb.close()
@@ -266,6 +266,7 @@ func (s *taskSpawner) launch() (*standby, error) {
 // handoff is what a standby runner is handed.
 type handoff struct {
 	client, task string
+	runner       string     // the lease the task was created claimed for
 	slots        []*os.File // held until the process exits
 	err          error      // io.EOF: the serve went away without a task
 }

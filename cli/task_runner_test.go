@@ -44,7 +44,7 @@ func TestTaskSpawnerDetaches(t *testing.T) {
 	sp := &taskSpawner{exe: exe, stateDir: state, logLevel: "debug", logFormat: "json",
 		env: []string{"PATH=" + os.Getenv("PATH"), "OPENPROGRAM_MCP_TOKEN=secret-token", "OPENPROGRAM_PROFILE=p",
 			"OPENPROGRAM_HOME=elsewhere", "OPENAI_API_KEY=model-key"}}
-	if err := sp.start(t.Context(), "0123456789abcdef", "task-1"); err != nil {
+	if err := sp.start(t.Context(), "0123456789abcdef", "task-1", "RUNNER1"); err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	// The task's runner, then the standby started for the next task.
@@ -124,7 +124,7 @@ func TestTaskSpawnerDetaches(t *testing.T) {
 
 func TestTaskSpawnerRefusesARelativeBinary(t *testing.T) {
 	sp := &taskSpawner{exe: "openprogram", stateDir: t.TempDir()}
-	if err := sp.start(t.Context(), "c", "t"); err == nil {
+	if err := sp.start(t.Context(), "c", "t", "r"); err == nil {
 		t.Fatal("start with a relative binary path succeeded")
 	}
 }

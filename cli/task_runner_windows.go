@@ -30,12 +30,12 @@ var errNoRunners = errors.New("durable MCP tasks are not offered on Windows")
 // standby: no task runner runs on Windows (tasksOffered).
 type standby struct{ pid int }
 
-func startStandby(*exec.Cmd) (*standby, error)         { return nil, errNoRunners }
-func (*standby) hand(string, string, []*os.File) error { return errNoRunners }
-func (*standby) waitEnd() bool                         { return false }
-func (*standby) stay() error                           { return errNoRunners }
-func (*standby) close()                                {}
-func standbyConn() (*net.UnixConn, error)              { return nil, errNoRunners }
-func receiveTask(*net.UnixConn) handoff                { return handoff{err: errNoRunners} }
-func keptAsStandby(*net.UnixConn) bool                 { return false }
-func reportEnd(*net.UnixConn)                          {}
+func startStandby(*exec.Cmd) (*standby, error)                 { return nil, errNoRunners }
+func (*standby) hand(string, string, string, []*os.File) error { return errNoRunners }
+func (*standby) waitEnd() bool                                 { return false }
+func (*standby) stay() error                                   { return errNoRunners }
+func (*standby) close()                                        {}
+func standbyConn() (*net.UnixConn, error)                      { return nil, errNoRunners }
+func receiveTask(*net.UnixConn) handoff                        { return handoff{err: errNoRunners} }
+func keptAsStandby(*net.UnixConn) bool                         { return false }
+func reportEnd(*net.UnixConn)                                  {}

@@ -18,8 +18,8 @@ import (
 // started it: a Unix stream socket, the first of exec.Cmd.ExtraFiles.
 const standbyFD = 3
 
-// maxHandoff bounds the handoff line: a client id, a space, a task id and
-// a newline.
+// maxHandoff bounds the handoff line: a client id, a task id and a
+// runner, spaces between, and a newline.
 const maxHandoff = 256
 
 // standby is the serve's end of a runner waiting for its task.
@@ -65,15 +65,16 @@ func socketPair() ([2]int, error) {
 	return fds, nil
 }
 
-// hand gives the standby its task: one line "<client id> <task id>" with
-// the runner slots' descriptors, which the runner holds from then on.
-func (sb *standby) hand(clientID, taskID string, held []*os.File) error {
+// hand gives the standby its task: one line "<client id> <task id>
+// <runner>" (runner: the lease the task was created claimed for) with the
+// runner slots' descriptors, which the runner holds from then on.
+func (sb *standby) hand(clientID, taskID, runner string, held []*os.File) error {
 	fds := make([]int, len(held))
 	for i, f := range held {
 		fds[i] = int(f.Fd())
 	}
 	_ = sb.conn.SetWriteDeadline(time.Now().Add(runnerSlotWait))
-	if _, _, err := sb.conn.WriteMsgUnix([]byte(clientID+" "+taskID+"\n"), syscall.UnixRights(fds...), nil); err != nil {
+	if _, _, err := sb.conn.WriteMsgUnix([]byte(clientID+" "+taskID+" "+runner+"\n"), syscall.UnixRights(fds...), nil); err != nil {
 		return fmt.Errorf("hand task %s to runner %d: %w", taskID, sb.pid, err)
 	}
 	return nil
@@ -162,12 +163,13 @@ func receiveTask(conn *net.UnixConn) handoff {
 		h.err = err
 		return h
 	}
-	client, task, ok := bytes.Cut(bytes.TrimSuffix(buf[:n], []byte("\n")), []byte(" "))
-	if !ok || !handoffID(client, 16) || !handoffID(task, 64) || len(h.slots) != runnerSlots {
+	client, rest, ok := bytes.Cut(bytes.TrimSuffix(buf[:n], []byte("\n")), []byte(" "))
+	task, runner, ok2 := bytes.Cut(rest, []byte(" "))
+	if !ok || !ok2 || !handoffID(client, 16) || !handoffID(task, 64) || !handoffID(runner, 64) || len(h.slots) != runnerSlots {
 		h.err = fmt.Errorf("a malformed handoff (%d bytes, %d descriptors)", n, len(h.slots))
 		return h
 	}
-	h.client, h.task = string(client), string(task)
+	h.client, h.task, h.runner = string(client), string(task), string(runner)
 	return h
 }
 

@@ -45,16 +45,16 @@ func slotFiles(t *testing.T, n int) []*os.File {
 	return out
 }
 
-// A handoff carries the client, the task and the runner slots, which the
+// A handoff carries the client, the task, its runner lease and the runner slots, which the
 // runner then holds (the same open files) close-on-exec.
 func TestStandbyHandoff(t *testing.T) {
 	sb, runner := connPair(t)
 	held := slotFiles(t, runnerSlots)
-	if err := sb.hand("0123456789abcdef", "task_ABC234", held); err != nil {
+	if err := sb.hand("0123456789abcdef", "task_ABC234", "RUNNER234", held); err != nil {
 		t.Fatal(err)
 	}
 	h := receiveTask(runner)
-	if h.err != nil || h.client != "0123456789abcdef" || h.task != "task_ABC234" || len(h.slots) != runnerSlots {
+	if h.err != nil || h.client != "0123456789abcdef" || h.task != "task_ABC234" || h.runner != "RUNNER234" || len(h.slots) != runnerSlots {
 		t.Fatalf("received %+v", h)
 	}
 	for i, f := range h.slots {
@@ -76,7 +76,7 @@ func TestStandbyHandoff(t *testing.T) {
 	if err := sb.stay(); err != nil {
 		t.Fatal(err)
 	}
-	if err := sb.hand("0123456789abcdef", "task_NEXT", held); err != nil {
+	if err := sb.hand("0123456789abcdef", "task_NEXT", "RUNNER567", held); err != nil {
 		t.Fatal(err)
 	}
 	if !keptAsStandby(runner) {
@@ -105,18 +105,21 @@ func TestStandbyRefusesWhatIsNotAHandoff(t *testing.T) {
 		t.Errorf("after the serve closed: %+v, want io.EOF", h)
 	}
 	for _, c := range []struct {
-		name, client, task string
-		slots              int
+		name, client, task, runner string
+		slots                      int
 	}{
-		{"no slots", "0123456789abcdef", "task_1", 0},
-		{"one slot", "0123456789abcdef", "task_1", 1},
-		{"a space in the task", "0123456789abcdef", "task 1", 2},
-		{"a long client", "0123456789abcdef0", "task_1", 2},
-		{"a path", "0123456789abcdef", "../x", 2},
+		{"no slots", "0123456789abcdef", "task_1", "R1", 0},
+		{"one slot", "0123456789abcdef", "task_1", "R1", 1},
+		{"a space in the task", "0123456789abcdef", "task 1", "R1", 2},
+		{"a long client", "0123456789abcdef0", "task_1", "R1", 2},
+		{"a path", "0123456789abcdef", "../x", "R1", 2},
+		{"no runner", "0123456789abcdef", "task_1", "", 2},
+		{"a space in the runner", "0123456789abcdef", "task_1", "R 1", 2},
+		{"a path as the runner", "0123456789abcdef", "task_1", "../r", 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sb, runner := connPair(t)
-			if err := sb.hand(c.client, c.task, slotFiles(t, c.slots)); err != nil {
+			if err := sb.hand(c.client, c.task, c.runner, slotFiles(t, c.slots)); err != nil {
 				t.Fatal(err)
 			}
 			if h := receiveTask(runner); h.err == nil {

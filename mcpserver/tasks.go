@@ -54,10 +54,12 @@ type TaskOptions struct {
 	// and the task's runner. Required.
 	Store sessions.TaskStore
 	// Start launches the runner of a task just created (for example a
-	// detached process that calls [RunTask]). Required. An error fails the
-	// task at once. ctx is the creating request's and ends with it: Start
-	// must not tie the runner's life to it.
-	Start func(ctx context.Context, taskID string) error
+	// detached process that calls [RunTask]) and passes it runner, the
+	// lease the task was created claimed for, which only that runner is
+	// told ([RunTask]'s runner). Required. An error fails the task at
+	// once. ctx is the creating request's and ends with it: Start must not
+	// tie the runner's life to it.
+	Start func(ctx context.Context, taskID, runner string) error
 	// MaxWorking caps the working tasks of one client identity. Default
 	// DefaultTaskMaxWorking.
 	MaxWorking int
@@ -116,7 +118,7 @@ const (
 // taskConfig is TaskOptions with defaults applied.
 type taskConfig struct {
 	store        sessions.TaskStore
-	start        func(ctx context.Context, taskID string) error
+	start        func(ctx context.Context, taskID, runner string) error
 	maxWorking   int
 	defaultTTL   time.Duration
 	maxTTL       time.Duration
@@ -321,7 +323,11 @@ func (c *connection) createTask(ctx context.Context, req *mcp.CallToolRequest, t
 		return nil, fmt.Errorf("encode task request: %w", err)
 	}
 	ttl := tc.ttl(tp.TTL)
-	task, err := tc.store.CreateTask(ctx, sessions.NewTask{ID: id, ClientID: s.clientID, Request: body, TTL: ttl, MaxWorking: tc.maxWorking})
+	// The task is created claimed for the runner it is handed to, which
+	// then needs no write of its own to take it.
+	runner := newHandedRunnerID()
+	task, err := tc.store.CreateTask(ctx, sessions.NewTask{ID: id, ClientID: s.clientID, Request: body, TTL: ttl, MaxWorking: tc.maxWorking,
+		Runner: runner, Lease: taskLeaseTTL})
 	switch {
 	case errors.Is(err, sessions.ErrTaskLimit):
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("too many working tasks: at most %d per client; wait for one to end or cancel one with tasks/cancel", tc.maxWorking)}
@@ -333,9 +339,9 @@ func (c *connection) createTask(ctx context.Context, req *mcp.CallToolRequest, t
 	}
 	c.line.Record(ctx, AuditTaskCreated, turn.SessionID, TaskCreatedPayload{TaskID: id, RequestID: turn.RequestID, ClientID: s.clientID, TTLMs: ttl.Milliseconds()})
 	countTask(ctx, sessions.TaskWorking)
-	if err := tc.start(ctx, id); err != nil {
+	if err := tc.start(ctx, id, runner); err != nil {
 		s.log.Error("start the task's runner failed", "task_id", id, "error", err)
-		task = c.failUnstarted(task)
+		task = c.failUnstarted(task, runner)
 	}
 	c.watchTask(task, req, r)
 	return &createTaskResult{Task: tc.wire(task)}, nil
@@ -352,17 +358,13 @@ func taskStoreError() *jsonrpc.Error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "task store unavailable; try again later"}
 }
 
-// failUnstarted fails a task whose runner could not be started, taking its
-// lease for that, and returns it as it then is.
-func (c *connection) failUnstarted(task sessions.Task) sessions.Task {
+// failUnstarted fails a task whose runner could not be started, in the
+// name of runner, the lease it was created claimed for, and returns it as
+// it then is.
+func (c *connection) failUnstarted(task sessions.Task, runner string) sessions.Task {
 	tc := c.s.tasks
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	runner := newRunnerID()
-	if _, err := tc.store.ClaimTask(ctx, task.ID, runner, taskLeaseTTL); err != nil {
-		c.s.log.Warn("fail an unstarted task: claim it", "task_id", task.ID, "error", err)
-		return task
-	}
 	out, _ := json.Marshal(failedOutcome())
 	done, err := tc.store.FinishTask(ctx, task.ID, runner, sessions.TaskFailed, TaskAbandonedMessage, out)
 	if err != nil {
@@ -658,6 +660,37 @@ func withRelatedTask(result json.RawMessage, taskID string) (json.RawMessage, *j
 	return encodeResult(obj)
 }
 
+// takeTask returns task taskID with the runner lease this runner holds
+// and the runner id it holds it as. A task created claimed for handed, this
+// client's and working with that lease live, is taken with a read: the
+// process that created it handed it to this runner alone. Any other task
+// (another client's, one without a lease or whose lease lapsed) is claimed,
+// as handed, or under a new runner id when handed is "": the
+// compare-and-set that refuses a task cancelled, ended or held by another
+// runner.
+func (s *Server) takeTask(ctx context.Context, taskID, handed string) (sessions.Task, string, error) {
+	tc := s.tasks
+	runner := handed
+	if runner == "" {
+		runner = newRunnerID()
+	} else {
+		task, err := tc.store.GetTask(ctx, s.clientID, taskID)
+		if err == nil && task.Status == sessions.TaskWorking && !task.Committing && task.Runner == handed && time.Now().Before(task.RunnerExpiresAt) {
+			return task, handed, nil
+		}
+	}
+	task, err := tc.store.ClaimTask(ctx, taskID, runner, taskLeaseTTL)
+	if err != nil {
+		return sessions.Task{}, "", fmt.Errorf("mcpserver: claim task %q: %w", taskID, err)
+	}
+	return task, runner, nil
+}
+
+// newHandedRunnerID returns the runner id a task is created claimed for:
+// random, told only to the runner the task is handed to, and of
+// [A-Z2-7] alone, so that it passes where task ids pass.
+func newHandedRunnerID() string { return rand.Text() }
+
 // newRunnerID names a runner for its lease: host, process and a random part.
 func newRunnerID() string {
 	host, _ := os.Hostname()
@@ -835,7 +868,10 @@ func finishSwept(ctx context.Context, store sessions.TaskStore, line *conversati
 	return true, nil
 }
 
-// RunTask runs task taskID to its end: it claims the task's runner lease,
+// RunTask runs task taskID to its end: it takes the task's runner lease
+// (runner, the one [TaskOptions.Start] was given, when the task was created
+// claimed for it and the lease is live; otherwise it claims the task under
+// a new runner id, as it always does for runner ""),
 // runs its prompt_send turn through the conversation service like a plain
 // prompt_send (opts.Speaker, which must be the task's client's, the
 // session lease, audit with the task id, progress stored in the task), renews the
@@ -844,7 +880,7 @@ func finishSwept(ctx context.Context, store sessions.TaskStore, line *conversati
 // must carry Tasks with its Store (Start is not used). It never leaves a
 // task working that it claimed: a failure ends the task failed. ctx ending
 // stops the turn (before its commit point) and fails the task.
-func RunTask(ctx context.Context, opts Options, taskID string) error {
+func RunTask(ctx context.Context, opts Options, taskID, runner string) error {
 	if opts.Tasks == nil {
 		return errors.New("mcpserver: RunTask needs Options.Tasks with its Store")
 	}
@@ -852,7 +888,7 @@ func RunTask(ctx context.Context, opts Options, taskID string) error {
 	if err != nil {
 		return err
 	}
-	return s.runTask(ctx, taskID, newRunnerID())
+	return s.runTask(ctx, taskID, runner)
 }
 
 // runTask is RunTask with a given runner id. It runs the task's turn on a
@@ -865,9 +901,9 @@ func (s *Server) runTask(ctx context.Context, taskID, runner string) error {
 		return fmt.Errorf("mcpserver: open the task's line: %w", err)
 	}
 	defer line.Close(conversation.ReasonRunnerStopped)
-	task, err := tc.store.ClaimTask(ctx, taskID, runner, taskLeaseTTL)
+	task, runner, err := s.takeTask(ctx, taskID, runner)
 	if err != nil {
-		return fmt.Errorf("mcpserver: claim task %q: %w", taskID, err)
+		return err
 	}
 	finish := func(status, message string, out taskOutcome) error {
 		body, err := json.Marshal(out)

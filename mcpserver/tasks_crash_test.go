@@ -57,7 +57,7 @@ func sweepAfterReply(t *testing.T, st sessions.Store, ts sessions.TaskStore) {
 	dying := &storetest.Dying{Store: st, Tasks: ts}
 	te, err := newTaskEnvErr(func(o *TaskOptions) {
 		o.Store = dying
-		o.Start = func(context.Context, string) error { return nil }
+		o.Start = func(context.Context, string, string) error { return nil }
 	}, func(c *envConfig) {
 		c.Store = dying
 		withRuntime(t, `{"turns": [{"text": "`+reply+`"}]}`)(c)
@@ -143,7 +143,7 @@ func TestSweepFailsACommittedTaskWithoutAReply(t *testing.T) {
 	dying := &storetest.Dying{Store: st, Tasks: ts, AtCommit: true}
 	te, err := newTaskEnvErr(func(o *TaskOptions) {
 		o.Store = dying
-		o.Start = func(context.Context, string) error { return nil }
+		o.Start = func(context.Context, string, string) error { return nil }
 	}, func(c *envConfig) {
 		c.Store = dying
 		withRuntime(t, `{"turns": [{"text": "never stored"}]}`)(c)

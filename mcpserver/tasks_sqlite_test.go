@@ -16,6 +16,6 @@ func TestTaskCancelCommitRaceSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string, string) error { return nil } })
 	raceCancelCommit(t, te, st, 300)
 }

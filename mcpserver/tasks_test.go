@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -44,9 +45,9 @@ func newTaskEnv(t testing.TB, tweak func(*TaskOptions)) *taskEnv {
 
 func newTaskEnvErr(tweak func(*TaskOptions), envTweak func(*envConfig)) (*taskEnv, error) {
 	te := &taskEnv{tasks: newMemTasks(time.Now)}
-	opts := &TaskOptions{Store: te.tasks, Start: func(_ context.Context, id string) error {
+	opts := &TaskOptions{Store: te.tasks, Start: func(_ context.Context, id, runner string) error {
 		te.runners.Go(func() {
-			err := te.srv.runTask(context.Background(), id, "runner-"+id)
+			err := te.srv.runTask(context.Background(), id, runner)
 			te.mu.Lock()
 			te.runErrs = append(te.runErrs, err)
 			te.mu.Unlock()
@@ -98,7 +99,7 @@ func rawParams(v any) json.RawMessage {
 // lost answers -32602 and the task completes with the reply stored, as
 // tasks/result returns it.
 func TestTaskCancelCommitRace(t *testing.T) {
-	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string, string) error { return nil } })
 	raceCancelCommit(t, te, te.tasks, 2000)
 }
 
@@ -188,7 +189,7 @@ func raceCancelCommit(t *testing.T, te *taskEnv, store sessions.TaskStore, round
 // Another client's server sees none of a client's tasks: get, result and
 // cancel answer -32602 as for an unknown task, and list is empty.
 func TestTaskClientIsolation(t *testing.T) {
-	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string, string) error { return nil } })
 	if _, err := te.tasks.CreateTask(t.Context(), sessions.NewTask{ID: "task_a", ClientID: testClientID, Request: rawParams(taskRequest{SessionID: "s", Prompt: "p"}), TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestTaskClientIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, err := New(Options{Conversations: te.conv, Speaker: speaker,
-		Tasks: &TaskOptions{Store: te.tasks, Start: func(context.Context, string) error { return nil }}})
+		Tasks: &TaskOptions{Store: te.tasks, Start: func(context.Context, string, string) error { return nil }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestTaskClientIsolation(t *testing.T) {
 
 // A requested ttl is clamped to [MinTaskTTL, MaxTTL]; none gives DefaultTTL.
 func TestTaskTTLClamp(t *testing.T) {
-	tc, err := newTaskConfig(&TaskOptions{Store: newMemTasks(time.Now), Start: func(context.Context, string) error { return nil },
+	tc, err := newTaskConfig(&TaskOptions{Store: newMemTasks(time.Now), Start: func(context.Context, string, string) error { return nil },
 		DefaultTTL: 2 * time.Hour, MaxTTL: 3 * time.Hour}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +251,7 @@ func TestTaskTTLClamp(t *testing.T) {
 			t.Errorf("ttl(%v) = %s, want %s", c.in, got, c.want)
 		}
 	}
-	def, err := newTaskConfig(&TaskOptions{Store: newMemTasks(time.Now), Start: func(context.Context, string) error { return nil }}, false)
+	def, err := newTaskConfig(&TaskOptions{Store: newMemTasks(time.Now), Start: func(context.Context, string, string) error { return nil }}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,7 @@ func TestTaskTTLClamp(t *testing.T) {
 	if _, err := newTaskConfig(&TaskOptions{Store: newMemTasks(time.Now)}, false); err == nil {
 		t.Error("TaskOptions without Start accepted for a server")
 	}
-	if _, err := newTaskConfig(&TaskOptions{Start: func(context.Context, string) error { return nil }}, false); err == nil {
+	if _, err := newTaskConfig(&TaskOptions{Start: func(context.Context, string, string) error { return nil }}, false); err == nil {
 		t.Error("TaskOptions without Store accepted")
 	}
 }
@@ -349,7 +350,7 @@ func TestNoTasksIgnoresTaskParams(t *testing.T) {
 // A runner built for another client refuses the task and fails it: it
 // never runs a turn with an authority the task was not created under.
 func TestRunTaskRefusesOtherClient(t *testing.T) {
-	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string, string) error { return nil } })
 	if _, err := te.tasks.CreateTask(t.Context(), sessions.NewTask{ID: "task_x", ClientID: "fedcba9876543210", Request: rawParams(taskRequest{SessionID: "s", NewSession: true, Prompt: "p"}), TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +369,7 @@ func TestRunTaskRefusesOtherClient(t *testing.T) {
 // point and fails the task: never left working, nothing written.
 func TestRunTaskStoppedFailsTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+		te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string, string) error { return nil } })
 		if _, err := te.tasks.CreateTask(t.Context(), sessions.NewTask{ID: "task_s", ClientID: testClientID, Request: rawParams(taskRequest{RequestID: 7, SessionID: "mcp_s", NewSession: true, Prompt: "block"}), TTL: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
@@ -503,27 +504,54 @@ func TestTaskProgressStatusAndCancel(t *testing.T) {
 	})
 }
 
+// runOneTask sends one task-augmented prompt_send (request id "a") on a
+// wire to te's server, waits for its runner to end, and calls check.
+func runOneTask(t *testing.T, te *taskEnv, check func()) {
+	w := startWire(t.Context(), t, te.env)
+	for _, l := range handshake {
+		w.send(l)
+	}
+	w.send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"hello"},"task":{}}}`)
+	synctest.Wait()
+	te.runners.Wait()
+	check()
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A task's runner writes the same audit as a plain prompt_send, with the
 // task id: the completed turn's record and the task's terminal status.
 func TestTaskAuditCompleted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		te := newTaskEnv(t, nil)
-		w := startWire(t.Context(), t, te.env)
-		for _, l := range handshake {
-			w.send(l)
-		}
-		w.send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"hello"},"task":{}}}`)
-		synctest.Wait()
-		te.runners.Wait()
-		if got := te.store.auditOf(sessions.AuditPromptCompleted); len(got) != 1 || got[0]["task_id"] != "task_0001" || got[0]["request_id"] != "a" {
-			t.Errorf("%s records = %v", sessions.AuditPromptCompleted, got)
-		}
-		if got := te.store.auditOf(AuditTaskFinished); len(got) != 1 || got[0]["status"] != sessions.TaskCompleted {
-			t.Errorf("%s records = %v", AuditTaskFinished, got)
-		}
-		if err := w.close(); err != nil {
-			t.Fatal(err)
-		}
+		runOneTask(t, te, func() {
+			if got := te.store.auditOf(sessions.AuditPromptCompleted); len(got) != 1 || got[0]["task_id"] != "task_0001" || got[0]["request_id"] != "a" {
+				t.Errorf("%s records = %v", sessions.AuditPromptCompleted, got)
+			}
+			if got := te.store.auditOf(AuditTaskFinished); len(got) != 1 || got[0]["status"] != sessions.TaskCompleted {
+				t.Errorf("%s records = %v", AuditTaskFinished, got)
+			}
+		})
+	})
+}
+
+// A task's answer path writes its task row three times: created (already
+// claimed for the runner it is handed to), its commit point, its end. The
+// runner takes the lease it was created with; it does not claim the task
+// in a write of its own.
+func TestTaskWritesOnItsAnswerPath(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, nil)
+		runOneTask(t, te, func() {
+			want := []string{"CreateTask", "CommitTask", "FinishTask"}
+			if got := te.tasks.writesOf("task_0001"); !slices.Equal(got, want) {
+				t.Errorf("writes to the task = %v, want %v", got, want)
+			}
+			if task, _ := te.tasks.raw("task_0001"); task.Status != sessions.TaskCompleted {
+				t.Errorf("task status %q, want %q", task.Status, sessions.TaskCompleted)
+			}
+		})
 	})
 }
 
@@ -595,7 +623,7 @@ func TestTaskResultWaitCancelled(t *testing.T) {
 // the turn is written and the failure stands.
 func TestRunTaskStopsWhenTaskEnded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+		te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string, string) error { return nil } })
 		if _, err := te.tasks.CreateTask(t.Context(), sessions.NewTask{ID: "task_e", ClientID: testClientID, Request: rawParams(taskRequest{RequestID: 1, SessionID: "mcp_e", NewSession: true, Prompt: "block"}), TTL: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
@@ -649,7 +677,7 @@ func TestTaskPromptTooLarge(t *testing.T) {
 // next lease renewal: the runner does not outlive a cancel by seconds.
 func TestRunTaskSeesACancelWithinASecond(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+		te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string, string) error { return nil } })
 		if _, err := te.tasks.CreateTask(t.Context(), sessions.NewTask{ID: "task_c", ClientID: testClientID, Request: rawParams(taskRequest{RequestID: 1, SessionID: "mcp_c", NewSession: true, Prompt: "block"}), TTL: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
@@ -673,7 +701,7 @@ func TestRunTaskSeesACancelWithinASecond(t *testing.T) {
 // sees the turn's latest stored progress as the task's statusMessage in
 // tasks/get while it works, clipped; an ended task shows its own message.
 func TestTaskGetShowsProgress(t *testing.T) {
-	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string) error { return nil } })
+	te := newTaskEnv(t, func(o *TaskOptions) { o.Start = func(context.Context, string, string) error { return nil } })
 	ctx := t.Context()
 	if _, err := te.tasks.CreateTask(ctx, sessions.NewTask{ID: "task_p", ClientID: testClientID, Request: rawParams(taskRequest{SessionID: "s", Prompt: "p"}), TTL: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -726,8 +754,9 @@ func TestTaskResultWakesOnTheRunnersReport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		ended := map[string]chan struct{}{}
+		var handed string
 		te := newTaskEnv(t, func(o *TaskOptions) {
-			o.Start = func(context.Context, string) error { return nil } // the test runs it
+			o.Start = func(_ context.Context, _, runner string) error { handed = runner; return nil } // the test runs it
 			o.PollInterval = time.Hour
 			o.Ended = func(id string) <-chan struct{} {
 				mu.Lock()
@@ -746,7 +775,7 @@ func TestTaskResultWakesOnTheRunnersReport(t *testing.T) {
 		synctest.Wait()
 		w.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"task_0001"}}`)
 		synctest.Wait()
-		if err := te.srv.runTask(t.Context(), "task_0001", "runner"); err != nil {
+		if err := te.srv.runTask(t.Context(), "task_0001", handed); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -785,7 +814,7 @@ func TestRunTaskFinishedComesBeforeTheRecord(t *testing.T) {
 	}
 	var calls []call
 	te = newTaskEnv(t, func(o *TaskOptions) {
-		o.Start = func(context.Context, string) error { return nil }
+		o.Start = func(context.Context, string, string) error { return nil }
 		o.Finished = func(id string) {
 			task, _ := te.tasks.raw(id)
 			calls = append(calls, call{id, task.Status, len(te.store.auditOf(AuditTaskFinished))})
@@ -803,4 +832,33 @@ func TestRunTaskFinishedComesBeforeTheRecord(t *testing.T) {
 	if got := te.store.auditOf(AuditTaskFinished); len(got) != 1 {
 		t.Errorf("%s records = %v, want one after Finished", AuditTaskFinished, got)
 	}
+}
+
+// A task whose runner cannot be started is answered created and failed at
+// once, in the name of the runner it was created claimed for.
+func TestTaskWhoseRunnerCannotStartFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		te := newTaskEnv(t, func(o *TaskOptions) {
+			o.Start = func(context.Context, string, string) error { return errors.New("no runner slot") }
+		})
+		w := startWire(t.Context(), t, te.env)
+		for _, l := range handshake {
+			w.send(l)
+		}
+		w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"prompt_send","arguments":{"prompt":"hello"},"task":{}}}`)
+		synctest.Wait()
+		if got := byID(w.take())["1"]; !strings.Contains(got, `"status":"failed"`) {
+			t.Errorf("CreateTaskResult = %s, want the task failed", got)
+		}
+		task, _ := te.tasks.raw("task_0001")
+		if task.Status != sessions.TaskFailed || task.StatusMessage != TaskAbandonedMessage {
+			t.Errorf("stored task = %s %q, want failed %q", task.Status, task.StatusMessage, TaskAbandonedMessage)
+		}
+		if got := te.store.auditOf(AuditTaskFinished); len(got) != 1 || got[0]["status"] != sessions.TaskFailed {
+			t.Errorf("%s records = %v", AuditTaskFinished, got)
+		}
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

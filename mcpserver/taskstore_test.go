@@ -21,6 +21,26 @@ type memTasks struct {
 
 	mu    sync.Mutex
 	tasks map[string]*sessions.Task
+	// writes logs every write that changed a task, as "<method> <id>".
+	writes []string
+}
+
+// wrote logs a write of method to task id; m.mu is held.
+func (m *memTasks) wrote(method, id string) { m.writes = append(m.writes, method+" "+id) }
+
+// writesOf returns the writes to task id, in order, without RenewTask's
+// (the lease keeper's, every 2 s, off a task's answer path).
+func (m *memTasks) writesOf(id string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, w := range m.writes {
+		method, task, _ := strings.Cut(w, " ")
+		if task == id && method != "RenewTask" {
+			out = append(out, method)
+		}
+	}
+	return out
 }
 
 func newMemTasks(now func() time.Time) *memTasks {
@@ -65,8 +85,15 @@ func (m *memTasks) CreateTask(_ context.Context, n sessions.NewTask) (sessions.T
 		}
 	}
 	now := m.now()
+	if n.Runner != "" && n.Lease <= 0 {
+		return sessions.Task{}, fmt.Errorf("create task: invalid runner lease")
+	}
 	t := &sessions.Task{ID: n.ID, ClientID: n.ClientID, Status: sessions.TaskWorking, Request: n.Request, CreatedAt: now, UpdatedAt: now, TTL: n.TTL}
+	if n.Runner != "" {
+		t.Runner, t.RunnerExpiresAt = n.Runner, now.Add(n.Lease)
+	}
 	m.tasks[n.ID] = t
+	m.wrote("CreateTask", n.ID)
 	return *t, nil
 }
 
@@ -129,6 +156,7 @@ func (m *memTasks) CancelTask(_ context.Context, clientID, id string) (sessions.
 		return *t, sessions.ErrTaskDone
 	}
 	t.Status, t.UpdatedAt = sessions.TaskCancelled, m.now()
+	m.wrote("CancelTask", id)
 	return *t, nil
 }
 
@@ -145,6 +173,7 @@ func (m *memTasks) ClaimTask(_ context.Context, id, runner string, ttl time.Dura
 		return *t, sessions.ErrBusy
 	}
 	t.Runner, t.RunnerExpiresAt = runner, m.now().Add(ttl)
+	m.wrote("ClaimTask", id)
 	return *t, nil
 }
 
@@ -156,6 +185,7 @@ func (m *memTasks) RenewTask(_ context.Context, id, runner string, ttl time.Dura
 		return sessions.Task{}, sessions.ErrLeaseLost
 	}
 	t.RunnerExpiresAt = m.now().Add(ttl)
+	m.wrote("RenewTask", id)
 	if progress != nil && t.Status == sessions.TaskWorking {
 		t.Progress, t.UpdatedAt = progress, m.now()
 	}
@@ -175,6 +205,7 @@ func (m *memTasks) CommitTask(_ context.Context, id, runner string) (sessions.Ta
 		return *t, sessions.ErrLeaseLost
 	}
 	t.Committing = true
+	m.wrote("CommitTask", id)
 	return *t, nil
 }
 
@@ -194,6 +225,7 @@ func (m *memTasks) FinishTask(_ context.Context, id, runner, status, message str
 		return *t, sessions.ErrTaskTooLarge
 	}
 	t.Status, t.StatusMessage, t.Result, t.UpdatedAt = status, message, result, m.now()
+	m.wrote("FinishTask", id)
 	return *t, nil
 }
 

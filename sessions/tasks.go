@@ -87,6 +87,12 @@ type NewTask struct {
 	// MaxWorking caps the client's working tasks, checked atomically with
 	// the insert (ErrTaskLimit); <= 0 means no cap.
 	MaxWorking int
+	// Runner, when not "", creates the task claimed: Runner holds its
+	// lease until Lease (> 0) from now, as after a [TaskStore.ClaimTask],
+	// so the runner it is handed to need not claim it in a write of its
+	// own. "" creates it unclaimed (Lease is ignored).
+	Runner string
+	Lease  time.Duration
 }
 
 // TaskPage is one page of [TaskStore.ListTasks].

@@ -35,10 +35,11 @@ type Options struct {
 	// discards.
 	Logger *slog.Logger
 	// StartTask launches the runner of task taskID, just created by the MCP
-	// service of the client with clientID ([Host.MCPServer]); the runner
-	// calls [Host.RunTask]. It must not tie the runner's life to ctx (the
+	// service of the client with clientID ([Host.MCPServer]) claimed for
+	// runner; the runner calls [Host.RunTask] with taskID and runner, which
+	// only it is told. It must not tie the runner's life to ctx (the
 	// creating request's). Nil: the MCP service offers no tasks.
-	StartTask func(ctx context.Context, clientID, taskID string) error
+	StartTask func(ctx context.Context, clientID, taskID, runner string) error
 	// TaskEnded returns a channel closed once the runner StartTask started
 	// for task taskID reports the task's end, or nil when no report will
 	// come (mcpserver.TaskOptions.Ended). Nil: the MCP service reads the
@@ -65,7 +66,7 @@ type Host struct {
 	providerErr error
 	version     string
 	log         *slog.Logger
-	startTask   func(ctx context.Context, clientID, taskID string) error
+	startTask   func(ctx context.Context, clientID, taskID, runner string) error
 	taskEnded   func(taskID string) <-chan struct{}
 	taskDone    func(taskID string)
 	tel         *Telemetry
@@ -266,7 +267,7 @@ func (h *Host) MCPServer(clientID string, logger *slog.Logger) (*mcpserver.Serve
 	}
 	if ts, err := h.Tasks(); err == nil && h.startTask != nil {
 		start := h.startTask
-		opts.Tasks = h.taskOptions(ts, func(ctx context.Context, taskID string) error { return start(ctx, clientID, taskID) })
+		opts.Tasks = h.taskOptions(ts, func(ctx context.Context, taskID, runner string) error { return start(ctx, clientID, taskID, runner) })
 		opts.Tasks.Ended = h.taskEnded
 	}
 	return mcpserver.New(opts)

@@ -49,7 +49,7 @@ func (h *Host) Tasks() (sessions.TaskStore, error) {
 
 // taskOptions are the MCP service's task options over ts with start (nil
 // for a runner, which starts no task).
-func (h *Host) taskOptions(ts sessions.TaskStore, start func(ctx context.Context, taskID string) error) *mcpserver.TaskOptions {
+func (h *Host) taskOptions(ts sessions.TaskStore, start func(ctx context.Context, taskID, runner string) error) *mcpserver.TaskOptions {
 	tc := h.cfg.MCPServer.Tasks
 	return &mcpserver.TaskOptions{
 		Store:      ts,
@@ -60,12 +60,13 @@ func (h *Host) taskOptions(ts sessions.TaskStore, start func(ctx context.Context
 	}
 }
 
-// RunTask runs task taskID of the client with clientID to its end
+// RunTask runs task taskID of the client with clientID, created claimed for
+// runner ("" if unknown), to its end
 // (mcpserver.RunTask) with that client's speaker, as its detached runner
 // does. It refuses with [ErrNotPaired] when clientID is no longer the
 // fingerprint of the state directory's token: a rotated token ends what
 // its client may start. logger receives the diagnostics (nil: the host's).
-func (h *Host) RunTask(ctx context.Context, clientID, taskID string, logger *slog.Logger) error {
+func (h *Host) RunTask(ctx context.Context, clientID, taskID, runner string, logger *slog.Logger) error {
 	ts, err := h.Tasks()
 	if err != nil {
 		return err
@@ -83,7 +84,7 @@ func (h *Host) RunTask(ctx context.Context, clientID, taskID string, logger *slo
 	}
 	opts.Tasks = h.taskOptions(ts, nil)
 	opts.Tasks.Finished = h.taskDone
-	return mcpserver.RunTask(ctx, opts, taskID)
+	return mcpserver.RunTask(ctx, opts, taskID, runner)
 }
 
 // SweepTasks settles the tasks whose runner is gone and deletes the

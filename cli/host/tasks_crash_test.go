@@ -56,7 +56,7 @@ func crashAfterReply(t *testing.T, h *host.Host, clientID string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := mcpserver.RunTask(ctx, mcpserver.Options{Conversations: conv, Speaker: sp, Tasks: &mcpserver.TaskOptions{Store: dying}}, id); err == nil {
+	if err := mcpserver.RunTask(ctx, mcpserver.Options{Conversations: conv, Speaker: sp, Tasks: &mcpserver.TaskOptions{Store: dying}}, id, ""); err == nil {
 		t.Fatal("the runner that died finished its task")
 	}
 	before, err := ts.GetTask(ctx, clientID, id)

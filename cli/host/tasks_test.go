@@ -60,7 +60,7 @@ func TestRunTaskRefusesAClientNoLongerPaired(t *testing.T) {
 	if _, err := ts.CreateTask(t.Context(), sessions.NewTask{ID: "task-1", ClientID: old, Request: json.RawMessage(`{}`), TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.RunTask(t.Context(), old, "task-1", nil); !errors.Is(err, host.ErrNotPaired) {
+	if err := h.RunTask(t.Context(), old, "task-1", "", nil); !errors.Is(err, host.ErrNotPaired) {
 		t.Fatalf("RunTask for a client that is not paired = %v, want ErrNotPaired", err)
 	}
 	got, err := ts.GetTask(t.Context(), old, "task-1")

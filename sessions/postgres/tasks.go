@@ -93,10 +93,11 @@ func (b taskSQL) Insert(ctx context.Context, op string, in sessions.NewTask) (se
 			}
 		}
 		var err error
-		out, err = scanTask(tx.QueryRow(ctx, `INSERT INTO tasks (id, client_id, status, request, created_at, updated_at, ttl, expires_at)
-			VALUES ($1, $2, 'working', $3, now(), now(), $4::bigint, now() + $4::bigint * interval '1 microsecond')
+		out, err = scanTask(tx.QueryRow(ctx, `INSERT INTO tasks (id, client_id, status, request, created_at, updated_at, ttl, expires_at, runner, runner_expires_at)
+			VALUES ($1, $2, 'working', $3, now(), now(), $4::bigint, now() + $4::bigint * interval '1 microsecond',
+				$5::text, CASE WHEN $5::text = '' THEN NULL ELSE now() + $6::bigint * interval '1 microsecond' END)
 			ON CONFLICT (id) DO NOTHING RETURNING `+taskrules.Columns,
-			in.ID, in.ClientID, string(in.Request), micros(in.TTL)))
+			in.ID, in.ClientID, string(in.Request), micros(in.TTL), in.Runner, micros(in.Lease)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%s: %w", op, sessions.ErrExists)
 		}

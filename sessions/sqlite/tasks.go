@@ -89,16 +89,24 @@ func (b taskSQL) Insert(ctx context.Context, op string, in sessions.NewTask) (se
 				return taskrules.TooMany(op, n, in.MaxWorking)
 			}
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, client_id, status, request, created_at, updated_at, ttl, expires_at)
-			VALUES (?, ?, 'working', ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			in.ID, in.ClientID, string(in.Request), now, now, ttl, now+ttl)
+		var leased int64 // runner_expires_at: 0 while unclaimed
+		if in.Runner != "" {
+			leased = now + durMicros(in.Lease)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, client_id, status, request, created_at, updated_at, ttl, expires_at, runner, runner_expires_at)
+			VALUES (?, ?, 'working', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			in.ID, in.ClientID, string(in.Request), now, now, ttl, now+ttl, in.Runner, leased)
 		return oneRow(op, sessions.ErrExists, res, err)
 	})
 	if err != nil {
 		return sessions.Task{}, err
 	}
-	return sessions.Task{ID: in.ID, ClientID: in.ClientID, Status: sessions.TaskWorking, Request: in.Request,
-		CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now), TTL: time.Duration(ttl) * time.Microsecond}, nil
+	t := sessions.Task{ID: in.ID, ClientID: in.ClientID, Status: sessions.TaskWorking, Request: in.Request,
+		CreatedAt: fromMicros(now), UpdatedAt: fromMicros(now), TTL: time.Duration(ttl) * time.Microsecond, Runner: in.Runner}
+	if in.Runner != "" {
+		t.RunnerExpiresAt = fromMicros(now + durMicros(in.Lease))
+	}
+	return t, nil
 }
 
 // Read implements [taskrules.Backend].

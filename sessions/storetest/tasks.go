@@ -27,6 +27,7 @@ var taskTests = []test{
 	{"CapRaceTwoHandles", testTaskCapRace},
 	{"CancelCommitRaceTwoHandles", testTaskCancelCommitRace},
 	{"ClaimRenewProgress", testTaskClaimRenew},
+	{"CreateClaimed", testTaskCreateClaimed},
 	{"LeaseLapseTakeover", testTaskLeaseLapse},
 	{"FinishRules", testTaskFinishRules},
 	{"FailAbandoned", testTaskFailAbandoned},
@@ -325,6 +326,48 @@ func testTaskCancelCommitRace(t *testing.T, h *harness) {
 		}
 	}
 	t.Logf("%d rounds: the cancel won %d, the commit %d", CancelCommitRounds, cancels, commits)
+}
+
+// A task created with a Runner is claimed by it from its creation: it
+// renews, commits and finishes without a ClaimTask of its own, and no other
+// runner can take it while the lease lives.
+func testTaskCreateClaimed(t *testing.T, h *harness) {
+	s := h.tasks(t)
+	ctx := ctxT(t)
+	in := newTask("t", "c")
+	in.Runner = "r1"
+	for name, lease := range map[string]time.Duration{"zero lease": 0, "negative lease": -time.Second} {
+		bad := in
+		bad.Lease = lease
+		if _, err := s.CreateTask(ctx, bad); err == nil {
+			t.Errorf("CreateTask with a runner and a %s: no error, want one", name)
+		}
+	}
+	in.Lease = time.Minute
+	created := mustCreateTask(t, s, in)
+	if created.Runner != "r1" || !created.RunnerExpiresAt.After(time.Now().Add(30*time.Second)) || created.RunnerExpiresAt.After(time.Now().Add(2*time.Minute)) {
+		t.Errorf("created task = runner %q, lease until %v; want r1's, leased for a minute", created.Runner, created.RunnerExpiresAt)
+	}
+	if read := mustGetTask(t, s, "c", "t"); read.Runner != "r1" || !read.RunnerExpiresAt.Equal(created.RunnerExpiresAt) {
+		t.Errorf("read task = runner %q, lease until %v; want as created: %q, %v", read.Runner, read.RunnerExpiresAt, created.Runner, created.RunnerExpiresAt)
+	}
+	_, err := s.ClaimTask(ctx, "t", "r2", time.Minute)
+	wantErr(t, "ClaimTask of a task created claimed", err, sessions.ErrBusy)
+	_, err = s.RenewTask(ctx, "t", "r1", time.Minute, nil)
+	noErr(t, err, "RenewTask by the runner it was created for")
+	_, err = s.CommitTask(ctx, "t", "r1")
+	noErr(t, err, "CommitTask by the runner it was created for")
+	done, err := s.FinishTask(ctx, "t", "r1", sessions.TaskCompleted, "", json.RawMessage(`{"ok":true}`))
+	noErr(t, err, "FinishTask by the runner it was created for")
+	if done.Status != sessions.TaskCompleted {
+		t.Errorf("finished task status %q, want %q", done.Status, sessions.TaskCompleted)
+	}
+	// An unclaimed task stays unclaimed whatever Lease says.
+	plain := newTask("u", "c")
+	plain.Lease = time.Minute
+	if got := mustCreateTask(t, s, plain); got.Runner != "" || !got.RunnerExpiresAt.IsZero() {
+		t.Errorf("task created without a runner = runner %q, lease until %v; want unclaimed", got.Runner, got.RunnerExpiresAt)
+	}
 }
 
 func testTaskClaimRenew(t *testing.T, h *harness) {

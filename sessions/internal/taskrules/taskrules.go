@@ -37,6 +37,11 @@ func CheckNew(t sessions.NewTask) error {
 	case len(t.Request) == 0:
 		return fmt.Errorf("%s: empty request; the task needs what its runner runs", op)
 	}
+	if t.Runner != "" {
+		if err := CheckLease(op, t.ID, t.Runner, t.Lease); err != nil {
+			return err
+		}
+	}
 	if err := CheckJSON("task request", t.Request); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
