@@ -65,9 +65,13 @@ type taskSpawner struct {
 	logger                 *slog.Logger
 
 	mu      sync.Mutex
-	standby *standby                 // the warm runner, nil until the first task
-	ends    map[string]chan struct{} // of the tasks handed and not yet reported
-	closed  bool
+	standby *standby // the warm runner, nil until the first task
+	// place is the standby slot this process holds while it keeps standby:
+	// one of max_runners per state directory, so idle runners are bounded
+	// per host, not only per serve.
+	place  *os.File
+	ends   map[string]chan struct{} // of the tasks handed and not yet reported
+	closed bool
 }
 
 // runnerSlotWait bounds how long a task's creation waits for a runner
@@ -156,9 +160,12 @@ func (s *taskSpawner) follow(sb *standby, id string, ended chan struct{}) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.standby == nil && !s.closed && sb.stay() == nil {
-		s.standby = sb
-		return
+	if s.standby == nil && !s.closed && s.takePlace() {
+		if sb.stay() == nil {
+			s.standby = sb
+			return
+		}
+		s.dropPlace()
 	}
 	sb.close()
 }
@@ -201,12 +208,14 @@ func (s *taskSpawner) ended(id string) <-chan struct{} {
 	return nil
 }
 
-// takeStandby returns the standby, which it no longer keeps, or a runner
-// started now when there is none.
+// takeStandby returns the standby, which it no longer keeps (its standby
+// slot goes back: it is a task's runner now), or a runner started now when
+// there is none.
 func (s *taskSpawner) takeStandby() (*standby, error) {
 	s.mu.Lock()
 	sb := s.standby
 	s.standby = nil
+	s.dropPlace()
 	s.mu.Unlock()
 	if sb != nil {
 		return sb, nil
@@ -215,20 +224,50 @@ func (s *taskSpawner) takeStandby() (*standby, error) {
 }
 
 // keepStandby starts the standby when there is none: at most one per
-// process, and none before its first task (a server whose clients never
-// create one starts no runner).
+// process, none before its first task (a server whose clients never
+// create one starts no runner), and none while every standby slot of the
+// state directory is held by other processes' standbys.
 func (s *taskSpawner) keepStandby() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.standby != nil || s.closed {
+	if s.standby != nil || s.closed || !s.takePlace() {
 		return
 	}
 	sb, err := s.launch()
 	if err != nil {
+		s.dropPlace()
 		s.log().Warn("start the standby task runner; the next task starts its own", "error", err)
 		return
 	}
 	s.standby = sb
+}
+
+// takePlace takes one of the state directory's max_runners standby slots
+// for the standby this process is about to keep, without waiting; false
+// when all are held (this process then keeps none). Called with s.mu held.
+func (s *taskSpawner) takePlace() bool {
+	if s.place != nil {
+		return true
+	}
+	now, cancel := context.WithCancel(context.Background())
+	cancel() // one try, no wait
+	f, err := slots.Acquire(now, filepath.Join(s.stateDir, slots.DirName), "standby", cmp.Or(s.maxRunners, host.DefaultTaskMaxRunners))
+	if err != nil {
+		if !errors.Is(err, slots.ErrFull) {
+			s.log().Warn("take a standby slot; no standby task runner is kept", "error", err)
+		}
+		return false
+	}
+	s.place = f
+	return true
+}
+
+// dropPlace gives the standby slot back. Called with s.mu held.
+func (s *taskSpawner) dropPlace() {
+	if s.place != nil {
+		s.place.Close()
+		s.place = nil
+	}
 }
 
 // close ends the standby (it exits when it reads the end of its
@@ -241,6 +280,7 @@ func (s *taskSpawner) close() {
 		s.standby.close()
 		s.standby = nil
 	}
+	s.dropPlace()
 }
 
 // launch starts a runner process that waits, its host open, for the task

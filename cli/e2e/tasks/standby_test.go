@@ -166,3 +166,29 @@ func runnerDone(log, id string) bool {
 	}
 	return false
 }
+
+// Standbys are bounded per state directory, not only per serve: with
+// mcp_server.tasks.max_runners 1, three serves that each ran a task keep
+// one standby among them, not one each (a team's hundreds of serves would
+// otherwise keep hundreds of idle runners, each with its host open).
+func TestStandbysAreBoundedPerHost(t *testing.T) {
+	t.Parallel()
+	in := newInstall(t, e2etest.SQLite, 0)
+	in.MustRun("config", "set", "mcp_server.tasks.max_runners", "1")
+	var conns []*serveConn
+	for i := range 3 {
+		c := in.serve(t)
+		conns = append(conns, c)
+		c.result(c.createTask("task " + strconv.Itoa(i)))
+	}
+	e2etest.Eventually(t, "one standby for the three serves", time.Minute, func() bool {
+		return len(in.runnersOfInstall()) == 1
+	})
+	// The one standby still takes the next task of whichever serve kept it.
+	for _, c := range conns {
+		c.result(c.createTask("one more"))
+	}
+	e2etest.Eventually(t, "still one standby", time.Minute, func() bool {
+		return len(in.runnersOfInstall()) == 1
+	})
+}
