@@ -47,7 +47,6 @@ func owner(t testing.TB, at authz.Scope) authz.Speaker {
 	return sp
 }
 
-
 // observed is req with its events going to observe.
 func observed(req runtime.TurnRequest, observe events.Observer) runtime.TurnRequest {
 	req.Observe = observe
