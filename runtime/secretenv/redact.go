@@ -2,6 +2,7 @@ package secretenv
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -19,7 +20,7 @@ const MinRedactLen = 8
 // ([List.Strip] keeps secrets out of those). It refuses, naming the
 // variable, when a secret value is shorter than [MinRedactLen].
 func (l List) Redactor(env []string) (func(string) string, error) {
-	var pairs []string
+	var values []string
 	for _, kv := range env {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok || value == "" || !l.Has(name) {
@@ -28,7 +29,15 @@ func (l List) Redactor(env []string) (func(string) string, error) {
 		if len(value) < MinRedactLen {
 			return nil, fmt.Errorf("secretenv: the value of %s is shorter than %d bytes and cannot be masked in text; lengthen it or unset it", name, MinRedactLen)
 		}
-		pairs = append(pairs, value, Redacted)
+		values = append(values, value)
+	}
+	// The replacer takes, at one place in the text, the first value in
+	// its argument order that matches: the longest go first, so a secret
+	// that begins with another is masked whole, not up to the other's end.
+	slices.SortStableFunc(values, func(a, b string) int { return len(b) - len(a) })
+	pairs := make([]string, 0, 2*len(values))
+	for _, v := range values {
+		pairs = append(pairs, v, Redacted)
 	}
 	r := strings.NewReplacer(pairs...)
 	return r.Replace, nil

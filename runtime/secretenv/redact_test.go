@@ -30,3 +30,21 @@ func TestRedactor(t *testing.T) {
 		t.Errorf("a 5-byte secret: want an error (it cannot be masked without masking ordinary text)")
 	}
 }
+
+// A secret that begins with another, shorter one is masked whole, whatever
+// the order of the environment: masking the shorter first would leave the
+// longer one's tail in the text.
+func TestRedactorMasksTheLongerOfOverlappingSecrets(t *testing.T) {
+	for _, env := range [][]string{
+		{"A_API_KEY=sk-live-abcdefgh", "B_API_KEY=sk-live-abcdefgh-TAIL-SECRET"},
+		{"B_API_KEY=sk-live-abcdefgh-TAIL-SECRET", "A_API_KEY=sk-live-abcdefgh"},
+	} {
+		redact, err := secretenv.New().Redactor(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := redact("key sk-live-abcdefgh-TAIL-SECRET end"); got != "key "+secretenv.Redacted+" end" {
+			t.Errorf("env %q: redacted = %q, want the longer secret masked whole", env, got)
+		}
+	}
+}
