@@ -63,12 +63,14 @@ func (r *Runtime) startTurnSpan(ctx context.Context, req TurnRequest) (context.C
 	return ctx, span
 }
 
-// captureLimit bounds each captured text, before masking.
+// captureLimit bounds each captured text, after masking.
 const captureLimit = 4 << 10
 
-// captured is text clipped to captureLimit and masked by capture.
+// captured is text masked by capture, then clipped to captureLimit: a
+// clip before the mask could cut a secret in two, and the mask would then
+// miss its first part.
 func captured(capture func(string) string, text string) string {
-	return capture(clip.String(text, captureLimit))
+	return clip.String(capture(text), captureLimit)
 }
 
 // messagesJSON is one message as gen_ai.input.messages and
