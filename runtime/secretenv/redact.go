@@ -2,6 +2,7 @@ package secretenv
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -26,10 +27,16 @@ func (l List) Redactor(env []string) (func(string) string, error) {
 		if !ok || value == "" || !l.Has(name) {
 			continue
 		}
-		if len(value) < MinRedactLen {
-			return nil, fmt.Errorf("secretenv: the value of %s is shorter than %d bytes and cannot be masked in text; lengthen it or unset it", name, MinRedactLen)
+		secrets := []string{value}
+		if isOTLPHeaders(name) {
+			secrets = headerValues(value)
 		}
-		values = append(values, value)
+		for _, v := range secrets {
+			if len(v) < MinRedactLen {
+				return nil, fmt.Errorf("secretenv: a value in %s is shorter than %d bytes and cannot be masked in text; lengthen it or unset it", name, MinRedactLen)
+			}
+		}
+		values = append(values, secrets...)
 	}
 	// The replacer takes, at one place in the text, the first value in
 	// its argument order that matches: the longest go first, so a secret
@@ -41,4 +48,27 @@ func (l List) Redactor(env []string) (func(string) string, error) {
 	}
 	r := strings.NewReplacer(pairs...)
 	return r.Replace, nil
+}
+
+// isOTLPHeaders reports whether name is one of the OTLP exporter's header
+// variables, whose secrets are the headers' values, not the whole list.
+func isOTLPHeaders(name string) bool {
+	return slices.ContainsFunc([]string{OTLPHeaders, OTLPTracesHeaders, OTLPMetricsHeaders}, func(s string) bool { return strings.EqualFold(s, name) })
+}
+
+// headerValues is the value of each key=value of an OTLP headers list, as
+// written and percent-decoded (the form that reaches a collector).
+func headerValues(list string) []string {
+	var out []string
+	for _, kv := range strings.Split(list, ",") {
+		_, v, ok := strings.Cut(kv, "=")
+		if v = strings.TrimSpace(v); !ok || v == "" {
+			continue
+		}
+		out = append(out, v)
+		if d, err := url.PathUnescape(v); err == nil && d != v {
+			out = append(out, d)
+		}
+	}
+	return out
 }

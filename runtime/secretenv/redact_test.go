@@ -48,3 +48,22 @@ func TestRedactorMasksTheLongerOfOverlappingSecrets(t *testing.T) {
 		}
 	}
 }
+
+// The OTLP exporter's headers (where a hosted backend's API key goes) are
+// secrets: a tool's environment is stripped of them, and the Redactor
+// masks each header's value.
+func TestOTLPHeadersAreSecrets(t *testing.T) {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_METRICS_HEADERS"} {
+		if got := secretenv.New().Strip([]string{name + "=x-api-key=collector-secret-1", "PATH=/bin"}); len(got) != 1 {
+			t.Errorf("Strip kept %s: %q", name, got)
+		}
+	}
+	redact, err := secretenv.New().Redactor([]string{"OTEL_EXPORTER_OTLP_HEADERS=x-api-key=collector-secret-1, authorization=Bearer%20bearer-secret-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := redact("a collector-secret-1 b Bearer bearer-secret-2 c")
+	if strings.Contains(got, "collector-secret-1") || strings.Contains(got, "bearer-secret-2") {
+		t.Errorf("redacted = %q, want each header value masked", got)
+	}
+}
