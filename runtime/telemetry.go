@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -99,9 +101,29 @@ func (r *Runtime) captureReply(span trace.Span, text string) {
 // content is captured.
 func (r *Runtime) captureTool(span trace.Span, args []byte, res tool.Result) {
 	if c := r.opts.CaptureContent; c != nil && span.IsRecording() {
-		span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(captured(c, string(args))),
+		span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(capturedArguments(c, args)),
 			semconv.GenAIToolCallResultKey.String(captured(c, resultText(res))))
 	}
+}
+
+// capturedArguments is a tool call's arguments as [captured] gives them,
+// re-encoded first without escapes where JSON allows it: a secret the
+// model wrote with \u escapes is then masked like any other. Arguments
+// that are not JSON are masked as they are.
+func capturedArguments(capture func(string) string, args []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return captured(capture, string(args))
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return captured(capture, string(args))
+	}
+	return captured(capture, strings.TrimSuffix(b.String(), "\n"))
 }
 
 // endSpan ends span, marking it failed with errType when not "".
