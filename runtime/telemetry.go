@@ -218,7 +218,8 @@ func finishReason(resp provider.Response) string {
 	return "stop"
 }
 
-// startToolSpan starts the span of one tool run, "execute_tool {name}".
+// startToolSpan starts the span of one tool run, "execute_tool {name}"
+// (name: a registered tool's, else "_OTHER").
 func startToolSpan(ctx context.Context, name, callID string) (context.Context, trace.Span) {
 	ctx, span := tracer.Start(ctx, "execute_tool "+name, trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
