@@ -225,8 +225,17 @@ func systemProtection(comps []string) string {
 // globForm is a path as a permission rule's glob sees it on Windows:
 // slash-separated (path.Match takes \ for an escape) and lower case
 // (Windows compares names ignoring case), so write(C:\work\*.md) matches
-// c:\WORK\A.MD.
-func globForm(p string) string { return strings.ToLower(filepath.ToSlash(p)) }
+// c:\WORK\A.MD. A rune is lowered only when its lower case upper-cases
+// back to its own upper case ([sameName]): the Kelvin sign stays, so
+// write(C:\w\k*) does not allow C:\w\<KELVIN SIGN>x, another file.
+func globForm(p string) string {
+	return strings.Map(func(r rune) rune {
+		if l := unicode.ToLower(r); unicode.ToUpper(l) == unicode.ToUpper(r) {
+			return l
+		}
+		return r
+	}, filepath.ToSlash(p))
+}
 
 // samePath reports whether the clean paths a and b name the same file,
 // ignoring case as Windows does ([sameName]).

@@ -68,6 +68,8 @@ func TestWindowsRulePatterns(t *testing.T) {
 		{`read(C:\w\secret:*)`, ActionAllow, "read", `C:\w\secretive`, false},
 		{`write(C:\w\a.txt)`, ActionAllow, "write", `c:\w\A.TXT`, true},
 		{`write(a.txt)`, ActionAllow, "write", `C:\w\b.txt`, false},
+		{`write(C:\w\k*)`, ActionAllow, "write", "C:\\w\\\u212Ax", false},
+		{`write(C:\ws\*)`, ActionAllow, "write", "C:\\w\u017F\\x", false},
 	} {
 		cr, err := compileRule(Rule{Tool: c.rule, Action: c.action})
 		if err != nil {
