@@ -110,8 +110,8 @@ func TestToolSpanOfAnUnknownToolCarriesNoModelText(t *testing.T) {
 			t.Errorf("span name %q holds the unknown tool's name", s.name)
 		}
 		for _, kv := range s.attrs {
-			if strings.Contains(kv.Value.Emit(), leaked) {
-				t.Errorf("span %q attribute %s = %q holds the unknown tool's name", s.name, kv.Key, kv.Value.Emit())
+			if strings.Contains(kv.Value.String(), leaked) {
+				t.Errorf("span %q attribute %s = %q holds the unknown tool's name", s.name, kv.Key, kv.Value.String())
 			}
 		}
 	}
