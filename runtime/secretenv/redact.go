@@ -16,7 +16,7 @@ const MinRedactLen = 8
 
 // Redactor returns a function that replaces, in a text, the value of every
 // secret variable of env (in [os.Environ] form; empty values are not
-// secrets) with [Redacted]: for text that leaves the process on an owner's
+// secrets) with [Redacted], in any ASCII letter case: for text that leaves the process on an owner's
 // opt-in (telemetry's captured content), never for what tools run with
 // ([List.Strip] keeps secrets out of those). It refuses, naming the
 // variable, when a secret value is shorter than [MinRedactLen].
@@ -38,16 +38,60 @@ func (l List) Redactor(env []string) (func(string) string, error) {
 		}
 		values = append(values, secrets...)
 	}
-	// The replacer takes, at one place in the text, the first value in
-	// its argument order that matches: the longest go first, so a secret
-	// that begins with another is masked whole, not up to the other's end.
-	slices.SortStableFunc(values, func(a, b string) int { return len(b) - len(a) })
-	pairs := make([]string, 0, 2*len(values))
-	for _, v := range values {
-		pairs = append(pairs, v, Redacted)
+	// At one place in the text the longest secret that matches is
+	// masked, so a secret that begins with another is masked whole, not
+	// up to the other's end. Letters match in either case: a key
+	// upper-cased reads back by lower-casing.
+	for i, v := range values {
+		values[i] = asciiLower(v)
 	}
-	r := strings.NewReplacer(pairs...)
-	return r.Replace, nil
+	slices.SortStableFunc(values, func(a, b string) int { return len(b) - len(a) })
+	values = slices.Compact(values)
+	var first [256]bool
+	for _, v := range values {
+		first[v[0]] = true
+	}
+	return func(text string) string {
+		low := asciiLower(text) // byte for byte where text is
+		var b strings.Builder
+		last := 0
+		for i := 0; i < len(low); {
+			n := 0
+			if first[low[i]] {
+				for _, v := range values {
+					if strings.HasPrefix(low[i:], v) {
+						n = len(v)
+						break
+					}
+				}
+			}
+			if n == 0 {
+				i++
+				continue
+			}
+			b.WriteString(text[last:i])
+			b.WriteString(Redacted)
+			i += n
+			last = i
+		}
+		if last == 0 {
+			return text
+		}
+		b.WriteString(text[last:])
+		return b.String()
+	}, nil
+}
+
+// asciiLower is s with its ASCII letters lower-cased, every other byte as
+// it was (so offsets in it are offsets in s).
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
 }
 
 // isOTLPHeaders reports whether name is one of the OTLP exporter's header

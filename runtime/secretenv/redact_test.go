@@ -67,3 +67,27 @@ func TestOTLPHeadersAreSecrets(t *testing.T) {
 		t.Errorf("redacted = %q, want each header value masked", got)
 	}
 }
+
+// A secret is masked whatever its letter case: an API key upper-cased
+// (a hex key reads back from it by lower-casing) is the key.
+func TestRedactorIgnoresLetterCase(t *testing.T) {
+	redact, err := secretenv.New().Redactor([]string{"MY_API_KEY=abcdef0123456789"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := redact("é ABCDEF0123456789 and AbCdEf0123456789 é"); got != "é "+secretenv.Redacted+" and "+secretenv.Redacted+" é" {
+		t.Errorf("redacted = %q, want both spellings masked and the rest as it was", got)
+	}
+}
+
+// Text that is not valid UTF-8 is masked where its secrets are, and the
+// rest of it is left byte for byte.
+func TestRedactorKeepsInvalidUTF8(t *testing.T) {
+	redact, err := secretenv.New().Redactor([]string{"MY_API_KEY=abcdef0123456789"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := redact("\xff\xfeX abcdef0123456789 \xff"); got != "\xff\xfeX "+secretenv.Redacted+" \xff" {
+		t.Errorf("redacted = %q", got)
+	}
+}
