@@ -16,9 +16,9 @@ const MinRedactLen = 8
 
 // Redactor returns a function that replaces, in a text, the value of every
 // secret variable of env (in [os.Environ] form; empty values are not
-// secrets) with [Redacted], in any ASCII letter case: for text that leaves the process on an owner's
-// opt-in (telemetry's captured content), never for what tools run with
-// ([List.Strip] keeps secrets out of those). It refuses, naming the
+// secrets), in any ASCII letter case, with [Redacted]: for text that
+// leaves the process on an owner's opt-in (telemetry's captured content),
+// never for what tools run with ([List.Strip] keeps secrets out of those). It refuses, naming the
 // variable, when a secret value is shorter than [MinRedactLen].
 func (l List) Redactor(env []string) (func(string) string, error) {
 	var values []string
