@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unicode"
+	"unicode/utf8"
 )
 
 // checkForm refuses the Windows path forms that name something other than
@@ -146,7 +148,7 @@ func isLink(next string, fi fs.FileInfo) (bool, error) {
 // component (so C:\ holds C:\x, and C:\Work holds c:\WORK\x).
 func within(p, dir string) bool {
 	pv, dv := filepath.VolumeName(p), filepath.VolumeName(dir)
-	if !strings.EqualFold(pv, dv) {
+	if !sameName(pv, dv) {
 		return false
 	}
 	pc, dc := splitPath(p[len(pv):]), splitPath(dir[len(dv):])
@@ -154,11 +156,41 @@ func within(p, dir string) bool {
 		return false
 	}
 	for i, d := range dc {
-		if !strings.EqualFold(pc[i], d) {
+		if !sameName(pc[i], d) {
 			return false
 		}
 	}
 	return true
+}
+
+// sameName reports whether Windows takes the names a and b for one: each
+// rune alike or, ignoring case, alike both upper-cased and lower-cased.
+// Unicode folding (strings.EqualFold) also joins the Kelvin sign and k,
+// the long s and s, which name different files on NTFS: when unsure, two
+// names differ (a path is then outside a directory, never inside one it
+// is not).
+func sameName(a, b string) bool {
+	n, ok := foldedPrefix(a, b)
+	return ok && n == len(a)
+}
+
+// foldedPrefix reports whether a begins with prefix as [sameName]
+// compares, and the length in a of that beginning.
+func foldedPrefix(a, prefix string) (int, bool) {
+	i := 0
+	for prefix != "" {
+		if i >= len(a) {
+			return 0, false
+		}
+		ra, na := utf8.DecodeRuneInString(a[i:])
+		rp, np := utf8.DecodeRuneInString(prefix)
+		if ra != rp && (unicode.ToUpper(ra) != unicode.ToUpper(rp) || unicode.ToLower(ra) != unicode.ToLower(rp)) {
+			return 0, false
+		}
+		i += na
+		prefix = prefix[np:]
+	}
+	return i, true
 }
 
 // systemProtection returns why a constrained source must not write the
@@ -193,14 +225,25 @@ func systemProtection(comps []string) string {
 // globForm is a path as a permission rule's glob sees it on Windows:
 // slash-separated (path.Match takes \ for an escape) and lower case
 // (Windows compares names ignoring case), so write(C:\work\*.md) matches
-// c:\WORK\A.MD.
-func globForm(p string) string { return strings.ToLower(filepath.ToSlash(p)) }
+// c:\WORK\A.MD. A rune is lowered only when its lower case upper-cases
+// back to its own upper case ([sameName]): the Kelvin sign stays, so
+// write(C:\w\k*) does not allow C:\w\<KELVIN SIGN>x, another file.
+func globForm(p string) string {
+	return strings.Map(func(r rune) rune {
+		if l := unicode.ToLower(r); unicode.ToUpper(l) == unicode.ToUpper(r) {
+			return l
+		}
+		return r
+	}, filepath.ToSlash(p))
+}
 
 // samePath reports whether the clean paths a and b name the same file,
-// ignoring case as Windows does.
-func samePath(a, b string) bool { return strings.EqualFold(a, b) }
+// ignoring case as Windows does ([sameName]).
+func samePath(a, b string) bool { return sameName(a, b) }
 
-// hasPathPrefix reports whether p starts with prefix, ignoring case.
+// hasPathPrefix reports whether p starts with prefix, ignoring case as
+// Windows does ([sameName]).
 func hasPathPrefix(p, prefix string) bool {
-	return len(p) >= len(prefix) && strings.EqualFold(p[:len(prefix)], prefix)
+	_, ok := foldedPrefix(p, prefix)
+	return ok
 }

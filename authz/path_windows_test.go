@@ -68,6 +68,8 @@ func TestWindowsRulePatterns(t *testing.T) {
 		{`read(C:\w\secret:*)`, ActionAllow, "read", `C:\w\secretive`, false},
 		{`write(C:\w\a.txt)`, ActionAllow, "write", `c:\w\A.TXT`, true},
 		{`write(a.txt)`, ActionAllow, "write", `C:\w\b.txt`, false},
+		{`write(C:\w\k*)`, ActionAllow, "write", "C:\\w\\\u212Ax", false},
+		{`write(C:\ws\*)`, ActionAllow, "write", "C:\\w\u017F\\x", false},
 	} {
 		cr, err := compileRule(Rule{Tool: c.rule, Action: c.action})
 		if err != nil {
@@ -77,5 +79,29 @@ func TestWindowsRulePatterns(t *testing.T) {
 		if got := cr.matches(c.tool, s); got != c.want {
 			t.Errorf("%s %s matches %s = %v, want %v", c.action, c.rule, c.path, got, c.want)
 		}
+	}
+}
+
+// Names compare as Windows compares them: by upper case, not by Unicode
+// folding, which also takes the Kelvin sign for k, the long s for s and
+// the dotless i for i. A path those make out of the work directory's name
+// is another directory, outside it.
+func TestWindowsNamesFoldAsWindowsDoes(t *testing.T) {
+	for _, c := range []struct {
+		p, dir string
+		want   bool
+	}{
+		{"C:\\Wor\u212A\\x", `C:\Work`, false}, {"C:\\\u017Fecret\\x", `C:\secret`, false}, {"C:\\\u0131n\\x", `C:\in`, false},
+		{"C:\\\u00C9mile\\x", "C:\\\u00E9mile", true}, {`c:\WORK\x`, `C:\Work`, true},
+	} {
+		if got := within(c.p, c.dir); got != c.want {
+			t.Errorf("within(%q, %q) = %v, want %v", c.p, c.dir, got, c.want)
+		}
+	}
+	if samePath("C:\\wor\u212A", `C:\work`) || !samePath(`C:\WORK`, `c:\work`) {
+		t.Errorf("samePath folds what Windows does not, or not what it does")
+	}
+	if hasPathPrefix("C:\\wor\u212A\\x", `C:\work`) || !hasPathPrefix(`C:\WORK\x`, `c:\work`) {
+		t.Errorf("hasPathPrefix folds what Windows does not, or not what it does")
 	}
 }

@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -63,12 +65,14 @@ func (r *Runtime) startTurnSpan(ctx context.Context, req TurnRequest) (context.C
 	return ctx, span
 }
 
-// captureLimit bounds each captured text, before masking.
+// captureLimit bounds each captured text, after masking.
 const captureLimit = 4 << 10
 
-// captured is text clipped to captureLimit and masked by capture.
+// captured is text masked by capture, then clipped to captureLimit: a
+// clip before the mask could cut a secret in two, and the mask would then
+// miss its first part.
 func captured(capture func(string) string, text string) string {
-	return capture(clip.String(text, captureLimit))
+	return clip.String(capture(text), captureLimit)
 }
 
 // messagesJSON is one message as gen_ai.input.messages and
@@ -97,9 +101,29 @@ func (r *Runtime) captureReply(span trace.Span, text string) {
 // content is captured.
 func (r *Runtime) captureTool(span trace.Span, args []byte, res tool.Result) {
 	if c := r.opts.CaptureContent; c != nil && span.IsRecording() {
-		span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(captured(c, string(args))),
+		span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(capturedArguments(c, args)),
 			semconv.GenAIToolCallResultKey.String(captured(c, resultText(res))))
 	}
+}
+
+// capturedArguments is a tool call's arguments as [captured] gives them,
+// re-encoded first without escapes where JSON allows it: a secret the
+// model wrote with \u escapes is then masked like any other. Arguments
+// that are not JSON are masked as they are.
+func capturedArguments(capture func(string) string, args []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return captured(capture, string(args))
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return captured(capture, string(args))
+	}
+	return captured(capture, strings.TrimSuffix(b.String(), "\n"))
 }
 
 // endSpan ends span, marking it failed with errType when not "".
@@ -194,7 +218,8 @@ func finishReason(resp provider.Response) string {
 	return "stop"
 }
 
-// startToolSpan starts the span of one tool run, "execute_tool {name}".
+// startToolSpan starts the span of one tool run, "execute_tool {name}"
+// (name: a registered tool's, else "_OTHER").
 func startToolSpan(ctx context.Context, name, callID string) (context.Context, trace.Span) {
 	ctx, span := tracer.Start(ctx, "execute_tool "+name, trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {

@@ -53,9 +53,14 @@ type ToolCall struct {
 func (r *Runtime) RunTool(ctx context.Context, sp authz.Speaker, call ToolCall) tool.Result {
 	name, callID := clip.String(call.Name, events.MaxToolLen), clip.String(call.ID, events.MaxCallIDLen)
 	call.Observe.Emit(events.ToolStart, call.SessionID, events.ToolStartData{RequestID: call.RequestID, CallID: callID, Tool: name})
-	ctx, span := startToolSpan(ctx, name, callID)
-	var res tool.Result
 	tl, ok := r.registry().Get(call.Name)
+	// An unregistered name is the model's text: telemetry never carries it.
+	spanName := "_OTHER"
+	if ok {
+		spanName = name
+	}
+	ctx, span := startToolSpan(ctx, spanName, callID)
+	var res tool.Result
 	defer func() {
 		r.captureTool(span, call.Arguments, res)
 		endToolSpan(ctx, span, res, ok, name)

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/openprogram/openprogram/sessions"
 )
@@ -83,6 +84,11 @@ type TelemetryTarget struct {
 	Misconfigured bool
 	// CaptureContent: the owner opted in to content in the spans.
 	CaptureContent bool
+	// probeHeaders are the headers of the signal [ProbeTelemetry] sends
+	// to (OTEL_EXPORTER_OTLP_TRACES_HEADERS or _METRICS_HEADERS, else
+	// OTEL_EXPORTER_OTLP_HEADERS), as the exporter sends them: a hosted
+	// collector's API key. Unexported: never printed.
+	probeHeaders map[string]string
 }
 
 // TelemetryTargetOf decides where telemetry goes: off unless an OTLP
@@ -137,6 +143,15 @@ func TelemetryTargetOf(cfg TelemetryConfig, getenv func(string) string) Telemetr
 	}
 	t.On = true
 	t.CaptureContent = cfg.CaptureContent
+	headers := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_HEADERS"))
+	signalHeaders := "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+	if t.Traces == "" {
+		signalHeaders = "OTEL_EXPORTER_OTLP_METRICS_HEADERS"
+	}
+	if h := strings.TrimSpace(getenv(signalHeaders)); h != "" {
+		headers = h
+	}
+	t.probeHeaders = parseOTLPHeaders(headers)
 	switch strings.ToLower(strings.TrimSpace(getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"))) {
 	case "true":
 		t.CaptureContent = true
@@ -144,6 +159,26 @@ func TelemetryTargetOf(cfg TelemetryConfig, getenv func(string) string) Telemetr
 		t.CaptureContent = false
 	}
 	return t
+}
+
+// parseOTLPHeaders reads an OTLP headers variable as the exporter does:
+// comma-separated key=value, both percent-decoded; a malformed pair is
+// skipped.
+func parseOTLPHeaders(list string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(list, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		k, kerr := neturl.PathUnescape(strings.TrimSpace(k))
+		v, verr := neturl.PathUnescape(strings.TrimSpace(v))
+		if kerr != nil || verr != nil || k == "" {
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // Telemetry is this process's OpenTelemetry export: the global tracer and
@@ -291,7 +326,8 @@ func (h *throttledErrors) Handle(err error) {
 }
 
 // ProbeTelemetry sends an empty OTLP trace export (HTTP or gRPC, as
-// target says) to target.Traces (or an HTTP one to Metrics) and reports
+// target says, with the exporter's headers) to target.Traces (or an HTTP
+// one to Metrics) and reports
 // whether the collector accepted it, within timeout: doctor's "does it
 // arrive".
 func ProbeTelemetry(ctx context.Context, target TelemetryTarget, timeout time.Duration) error {
@@ -305,11 +341,17 @@ func ProbeTelemetry(ctx context.Context, target TelemetryTarget, timeout time.Du
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if target.Protocol == ProtocolGRPC {
+		for k, v := range target.probeHeaders {
+			ctx = metadata.AppendToOutgoingContext(ctx, strings.ToLower(k), v)
+		}
 		return probeGRPC(ctx, url)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(""))
 	if err != nil {
 		return fmt.Errorf("build the probe for %s: %w", sessions.RedactURL(url), err)
+	}
+	for k, v := range target.probeHeaders {
+		req.Header.Set(k, v)
 	}
 	req.Header.Set("Content-Type", "application/x-protobuf")
 	resp, err := http.DefaultClient.Do(req)

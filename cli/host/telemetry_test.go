@@ -131,3 +131,24 @@ func TestProbeTelemetry(t *testing.T) {
 		t.Errorf("probe of a closed port = %v, want an error without the password", err)
 	}
 }
+
+// The probe sends the exporter's headers (OTEL_EXPORTER_OTLP_HEADERS, the
+// per-signal form winning), as the export does: a hosted collector that
+// wants an API key accepts it.
+func TestProbeTelemetrySendsHeaders(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Api-Key") != "key one" || r.Header.Get("X-Team") != "t" {
+			http.Error(w, "no key", http.StatusUnauthorized)
+		}
+	}))
+	defer srv.Close()
+	for _, env := range []func(string) string{
+		envOf("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=key%20one, x-team=t"),
+		envOf("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=wrong", "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-api-key=key%20one,x-team=t"),
+	} {
+		target := host.TelemetryTargetOf(host.TelemetryConfig{Endpoint: srv.URL}, env)
+		if err := host.ProbeTelemetry(context.Background(), target, 5*time.Second); err != nil {
+			t.Errorf("probe of a collector that wants a key = %v", err)
+		}
+	}
+}

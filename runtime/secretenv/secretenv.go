@@ -37,11 +37,17 @@ const (
 	// PGPassword and PGPassFile are libpq's (and pgx's) password sources.
 	PGPassword = "PGPASSWORD"
 	PGPassFile = "PGPASSFILE"
+	// OTLPHeaders, OTLPTracesHeaders and OTLPMetricsHeaders are the
+	// OpenTelemetry exporter's headers, where a hosted collector's API key
+	// goes (comma-separated key=value, values percent-encoded).
+	OTLPHeaders        = "OTEL_EXPORTER_OTLP_HEADERS"
+	OTLPTracesHeaders  = "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+	OTLPMetricsHeaders = "OTEL_EXPORTER_OTLP_METRICS_HEADERS"
 )
 
 // Fixed returns the variables that are secrets whatever the configuration.
 func Fixed() []string {
-	return []string{MCPToken, DatabaseURL, OpenAIKey, AnthropicKey, PGPassword, PGPassFile}
+	return []string{MCPToken, DatabaseURL, OpenAIKey, AnthropicKey, PGPassword, PGPassFile, OTLPHeaders, OTLPTracesHeaders, OTLPMetricsHeaders}
 }
 
 // keySuffix marks a variable as an API key whatever its prefix.
