@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -41,10 +42,16 @@ var serverMetrics = func() (sm struct {
 	tasks metric.Int64Counter
 }) {
 	m := otel.Meter(instrumentation)
-	sm.op, _ = mcpconv.NewServerOperationDuration(m)
-	sm.sess, _ = mcpconv.NewServerSessionDuration(m)
-	sm.tasks, _ = m.Int64Counter("openprogram.tasks",
+	var errs [3]error
+	sm.op, errs[0] = mcpconv.NewServerOperationDuration(m)
+	sm.sess, errs[1] = mcpconv.NewServerSessionDuration(m)
+	sm.tasks, errs[2] = m.Int64Counter("openprogram.tasks",
 		metric.WithDescription("Durable tasks that reached a state: working when created, then their terminal state."), metric.WithUnit("{task}"))
+	// An instrument that cannot be made is a no-op one; the error goes to
+	// OpenTelemetry's error handler (stderr by default), not away.
+	if err := errors.Join(errs[:]...); err != nil {
+		otel.Handle(fmt.Errorf("mcpserver: make the MCP server's metric instruments: %w", err))
+	}
 	return sm
 }()
 

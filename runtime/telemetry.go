@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -44,10 +45,16 @@ var runtimeMetrics = func() (m struct {
 	denials    metric.Int64Counter
 }) {
 	meter := otel.Meter(Instrumentation)
-	m.opDuration, _ = genaiconv.NewClientOperationDuration(meter)
-	m.tokens, _ = genaiconv.NewClientTokenUsage(meter)
-	m.denials, _ = meter.Int64Counter("openprogram.tool.denials",
+	var errs [3]error
+	m.opDuration, errs[0] = genaiconv.NewClientOperationDuration(meter)
+	m.tokens, errs[1] = genaiconv.NewClientTokenUsage(meter)
+	m.denials, errs[2] = meter.Int64Counter("openprogram.tool.denials",
 		metric.WithDescription("Tool calls the gate denied, by reason code."), metric.WithUnit("{call}"))
+	// An instrument that cannot be made is a no-op one; the error goes to
+	// OpenTelemetry's error handler (stderr by default), not away.
+	if err := errors.Join(errs[:]...); err != nil {
+		otel.Handle(fmt.Errorf("runtime: make the runtime's metric instruments: %w", err))
+	}
 	return m
 }()
 

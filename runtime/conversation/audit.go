@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -197,8 +198,11 @@ func (s *Service) appendAudit(ctx context.Context, origin, typ, sessionID string
 var (
 	tracer              = otel.Tracer(runtime.Instrumentation)
 	auditAppendDuration = func() metric.Float64Histogram {
-		h, _ := otel.Meter(runtime.Instrumentation).Float64Histogram("openprogram.audit.append.duration",
+		h, err := otel.Meter(runtime.Instrumentation).Float64Histogram("openprogram.audit.append.duration",
 			metric.WithDescription("Time to append one audit record (the chain's lock, the signature and the store's write)."), metric.WithUnit("s"))
+		if err != nil { // h is a no-op instrument then
+			otel.Handle(fmt.Errorf("conversation: make the audit append histogram: %w", err))
+		}
 		return h
 	}()
 )
