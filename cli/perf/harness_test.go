@@ -527,6 +527,20 @@ func reportLatency(b *testing.B, s samples, withP99 bool) {
 	}
 }
 
+// loopLatency calls call warm times untimed, then once per benchmark
+// iteration, and reports the calls' latency (reportLatency, with p99).
+func loopLatency(b *testing.B, warm int, call func() time.Duration) {
+	b.Helper()
+	for range warm {
+		call()
+	}
+	var s samples
+	for b.Loop() {
+		s = append(s, call())
+	}
+	reportLatency(b, s, true)
+}
+
 // installCopy copies the executable src to dst (mode 0755), syncs it and
 // evicts it from the page cache.
 func installCopy(src, dst string) error {

@@ -64,16 +64,11 @@ func BenchmarkPromptSendHistory(b *testing.B) {
 						promptSend(b, p, id, sid, historyPrompt)
 						return time.Since(start)
 					}
+					warm := 0
 					if n > 0 {
-						for range 12 {
-							send()
-						}
+						warm = 12
 					}
-					var s samples
-					for b.Loop() {
-						s = append(s, send())
-					}
-					reportLatency(b, s, true)
+					loopLatency(b, warm, send)
 				})
 			}
 		})

@@ -77,14 +77,7 @@ func BenchmarkTelemetry(b *testing.B) {
 					}
 					return time.Since(start)
 				}
-				for range 20 {
-					call()
-				}
-				var s samples
-				for b.Loop() {
-					s = append(s, call())
-				}
-				reportLatency(b, s, true)
+				loopLatency(b, 20, call)
 				status, err := procStatus(p.cmd.Process.Pid, "VmHWM")
 				if err != nil {
 					b.Fatal(err)
