@@ -75,17 +75,17 @@ func PinnedKeys(pins []Pin) map[string]ed25519.PublicKey {
 //
 // Every start of a host's servers asks for the host's own key, which is
 // pinned from its first start on: the file, replaced whole and atomically,
-// is read first without the lock, and the lock is taken only to add.
+// is read first without the lock, and the lock is taken only to add. (On
+// Windows a writer's rename over the file while another process reads it
+// is retried by the rename itself: internal/privatefile.RenameOver.)
 func AddPins(path string, keys []sessions.AuditKey) ([]sessions.AuditKey, error) {
-	if readPinsUnlocked {
-		pins, err := ReadPins(path)
-		if err != nil {
-			return nil, err
-		}
-		have := PinnedKeys(pins)
-		if !slices.ContainsFunc(keys, func(k sessions.AuditKey) bool { return have[k.ID] == nil }) {
-			return nil, nil
-		}
+	pins, err := ReadPins(path)
+	if err != nil {
+		return nil, err
+	}
+	have := PinnedKeys(pins)
+	if !slices.ContainsFunc(keys, func(k sessions.AuditKey) bool { return have[k.ID] == nil }) {
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pinsLockWait)
 	defer cancel()
