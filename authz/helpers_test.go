@@ -54,3 +54,19 @@ func speaker(t testing.TB, req authz.Request) authz.Speaker {
 	}
 	return sp
 }
+
+// outcome names what a decision for an interactive owner says of the
+// rules: "allow" (an allow rule matched, or nothing needed one),
+// "approval" (nothing decided, or an ask rule matched), "deny" (a deny
+// rule matched), else "other: " and the reason.
+func outcome(d authz.Decision) string {
+	switch {
+	case d.Allowed:
+		return "allow"
+	case d.NeedsApproval:
+		return "approval"
+	case d.ReasonCode == authz.ReasonRuleDeny:
+		return "deny"
+	}
+	return "other: " + d.ReasonCode + " " + d.Message
+}

@@ -141,18 +141,7 @@ func TestRuleMatching(t *testing.T) {
 		req := authz.Request{Source: authz.SourceCLI, PermissionMode: authz.ModeAsk, Authority: owner,
 			Rules: rules(r.rule), WorkDirs: []string{w}}
 		d := decide(t, req, r.tool, r.args)
-		var got string
-		switch {
-		case d.Allowed:
-			got = "allow"
-		case d.NeedsApproval:
-			got = "approval"
-		case d.ReasonCode == authz.ReasonRuleDeny:
-			got = "deny"
-		default:
-			got = "other: " + d.ReasonCode + " " + d.Message
-		}
-		if got != r.outcome {
+		if got := outcome(d); got != r.outcome {
 			t.Errorf("rule %q, %s %s: got %s, want %s (%s)", r.rule, r.tool, r.args, got, r.outcome, d.Message)
 		}
 	}

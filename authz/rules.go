@@ -454,17 +454,22 @@ func (c compiledRule) matchValue(s subject, v string, allow bool) bool {
 		if allow && (strings.ContainsAny(s.raw, "\n\r") || c.kind != patternExact && hasShellOperator(s.raw)) {
 			return false
 		}
+		p := normaliseCommand(c.pattern)
+		if !allow {
+			// Deny and ask read widely: in the system's letter case rule
+			// for commands (commandForm: ignoring case on Windows).
+			p, v = commandForm(p), commandForm(v)
+		}
 		switch c.kind {
 		case patternPrefix:
-			p := normaliseCommand(c.pattern)
 			if allow {
 				return v == p || strings.HasPrefix(v, p+" ")
 			}
 			return strings.HasPrefix(v, p)
 		case patternGlob:
-			return globAll(normaliseCommand(c.pattern), v)
+			return globAll(p, v)
 		default:
-			return v == normaliseCommand(c.pattern)
+			return v == p
 		}
 	case subjectPath, subjectPatch:
 		p := c.pattern
