@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -69,4 +70,19 @@ func outcome(d authz.Decision) string {
 		return "deny"
 	}
 	return "other: " + d.ReasonCode + " " + d.Message
+}
+
+// shown is how a denial names a path the call gave: quoted when it has a
+// backslash, a quote, a leading or trailing space or an unprintable rune
+// (Windows paths are quoted for their backslashes).
+func shown(p string) string {
+	if p == "" || strings.TrimSpace(p) != p || strings.ContainsAny(p, `"\`) {
+		return strconv.Quote(p)
+	}
+	for _, r := range p {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(p)
+		}
+	}
+	return p
 }
