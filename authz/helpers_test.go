@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/internal/clip"
 )
 
 // diff returns "" when got and want are deeply equal, else a readable description.
@@ -74,8 +75,9 @@ func outcome(d authz.Decision) string {
 
 // shown is how a denial names a path the call gave: quoted when it has a
 // backslash, a quote, a leading or trailing space or an unprintable rune
-// (Windows paths are quoted for their backslashes).
+// (Windows paths are quoted for their backslashes), clipped to 64 bytes.
 func shown(p string) string {
+	p = clip.String(p, 64)
 	if p == "" || strings.TrimSpace(p) != p || strings.ContainsAny(p, `"\`) {
 		return strconv.Quote(p)
 	}

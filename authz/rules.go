@@ -492,6 +492,9 @@ func (c compiledRule) matchValue(s subject, v string, allow bool) bool {
 			}
 			p = s.workDir + string(filepath.Separator) + p
 		}
+		// A plain prefix compares separators as the resolved path writes
+		// them (deny read(C:/w/se:*) denies C:\w\secret on Windows).
+		p = filepath.FromSlash(p)
 		switch c.kind {
 		case patternPrefix:
 			if allow {
