@@ -28,3 +28,8 @@ var etcDir = filepath.Join(os.Getenv("SystemRoot"), "System32", "drivers", "etc"
 // globDirName is a directory name full of the glob characters Windows
 // allows in a name ("*" and "?" it does not).
 const globDirName = "proj[1]"
+
+// sameFile reports whether the clean paths a and b name one file: on
+// Windows when they are equal ignoring case (filepath.EvalSymlinks gives
+// the names' case on disk, ResolvePath keeps the case it was given).
+func sameFile(a, b string) bool { return strings.EqualFold(a, b) }
