@@ -32,7 +32,7 @@ func TestDecideOwnerProtectedWrites(t *testing.T) {
 	exact := func(action, tool, p string) []authz.Rule {
 		return []authz.Rule{{Tool: tool + "(" + p + ")", Action: authz.Action(action)}}
 	}
-	cases := []struct {
+	type writeCase struct {
 		name  string
 		mode  string
 		auth  authz.Authority
@@ -40,7 +40,8 @@ func TestDecideOwnerProtectedWrites(t *testing.T) {
 		tool  string
 		args  []byte
 		want  want
-	}{
+	}
+	cases := []writeCase{
 		{"state dir allow rule", authz.ModeAsk, owner, allowW, "write", args("path", "state/mcp_server_token"), hard(fsw, "state/mcp_server_token is inside a protected directory")},
 		{"state dir bypass", authz.ModeBypass, owner, nil, "write", args("path", "state/config.json"), hard(fsw, "protected directory")},
 		{"state dir via symlink", authz.ModeAsk, ownerNI, allowW, "edit", args("path", "statelink/config.json"), hard(fsw, "protected directory")},
@@ -65,15 +66,7 @@ func TestDecideOwnerProtectedWrites(t *testing.T) {
 		{"outside asks", authz.ModeAsk, owner, nil, "write", args("path", sysPath("/etc/x")), needsApproval(fsw)},
 	}
 	if onWindows {
-		cases = append(cases, []struct {
-			name  string
-			mode  string
-			auth  authz.Authority
-			rules []authz.Rule
-			tool  string
-			args  []byte
-			want  want
-		}{
+		cases = append(cases, []writeCase{
 			{"state dir other case", authz.ModeBypass, owner, nil, "write", args("path", `STATE\config.json`), hard(fsw, "protected directory")},
 			{"state dir backslash allow rule", authz.ModeAsk, owner, allowW, "edit", args("path", `.\state\audit_key`), hard(fsw, "protected directory")},
 			{"env other case bypass", authz.ModeBypass, owner, nil, "write", args("path", `sub\.ENV`), hard(fsw, "a protected file")},
@@ -107,7 +100,7 @@ func TestWriteTarget(t *testing.T) {
 	owner, _ := authz.OwnerAuthority(principal)
 	mcpAuth, _ := authz.MCPClientAuthority(clientID, principal)
 	envRule := []authz.Rule{{Tool: "write(.env)", Action: authz.ActionAllow}}
-	cases := []struct {
+	type targetCase struct {
 		name   string
 		source string
 		auth   authz.Authority
@@ -115,7 +108,8 @@ func TestWriteTarget(t *testing.T) {
 		dirs   []string
 		p      string
 		phrase string // "" when allowed
-	}{
+	}
+	cases := []targetCase{
 		{"owner plain", authz.SourceCLI, owner, nil, []string{f.work}, "a.txt", ""},
 		{"owner state dir as work dir", authz.SourceCLI, owner, nil, []string{state}, "token", authz.PhraseProtectedDir},
 		{"owner state dir via link", authz.SourceCLI, owner, nil, []string{f.work}, "home/token", authz.PhraseOutside},
@@ -126,15 +120,7 @@ func TestWriteTarget(t *testing.T) {
 		{"owner outside", authz.SourceCLI, owner, nil, []string{f.work}, sysPath("/etc/x"), authz.PhraseOutside},
 	}
 	if onWindows {
-		cases = append(cases, []struct {
-			name   string
-			source string
-			auth   authz.Authority
-			rules  []authz.Rule
-			dirs   []string
-			p      string
-			phrase string
-		}{
+		cases = append(cases, []targetCase{
 			{"owner state dir other case", authz.SourceCLI, owner, nil, []string{f.outside}, `HOME\token`, authz.PhraseProtectedDir},
 			{"owner env other case", authz.SourceCLI, owner, nil, []string{f.work}, `.Env`, authz.PhraseProtectedFile},
 			{"owner env exact rule other case", authz.SourceCLI, owner, envRule, []string{f.work}, `.ENV`, ""},
