@@ -30,6 +30,6 @@ var etcDir = filepath.Join(os.Getenv("SystemRoot"), "System32", "drivers", "etc"
 const globDirName = "proj[1]"
 
 // sameFile reports whether the clean paths a and b name one file: on
-// Windows when they are equal ignoring case (filepath.EvalSymlinks gives
-// the names' case on disk, ResolvePath keeps the case it was given).
+// Windows when they are equal ignoring case (the system's own paths, such
+// as %SystemRoot%, are not always written in the case of the disk).
 func sameFile(a, b string) bool { return strings.EqualFold(a, b) }

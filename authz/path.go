@@ -112,7 +112,7 @@ func walkPath(full string) (resolved, at string, err error) {
 		if err != nil {
 			return "", next, err
 		}
-		if next, err = longName(next, c); err != nil {
+		if next, err = longName(next); err != nil {
 			return "", next, err
 		}
 		link, err := isLink(next, fi)

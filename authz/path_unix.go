@@ -12,9 +12,9 @@ import (
 // Unix every byte string but NUL (checked by the caller) names what it says.
 func checkForm(string) error { return nil }
 
-// longName returns next (the existing path whose last component is c) as
-// the walk keeps it: Unix has no second name for a file.
-func longName(next, _ string) (string, error) { return next, nil }
+// longName returns next (an existing path) as the walk keeps it: Unix has
+// no second name for a file.
+func longName(next string) (string, error) { return next, nil }
 
 // isLink reports whether the walk must follow the existing entry next: a
 // symlink.
