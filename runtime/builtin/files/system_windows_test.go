@@ -40,3 +40,24 @@ func needLinks(t *testing.T) {
 		t.Skip("Wine makes no symlinks (its CreateSymbolicLink reports success and creates nothing); the windows-latest job runs this")
 	}
 }
+
+// systemGateRows are TestGateDenialTexts' rows through the system's own
+// paths: %SystemRoot%, the all-users Startup folder, another drive, and
+// the forms Windows reads as another file or a device.
+func systemGateRows() []gateRow {
+	win := os.Getenv("SystemRoot")
+	target := func(tool, p, end string) string { return "hard constraint: " + tool + " target " + shown(p) + end }
+	const outside, unres = " is outside the working directories", " cannot be resolved"
+	startup := filepath.VolumeName(win) + `\ProgramData\Microsoft\Windows\Start Menu\Programs\StartUp\x.bat`
+	return []gateRow{
+		{"write", map[string]any{"path": win + `\System32\config\SAM`, "content": "x"}, target("write", win+`\System32\config\SAM`, outside)},
+		{"write", map[string]any{"path": win + `\nonexistent\..\x`, "content": "x"}, target("write", win+`\nonexistent\..\x`, outside)},
+		{"write", map[string]any{"path": startup, "content": "x"}, target("write", startup, outside)},
+		{"write", map[string]any{"path": `Z:\x`, "content": "x"}, target("write", `Z:\x`, outside)},
+		{"edit", map[string]any{"path": `\\?\` + win + `\x`, "old_string": "a", "new_string": "b"}, target("edit", `\\?\`+win+`\x`, unres)},
+		{"write", map[string]any{"path": `ok.txt:hidden`, "content": "x"}, target("write", `ok.txt:hidden`, unres)},
+		{"write", map[string]any{"path": `sub\CON`, "content": "x"}, target("write", `sub\CON`, unres)},
+		{"apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Add File: ok.txt\n+x\n*** Add File: ..\\x\n+x\n*** End Patch"}, target("apply_patch", `..\x`, outside)},
+		{"read", map[string]any{"path": win + `\win.ini`}, "authority tier paired does not allow fs.read"},
+	}
+}
