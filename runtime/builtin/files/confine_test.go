@@ -19,14 +19,11 @@ import (
 // working directory), never a resolved path, a symlink target or a path
 // of the machine outside the working directories.
 func TestErrorsRevealNothing(t *testing.T) {
-	needLinks(t)
 	e := newEnv(t, nil)
 	outside := t.TempDir()
-	if err := os.Symlink(outside, filepath.Join(e.work, "link")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("loop", filepath.Join(e.work, "loop")); err != nil {
-		t.Fatal(err)
+	linked := map[string]bool{
+		"link": symlink(t, outside, filepath.Join(e.work, "link")),
+		"loop": symlink(t, "loop", filepath.Join(e.work, "loop")),
 	}
 	e.write("f.txt", "x\n")
 	cwd, _ := os.Getwd()
@@ -60,6 +57,10 @@ func TestErrorsRevealNothing(t *testing.T) {
 		{"write", map[string]any{"path": "sub/.env", "content": "x"}, files.ReasonProtected, "sub/.env is a protected file"},
 	}...)
 	for _, c := range cases {
+		p, _ := c.args["path"].(string)
+		if made, isLink := linked[strings.Split(p, "/")[0]]; isLink && !made {
+			continue // through a symlink the system did not make (logged above)
+		}
 		res := e.call(c.tool, c.args)
 		if !res.IsError || res.ReasonCode() != c.reason || res.Text() != c.text {
 			t.Errorf("%s %v = %q (%s), want %q (%s)", c.tool, c.args, res.Text(), res.ReasonCode(), c.text, c.reason)

@@ -27,8 +27,15 @@ func wantPerm(t *testing.T, p string, perm fs.FileMode) {
 	}
 }
 
-// needLinks skips nothing on Unix: symlinks are made as asked.
-func needLinks(*testing.T) {}
+// symlink makes link point at target: on Unix always (a failure ends the
+// test), so it reports true.
+func symlink(t *testing.T, target, link string) bool {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
 
 // systemGateRows are TestGateDenialTexts' rows through the system's own
 // paths: Linux's /proc and /etc.
