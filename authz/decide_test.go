@@ -118,6 +118,12 @@ func TestDecideMatrix(t *testing.T) {
 		rtctl  = authz.CapRuntimeControl
 		allowW = rules("allow write", "allow edit", "allow apply_patch")
 	)
+	// A trailing dot or space is protected as the name it aliases on
+	// Unix, and refused before the walk on Windows.
+	trailing := "protected"
+	if onWindows {
+		trailing = "cannot be resolved"
+	}
 	rows := []row{
 		// --- source mcp, paired tier: risky and worktree tools are hard-denied before anything else.
 		{"mcp bash", mcp, ask, mcpAuth, nil, wd, "bash", args("command", "ls"), hard(exec, "bash is not allowed for source mcp")},
@@ -134,14 +140,14 @@ func TestDecideMatrix(t *testing.T) {
 		{"mcp write inside allow bypass", mcp, bypass, mcpAuth, allowW, wd, "write", args("path", "notes.txt"), capDenied(fsw, "does not allow fs.write")},
 		{"mcp write second workdir", mcp, ask, mcpAuth, nil, wd, "write", args("path", f.work2+"/a"), capDenied(fsw, "fs.write")},
 		{"mcp write dotdot", mcp, ask, mcpAuth, nil, wd, "write", args("path", "../outside/x"), hard(fsw, "outside the working directories")},
-		{"mcp write absolute", mcp, ask, mcpAuth, nil, wd, "write", args("path", "/etc/passwd"), hard(fsw, "write target /etc/passwd is outside the working directories")},
+		{"mcp write absolute", mcp, ask, mcpAuth, nil, wd, "write", args("path", sysPath("/etc/passwd")), hard(fsw, "write target "+shown(sysPath("/etc/passwd"))+" is outside the working directories")},
 		{"mcp write symlink escape", mcp, ask, mcpAuth, nil, wd, "write", args("path", "link/x"), hard(fsw, "write target link/x is outside the working directories")},
 		{"mcp write etc link", mcp, ask, mcpAuth, nil, wd, "write", args("path", "etc/cron.d/x"), hard(fsw, "write target etc/cron.d/x is outside the working directories")},
 		{"mcp write dangling link", mcp, ask, mcpAuth, nil, wd, "write", args("path", "dangle"), hard(fsw, "outside")},
 		{"mcp write .git", mcp, ask, mcpAuth, nil, wd, "write", args("path", ".git/config"), hard(fsw, "protected")},
-		{"mcp write .GIT.", mcp, ask, mcpAuth, nil, wd, "write", args("path", ".GIT./hooks/pre-commit"), hard(fsw, "protected")},
+		{"mcp write .GIT.", mcp, ask, mcpAuth, nil, wd, "write", args("path", ".GIT./hooks/pre-commit"), hard(fsw, trailing)},
 		{"mcp write gitlink", mcp, ask, mcpAuth, nil, wd, "write", args("path", "gitlink/hooks/x"), hard(fsw, "protected")},
-		{"mcp write .env", mcp, ask, mcpAuth, nil, wd, "write", args("path", "sub/.Env "), hard(fsw, "protected")},
+		{"mcp write .env", mcp, ask, mcpAuth, nil, wd, "write", args("path", "sub/.Env "), hard(fsw, trailing)},
 		{"mcp write .bashrc", mcp, ask, mcpAuth, nil, wd, "write", args("path", ".BashRC"), hard(fsw, "protected")},
 		{"mcp write no path", mcp, ask, mcpAuth, nil, wd, "write", args("content", "x"), hard(fsw, `needs one non-empty string "path" argument: argument "path" is missing`)},
 		{"mcp write empty path", mcp, ask, mcpAuth, nil, wd, "write", args("path", ""), hard(fsw, `needs one non-empty string "path"`)},
@@ -155,7 +161,7 @@ func TestDecideMatrix(t *testing.T) {
 		{"mcp write no workdirs", mcp, ask, mcpAuth, nil, nil, "write", args("path", "/tmp/x"), hard(fsw, "no working directory")},
 		{"mcp write loop", mcp, ask, mcpAuth, nil, wd, "write", args("path", "loop1/x"), hard(fsw, "cannot be resolved")},
 		{"mcp edit outside", mcp, ask, mcpAuth, nil, wd, "edit", args("path", "rel/x"), hard(fsw, "outside")},
-		{"mcp Write outside", mcp, ask, mcpAuth, nil, wd, "Write", args("path", "/etc/x"), hard(exec, "outside")},
+		{"mcp Write outside", mcp, ask, mcpAuth, nil, wd, "Write", args("path", sysPath("/etc/x")), hard(exec, "outside")},
 		{"mcp patch inside", mcp, ask, mcpAuth, nil, wd, "apply_patch", patch("*** Add File: a.txt", "+x", "*** Update File: sub/file.txt", "-x", "+y", "*** Delete File: old.txt"), capDenied(fsw, "fs.write")},
 		{"mcp patch one outside", mcp, ask, mcpAuth, nil, wd, "apply_patch", patch("*** Add File: a.txt", "+x", "*** Add File: ../outside/b.txt", "+y"), hard(fsw, "outside")},
 		{"mcp patch move outside", mcp, ask, mcpAuth, nil, wd, "apply_patch", patch("*** Update File: a.txt", "*** Move to: link/a.txt"), hard(fsw, "outside")},
@@ -199,7 +205,7 @@ func TestDecideMatrix(t *testing.T) {
 		{"spawn write dangerous allow", spawn, ask, agent, allowW, wd, "edit", args("path", "sub/.zshrc"), hard(fsw, "protected")},
 		{"spawn patch allow", spawn, ask, agent, allowW, wd, "apply_patch", patch("*** Update File: sub/file.txt", "*** Move to: sub/moved.txt"), allowed(fsw)},
 		{"spawn patch escape allow", spawn, ask, agent, allowW, wd, "apply_patch", patch("*** Update File: sub/file.txt", "*** Move to: etc/passwd"), hard(fsw, "apply_patch target etc/passwd is outside the working directories")},
-		{"spawn read anywhere", spawn, ask, agent, nil, wd, "read", args("path", "/etc/hostname"), allowed(fsr)},
+		{"spawn read anywhere", spawn, ask, agent, nil, wd, "read", args("path", sysPath("/etc/hostname")), allowed(fsr)},
 		{"spawn web_fetch", spawn, ask, agent, nil, wd, "web_fetch", nil, unavailable(net)},
 		{"spawn web_fetch allow", spawn, ask, agent, rules("allow web_fetch"), wd, "web_fetch", nil, allowed(net)},
 		{"spawn paired agent write", spawn, ask, mcpAuth, allowW, wd, "write", args("path", "a.txt"), refused("an MCP client speaks with source")},
@@ -212,10 +218,10 @@ func TestDecideMatrix(t *testing.T) {
 		{"cli bash ask", cli, ask, owner, nil, wd, "bash", args("command", "ls"), needsApproval(exec)},
 		{"cli bash bypass", cli, bypass, owner, nil, wd, "bash", args("command", "ls"), allowed(exec)},
 		{"cli bash unknown mode", cli, "yolo", owner, nil, wd, "bash", args("command", "ls"), refused("permission mode \"yolo\"")},
-		{"cli write outside", cli, ask, owner, nil, wd, "write", args("path", "/etc/x"), needsApproval(fsw)},
+		{"cli write outside", cli, ask, owner, nil, wd, "write", args("path", sysPath("/etc/x")), needsApproval(fsw)},
 		{"cli write .git bypass", cli, bypass, owner, nil, wd, "write", args("path", ".git/config"), hard(fsw, "a protected directory")},
 		{"cli worktree", cli, ask, owner, nil, wd, "worktree_add", nil, needsApproval(fsw)},
-		{"cli read", cli, ask, owner, nil, wd, "read", args("path", "/etc/hostname"), allowed(fsr)},
+		{"cli read", cli, ask, owner, nil, wd, "read", args("path", sysPath("/etc/hostname")), allowed(fsr)},
 		{"cli todo", cli, ask, owner, nil, wd, "todo_write", nil, allowed(rtctl)},
 		{"cli ask rule bypass", cli, bypass, owner, rules("ask bash"), wd, "bash", args("command", "ls"), want{needs: true, code: authz.ReasonApprovalRequired, capab: exec, msg: "asks before bash"}},
 		{"cli ask rule safe tool", cli, ask, owner, rules("ask read"), wd, "read", args("path", "a"), needsApproval(fsr)},
@@ -234,12 +240,48 @@ func TestDecideMatrix(t *testing.T) {
 		{"cli paired interactive ask", cli, bypass, peer, rules("ask memory_search"), wd, "memory_search", nil, refused("source \"cli\" is only for the owner")},
 		{"cli mcp authority", cli, bypass, mcpAuth, rules("ask memory_search"), wd, "memory_search", nil, refused("source \"cli\" is only for the owner")},
 	}
+	if onWindows {
+		hosts := etcDir + `\hosts`
+		startup := `AppData\Roaming\Microsoft\Windows\Start Menu\Programs\Startup\evil.bat`
+		rows = append(rows, []row{
+			// The Windows path forms: outside, protected, or refused as unresolvable.
+			{"mcp write hosts", mcp, ask, mcpAuth, nil, wd, "write", args("path", hosts), hard(fsw, "write target "+shown(hosts)+" is outside the working directories")},
+			{"mcp write backslash dotdot", mcp, ask, mcpAuth, nil, wd, "write", args("path", `..\outside\x`), hard(fsw, "outside")},
+			{"mcp write other drive", mcp, ask, mcpAuth, nil, wd, "write", args("path", `Z:\x`), hard(fsw, "outside")},
+			{"mcp write .GIT backslash", mcp, ask, mcpAuth, nil, wd, "write", args("path", `.GIT\config`), hard(fsw, "protected")},
+			{"mcp write .Env backslash", mcp, ask, mcpAuth, nil, wd, "write", args("path", `sub\.Env`), hard(fsw, "protected")},
+			{"mcp write git index allocation", mcp, ask, mcpAuth, nil, wd, "write", args("path", `.git::$INDEX_ALLOCATION\config`), hard(fsw, "cannot be resolved")},
+			{"mcp write stream", mcp, ask, mcpAuth, nil, wd, "write", args("path", `notes.txt:evil`), hard(fsw, "cannot be resolved")},
+			{"mcp write CON", mcp, ask, mcpAuth, nil, wd, "write", args("path", `CON`), hard(fsw, "cannot be resolved")},
+			{"mcp write nul.txt", mcp, ask, mcpAuth, nil, wd, "write", args("path", `sub\nul.txt`), hard(fsw, "cannot be resolved")},
+			{"mcp write trailing dot", mcp, ask, mcpAuth, nil, wd, "write", args("path", `.env.`), hard(fsw, "cannot be resolved")},
+			{"mcp write drive-relative", mcp, ask, mcpAuth, nil, wd, "write", args("path", `C:x`), hard(fsw, "cannot be resolved")},
+			{"mcp write UNC", mcp, ask, mcpAuth, nil, wd, "write", args("path", `\\server\share\x`), hard(fsw, "cannot be resolved")},
+			{"mcp write device path", mcp, ask, mcpAuth, nil, wd, "write", args("path", `\\?\`+f.work+`\x`), hard(fsw, "cannot be resolved")},
+			{"mcp write rooted", mcp, ask, mcpAuth, nil, wd, "write", args("path", `\x`), hard(fsw, "cannot be resolved")},
+			{"mcp write Startup", mcp, ask, mcpAuth, nil, wd, "write", args("path", startup), hard(fsw, "protected directory")},
+			{"mcp write PowerShell profile", mcp, ask, mcpAuth, nil, wd, "write", args("path", `Documents\WindowsPowerShell\profile.ps1`), hard(fsw, "protected")},
+			{"mcp patch backslash outside", mcp, ask, mcpAuth, nil, wd, "apply_patch", patch("*** Add File: sub\\a.txt", "+x", "*** Add File: ..\\outside\\b.txt", "+y"), hard(fsw, "outside")},
+			{"mcp patch stream", mcp, ask, mcpAuth, nil, wd, "apply_patch", patch("*** Update File: sub\\file.txt", "*** Move to: sub\\file.txt:evil"), hard(fsw, "cannot be resolved")},
+			// Inside, in any letter case and either slash: allow rules open it.
+			{"spawn write upper case work dir allow", spawn, ask, agent, allowW, wd, "write", args("path", strings.ToUpper(f.work)+`\new.txt`), allowed(fsw)},
+			{"spawn patch backslash allow", spawn, ask, agent, allowW, wd, "apply_patch", patch("*** Add File: sub\\new.txt", "+x", "*** Update File: sub/file.txt", "-x", "+y"), allowed(fsw)},
+			{"spawn write profile allow", spawn, ask, agent, allowW, wd, "write", args("path", `sub\Microsoft.PowerShell_profile.ps1`), hard(fsw, "a protected file")},
+			{"spawn write Startup allow", spawn, ask, agent, allowW, wd, "write", args("path", strings.ToLower(startup)), hard(fsw, "protected directory")},
+			{"cli write .Git bypass", cli, bypass, owner, nil, wd, "write", args("path", `.Git\hooks\pre-commit`), hard(fsw, "a protected directory")},
+			{"cli write Startup bypass", cli, bypass, owner, nil, wd, "write", args("path", startup), hard(fsw, "a protected directory")},
+			{"cli deny Remove-Item any case", cli, bypass, owner, rules("deny bash(Remove-Item *)"), wd, "bash", args("command", "remove-item x"), ruleDenied(exec)},
+		}...)
+	}
 	seen := map[string]bool{}
 	for _, r := range rows {
 		if seen[r.name] {
 			t.Fatalf("duplicate row name %q", r.name)
 		}
 		seen[r.name] = true
+		if f.skipCall(t, r.name, r.args) {
+			continue
+		}
 		req := authz.Request{Source: r.source, PermissionMode: r.mode, Authority: r.auth, Rules: r.rules, WorkDirs: r.dirs}
 		got := decide(t, req, r.tool, r.args)
 		checkDecision(t, r.name, got, r.want)

@@ -6,19 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 )
 
-// unixFixture skips a test built on the symlink fixture: its links point
-// at Unix paths (/etc) and its tables name Unix absolute paths (/etc/passwd,
-// /proc/self/cwd), which Windows refuses before anything else. The
-// Windows forms have their own tables: TestWindowsPathForms here and
-// TestWindowsPathTricks in runtime/builtin/files (links and junctions
-// included, on Windows).
-func unixFixture(tb testing.TB) {
-	tb.Helper()
-	tb.Skip("the symlink fixture and its tables are Unix's (/etc, /proc); TestWindowsPathForms and runtime/builtin/files' TestWindowsPathTricks are Windows'")
-}
+// onWindows is true: the tables' Windows rows run, their Unix-only rows
+// (/proc, the root of a drive-less path) do not.
+const onWindows = true
 
 // sysPath is the Unix path p as this system writes it: an absolute /x is
 // \x on the temporary directory's drive.
@@ -29,6 +21,15 @@ func sysPath(p string) string {
 	return filepath.VolumeName(os.TempDir()) + filepath.FromSlash(p)
 }
 
+// etcDir is the system's configuration directory, the target of the
+// fixture's etc link: the one of the hosts file.
+var etcDir = filepath.Join(os.Getenv("SystemRoot"), "System32", "drivers", "etc")
+
 // globDirName is a directory name full of the glob characters Windows
 // allows in a name ("*" and "?" it does not).
 const globDirName = "proj[1]"
+
+// sameFile reports whether the clean paths a and b name one file: on
+// Windows when they are equal ignoring case (the system's own paths, such
+// as %SystemRoot%, are not always written in the case of the disk).
+func sameFile(a, b string) bool { return strings.EqualFold(a, b) }

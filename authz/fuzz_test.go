@@ -2,6 +2,7 @@ package authz_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,11 +57,12 @@ func independentTargets(tool string, args json.RawMessage) (targets []string, wr
 func independentResolve(workDir, p string) (string, bool) {
 	full := p
 	if !filepath.IsAbs(p) {
-		full = workDir + "/" + p
+		full = workDir + string(filepath.Separator) + p
 	}
-	comps := strings.Split(full, "/")
+	vol := filepath.VolumeName(full)
+	comps := strings.FieldsFunc(full[len(vol):], func(r rune) bool { return r < 0x80 && os.IsPathSeparator(uint8(r)) })
 	for k := len(comps); k >= 0; k-- {
-		prefix := "/" + strings.Join(comps[:k], "/")
+		prefix := vol + string(filepath.Separator) + strings.Join(comps[:k], string(filepath.Separator))
 		r, err := filepath.EvalSymlinks(prefix)
 		if err != nil {
 			continue
@@ -81,7 +83,7 @@ func independentInside(r string, workDirs []string) bool {
 			continue
 		}
 		rel, err := filepath.Rel(w, r)
-		if err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
 			return true
 		}
 	}
@@ -92,10 +94,25 @@ func independentDangerous(r string) bool {
 	dirs := []string{".git", ".hg", ".svn", ".vscode", ".idea", ".openprogram", ".claude", ".ssh", ".gnupg"}
 	files := []string{".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv",
 		".gitconfig", ".gitmodules", ".git-credentials", ".npmrc", ".pypirc", ".netrc", ".mcp.json", ".claude.json", ".env"}
-	comps := strings.Split(r, "/")
+	comps := strings.Split(filepath.ToSlash(r[len(filepath.VolumeName(r)):]), "/")
 	for i, c := range comps {
 		c = strings.TrimRight(strings.ToLower(c), ". ")
 		if slices.Contains(dirs, c) || (i == len(comps)-1 && slices.Contains(files, c)) {
+			return true
+		}
+		if onWindows && strings.ContainsRune(c, ':') { // a stream names another file
+			return true
+		}
+	}
+	if onWindows {
+		// The autostart places.
+		l := strings.ToLower("/" + strings.Join(comps, "/") + "/")
+		for _, place := range []string{"/start menu/programs/startup/", "/documents/powershell/", "/documents/windowspowershell/"} {
+			if strings.Contains(l, place) {
+				return true
+			}
+		}
+		if strings.HasSuffix(l, "profile.ps1/") {
 			return true
 		}
 	}
@@ -127,6 +144,13 @@ func FuzzDecideMCP(f *testing.F) {
 		`{"patch":"*** Begin Patch\n*** Update File: a\n  *** Add File: ../x\n*** End Patch"}`,
 		`{"patch":"*** Begin Patch\r\n*** Delete File: .env\r\n*** End Patch\r\n"}`,
 		`[1]`, `null`, `{"path":`, ``,
+		// Windows forms (plain names with a backslash on Unix).
+		`{"path":"..\\outside\\x"}`, `{"path":".GIT\\config"}`, `{"path":"sub\\.Env"}`, `{"path":"a.txt:evil"}`,
+		`{"path":".git::$INDEX_ALLOCATION\\config"}`, `{"path":"CON"}`, `{"path":"nul.txt"}`, `{"path":"x."}`,
+		`{"path":"C:x"}`, `{"path":"\\\\?\\C:\\x"}`, `{"path":"\\\\server\\share\\x"}`, `{"path":"\\x"}`,
+		`{"path":"Start Menu\\Programs\\Startup\\a.bat"}`, `{"path":"Documents\\PowerShell\\profile.ps1"}`,
+		`{"path":"GIT~1\\config"}`, `{"path":"link\\x"}`,
+		`{"patch":"*** Begin Patch\n*** Add File: sub\\a\n+x\n*** Add File: ..\\b\n+y\n*** End Patch"}`,
 	}
 	seedRules := []string{"", "*", "write", "write(" + fx.work + ":*)", "bash(ls:*)", "apply_patch(*)", "memory_*", "read(/etc/*)"}
 	for i := range fuzzTools {
@@ -249,7 +273,8 @@ func FuzzPatchTargets(f *testing.F) {
 func FuzzResolvePath(f *testing.F) {
 	fx := newFixture(f, f.TempDir())
 	for _, s := range []string{"a", "sub/file.txt", "link/x", "rel/../x", "link/..", "ok/../sub", "etc/passwd",
-		"dangle", "loop1", "../outside", "/", "/etc/../etc/hosts", "gitlink/config", "missing/..", "file.txt/..", "./././"} {
+		"dangle", "loop1", "../outside", "/", "/etc/../etc/hosts", "gitlink/config", "missing/..", "file.txt/..", "./././",
+		`sub\file.txt`, `..\outside`, `sub\..\sub`, `C:\`, `.git\config`, `SUB\FILE.TXT`, `sub\file.txt\x`, `link\..`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
@@ -262,7 +287,7 @@ func FuzzResolvePath(f *testing.F) {
 		}
 		full := p
 		if !filepath.IsAbs(p) {
-			full = fx.work + "/" + p
+			full = fx.work + string(filepath.Separator) + p
 		}
 		want, err := filepath.EvalSymlinks(full)
 		if err != nil {
@@ -273,7 +298,7 @@ func FuzzResolvePath(f *testing.F) {
 		if strings.Contains(full, "..") {
 			return
 		}
-		if got != want {
+		if !sameFile(got, want) {
 			t.Fatalf("ResolvePath(%q) = %q, EvalSymlinks = %q", p, got, want)
 		}
 	})

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/openprogram/openprogram/authz"
+	"github.com/openprogram/openprogram/internal/clip"
 )
 
 // diff returns "" when got and want are deeply equal, else a readable description.
@@ -53,4 +55,36 @@ func speaker(t testing.TB, req authz.Request) authz.Speaker {
 		t.Fatalf("make the speaker: %v", err)
 	}
 	return sp
+}
+
+// outcome names what a decision for an interactive owner says of the
+// rules: "allow" (an allow rule matched, or nothing needed one),
+// "approval" (nothing decided, or an ask rule matched), "deny" (a deny
+// rule matched), else "other: " and the reason.
+func outcome(d authz.Decision) string {
+	switch {
+	case d.Allowed:
+		return "allow"
+	case d.NeedsApproval:
+		return "approval"
+	case d.ReasonCode == authz.ReasonRuleDeny:
+		return "deny"
+	}
+	return "other: " + d.ReasonCode + " " + d.Message
+}
+
+// shown is how a denial names a path the call gave: quoted when it has a
+// backslash, a quote, a leading or trailing space or an unprintable rune
+// (Windows paths are quoted for their backslashes), clipped to 64 bytes.
+func shown(p string) string {
+	p = clip.String(p, 64)
+	if p == "" || strings.TrimSpace(p) != p || strings.ContainsAny(p, `"\`) {
+		return strconv.Quote(p)
+	}
+	for _, r := range p {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(p)
+		}
+	}
+	return p
 }

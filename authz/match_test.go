@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/openprogram/openprogram/authz"
@@ -100,7 +101,7 @@ func TestRuleMatching(t *testing.T) {
 		{"allow write(a.txt)", "write", pth("b.txt"), "approval"},
 		{"allow write(" + w + ":*)", "write", args("path", 5), "approval"},
 		{"deny read(" + f.outside + "/*)", "read", pth("link/secret"), "deny"},
-		{"deny read(/etc/passwd)", "read", pth("etc/passwd"), "deny"},
+		{"deny read(" + etcDir + "/passwd)", "read", pth("etc/passwd"), "deny"},
 		{"deny read(*.env)", "read", pth("prod.env"), "deny"},
 		{"deny read(*.env)", "read", pth("sub/prod.env"), "allow"},   // safe tool; * does not cross /
 		{"deny read(" + w + "/se:*)", "read", pth("secret"), "deny"}, // plain prefix for deny
@@ -137,22 +138,42 @@ func TestRuleMatching(t *testing.T) {
 		{"allow todo_?", "todo_x", nil, "allow"},
 		{"allow web_*", "web_fetch", nil, "allow"},
 	}
+	if onWindows {
+		rows = append(rows, []row{
+			// Commands: deny and ask ignore letter case, allow does not.
+			{"deny bash(Remove-Item *)", "bash", cmd("remove-item x"), "deny"},
+			{"deny bash(rm:*)", "bash", cmd("echo hi; RM -rf /c"), "deny"},
+			{"allow bash(git status:*)", "bash", cmd("GIT STATUS"), "approval"},
+			{"allow bash(Get-ChildItem)", "bash", cmd("Get-ChildItem"), "allow"},
+			// Paths: either slash, any letter case, drive letters.
+			{"allow write(" + w + `\docs:*)`, "write", pth(`docs\a.md`), "allow"},
+			{"allow write(" + w + `\docs:*)`, "write", pth(`DOCS\A.md`), "allow"},
+			{"allow write(" + w + `\docs:*)`, "write", pth(`docs2\a.md`), "approval"},
+			{"allow write(" + strings.ToUpper(w) + "/docs:*)", "write", pth(`docs\a.md`), "allow"},
+			{`allow write(docs\*.md)`, "write", pth(`docs/a.MD`), "allow"},
+			{`allow write(docs\*.md)`, "write", pth(`docs\sub\a.md`), "approval"},
+			{`allow write(docs\*.md)`, "write", pth(`docs\a.md:evil`), "approval"}, // a stream is not resolved
+			{"allow write(a.txt)", "write", pth(`A.TXT`), "allow"},
+			{"allow write(a.txt)", "write", pth(`a.txt.`), "approval"},
+			{"deny read(*.env)", "read", pth(`PROD.ENV`), "deny"},
+			{"deny read(*.env)", "read", pth(`prod.env::$DATA`), "deny"}, // unresolvable: deny matches
+			{"deny read(" + w + `\se:*)`, "read", pth(`SECRET`), "deny"},
+			{"deny read(" + etcDir + `\hosts)`, "read", pth(strings.ToUpper(etcDir) + `\HOSTS`), "deny"},
+			{"deny read(" + etcDir + `\hosts)`, "read", pth(`\\?\` + etcDir + `\hosts`), "deny"},
+			{"deny read(" + etcDir + `\hosts)`, "read", pth(`\\localhost\C$\x`), "deny"},
+			{"deny grep(" + w + ")", "grep", args("pattern", "x", "path", `sub\..`), "deny"},
+			{"allow apply_patch(" + w + "/docs:*)", "apply_patch", patch("*** Add File: docs\\a", "+x", "*** Add File: Docs/b", "+y"), "allow"},
+			{"allow apply_patch(" + w + "/docs:*)", "apply_patch", patch("*** Add File: docs\\a", "+x", "*** Add File: docs\\..\\b", "+y"), "approval"},
+		}...)
+	}
 	for _, r := range rows {
+		if f.skipCall(t, r.rule+" "+string(r.args), r.args) {
+			continue
+		}
 		req := authz.Request{Source: authz.SourceCLI, PermissionMode: authz.ModeAsk, Authority: owner,
 			Rules: rules(r.rule), WorkDirs: []string{w}}
 		d := decide(t, req, r.tool, r.args)
-		var got string
-		switch {
-		case d.Allowed:
-			got = "allow"
-		case d.NeedsApproval:
-			got = "approval"
-		case d.ReasonCode == authz.ReasonRuleDeny:
-			got = "deny"
-		default:
-			got = "other: " + d.ReasonCode + " " + d.Message
-		}
-		if got != r.outcome {
+		if got := outcome(d); got != r.outcome {
 			t.Errorf("rule %q, %s %s: got %s, want %s (%s)", r.rule, r.tool, r.args, got, r.outcome, d.Message)
 		}
 	}

@@ -78,6 +78,7 @@ func walkPath(full string) (resolved, at string, err error) {
 	cur, rest := splitRoot(full)
 	pending := splitPath(rest)
 	missing := "" // first component found missing; after it the rest is only joined
+	file := ""    // the entry the walk is at when it is neither a directory nor a link
 	hops := 0
 	for len(pending) > 0 {
 		c := pending[0]
@@ -89,13 +90,18 @@ func walkPath(full string) (resolved, at string, err error) {
 			if missing != "" {
 				return "", missing, fmt.Errorf("%s does not exist, so %q cannot climb out of it", show(missing), "..")
 			}
-			cur = filepath.Dir(cur)
+			cur, file = filepath.Dir(cur), ""
 			continue
 		}
 		next := filepath.Join(cur, c)
 		if missing != "" {
 			cur = next
 			continue
+		}
+		if file != "" {
+			// Unix's lstat says so itself; Windows answers "path not
+			// found", which would read as a missing name.
+			return "", file, fmt.Errorf("%s is not a directory", show(file))
 		}
 		fi, err := os.Lstat(next)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -106,7 +112,7 @@ func walkPath(full string) (resolved, at string, err error) {
 		if err != nil {
 			return "", next, err
 		}
-		if next, err = longName(next, c); err != nil {
+		if next, err = longName(next); err != nil {
 			return "", next, err
 		}
 		link, err := isLink(next, fi)
@@ -115,6 +121,9 @@ func walkPath(full string) (resolved, at string, err error) {
 		}
 		if !link {
 			cur = next
+			if !fi.IsDir() {
+				file = next
+			}
 			continue
 		}
 		hops++

@@ -12,9 +12,9 @@ import (
 // Unix every byte string but NUL (checked by the caller) names what it says.
 func checkForm(string) error { return nil }
 
-// longName returns next (the existing path whose last component is c) as
-// the walk keeps it: Unix has no second name for a file.
-func longName(next, _ string) (string, error) { return next, nil }
+// longName returns next (an existing path) as the walk keeps it: Unix has
+// no second name for a file.
+func longName(next string) (string, error) { return next, nil }
 
 // isLink reports whether the walk must follow the existing entry next: a
 // symlink.
@@ -36,6 +36,11 @@ func systemProtection([]string) string { return "" }
 // globForm is a path as a permission rule's glob sees it: on Unix as it
 // is.
 func globForm(p string) string { return p }
+
+// commandForm is a command as deny and ask rules of the command tools
+// compare it: on Unix as it is (commands and their names are
+// case-sensitive).
+func commandForm(cmd string) string { return cmd }
 
 // samePath reports whether the clean paths a and b name the same file,
 // comparing bytes as Unix names compare.

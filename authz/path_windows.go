@@ -89,27 +89,29 @@ func reservedName(c string) bool {
 	return false
 }
 
-// longName returns the existing path next with its last component c
-// replaced by the long name it stands for when c may be an 8.3 short name
-// (it holds a "~"): GIT~1 is .git, and the rules must see .git.
-func longName(next, c string) (string, error) {
-	if !strings.ContainsRune(c, '~') {
-		return next, nil
-	}
+// longName returns the existing path next with its last component
+// replaced by the long name it stands for, as the directory lists it:
+// GIT~1 is .git, and the rules must see .git. Every component is looked
+// up, not only one with a "~" (the names Windows makes itself): an
+// administrator may give a directory any 8.3 alias (SetFileShortName),
+// and a FAT volume written elsewhere may carry any, so GITDIR may be .git
+// too. It costs one FindFirstFile per existing component, beside the
+// walk's Lstat (GetLongPathName does the same lookup, and Wine's skips
+// some names); the names come back as the disk writes them. A component
+// whose name cannot be read is an error (the walk fails closed).
+func longName(next string) (string, error) {
 	in, err := syscall.UTF16PtrFromString(next)
 	if err != nil {
 		return next, err
 	}
-	buf := make([]uint16, syscall.MAX_LONG_PATH)
-	n, err := syscall.GetLongPathName(in, &buf[0], uint32(len(buf)))
+	var fd syscall.Win32finddata
+	h, err := syscall.FindFirstFile(in, &fd)
 	if err != nil {
 		return next, fmt.Errorf("long name of %s: %w", show(next), err)
 	}
-	if n == 0 || int(n) >= len(buf) {
-		return next, fmt.Errorf("long name of %s: no answer", show(next))
-	}
-	long := filepath.Base(syscall.UTF16ToString(buf[:n]))
-	if err := checkComponent(long); err != nil || long == "." || long == ".." {
+	_ = syscall.FindClose(h)
+	long := syscall.UTF16ToString(fd.FileName[:])
+	if err := checkComponent(long); err != nil || long == "" || long == "." || long == ".." || strings.ContainsAny(long, `\/`) {
 		return next, fmt.Errorf("long name of %s is %s", show(next), show(long))
 	}
 	return filepath.Join(filepath.Dir(next), long), nil
@@ -223,18 +225,30 @@ func systemProtection(comps []string) string {
 }
 
 // globForm is a path as a permission rule's glob sees it on Windows:
-// slash-separated (path.Match takes \ for an escape) and lower case
+// slash-separated (path.Match takes \ for an escape) and in [foldCase]
 // (Windows compares names ignoring case), so write(C:\work\*.md) matches
-// c:\WORK\A.MD. A rune is lowered only when its lower case upper-cases
-// back to its own upper case ([sameName]): the Kelvin sign stays, so
-// write(C:\w\k*) does not allow C:\w\<KELVIN SIGN>x, another file.
-func globForm(p string) string {
+// c:\WORK\A.MD.
+func globForm(p string) string { return foldCase(filepath.ToSlash(p)) }
+
+// commandForm is a command as deny and ask rules of the command tools
+// compare it on Windows: in [foldCase]. PowerShell and cmd read commands,
+// cmdlets and parameters ignoring case, and Git's bash finds RM as rm.exe,
+// so deny(Remove-Item *) must also stop remove-item. Allow rules compare
+// the command as written: arguments may be case-sensitive (git branch -d
+// and -D), and an allow rule must never grant more than the owner wrote.
+func commandForm(cmd string) string { return foldCase(cmd) }
+
+// foldCase lowers s the way Windows compares names: a rune is lowered
+// only when its lower case upper-cases back to its own upper case
+// ([sameName]), so the Kelvin sign stays and write(C:\w\k*) does not
+// allow C:\w\<KELVIN SIGN>x, another file.
+func foldCase(s string) string {
 	return strings.Map(func(r rune) rune {
 		if l := unicode.ToLower(r); unicode.ToUpper(l) == unicode.ToUpper(r) {
 			return l
 		}
 		return r
-	}, filepath.ToSlash(p))
+	}, s)
 }
 
 // samePath reports whether the clean paths a and b name the same file,

@@ -66,6 +66,8 @@ func TestWindowsRulePatterns(t *testing.T) {
 		{`write(C:\w\*)`, ActionAllow, "write", `c:\W\ok`, true},
 		{`read(C:\w\secret:*)`, ActionDeny, "read", `C:\W\Secret\x`, true},
 		{`read(C:\w\secret:*)`, ActionAllow, "read", `C:\w\secretive`, false},
+		{`read(C:/w/se:*)`, ActionDeny, "read", `C:\w\secret`, true},
+		{`read(C:/W/Secret/:*)`, ActionDeny, "read", `c:\w\secret\x`, true},
 		{`write(C:\w\a.txt)`, ActionAllow, "write", `c:\w\A.TXT`, true},
 		{`write(a.txt)`, ActionAllow, "write", `C:\w\b.txt`, false},
 		{`write(C:\w\k*)`, ActionAllow, "write", "C:\\w\\\u212Ax", false},

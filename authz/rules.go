@@ -454,17 +454,22 @@ func (c compiledRule) matchValue(s subject, v string, allow bool) bool {
 		if allow && (strings.ContainsAny(s.raw, "\n\r") || c.kind != patternExact && hasShellOperator(s.raw)) {
 			return false
 		}
+		p := normaliseCommand(c.pattern)
+		if !allow {
+			// Deny and ask read widely: in the system's letter case rule
+			// for commands (commandForm: ignoring case on Windows).
+			p, v = commandForm(p), commandForm(v)
+		}
 		switch c.kind {
 		case patternPrefix:
-			p := normaliseCommand(c.pattern)
 			if allow {
 				return v == p || strings.HasPrefix(v, p+" ")
 			}
 			return strings.HasPrefix(v, p)
 		case patternGlob:
-			return globAll(normaliseCommand(c.pattern), v)
+			return globAll(p, v)
 		default:
-			return v == normaliseCommand(c.pattern)
+			return v == p
 		}
 	case subjectPath, subjectPatch:
 		p := c.pattern
@@ -487,6 +492,9 @@ func (c compiledRule) matchValue(s subject, v string, allow bool) bool {
 			}
 			p = s.workDir + string(filepath.Separator) + p
 		}
+		// A plain prefix compares separators as the resolved path writes
+		// them (deny read(C:/w/se:*) denies C:\w\secret on Windows).
+		p = filepath.FromSlash(p)
 		switch c.kind {
 		case patternPrefix:
 			if allow {

@@ -47,7 +47,7 @@ func commandSegments(cmd string) []string {
 	for _, p := range pieces {
 		words := shellWords(p)
 		push(strings.Join(words, " "))
-		for len(words) > 0 && (shellWrappers[words[0]] || isAssignment(words[0]) || strings.HasPrefix(words[0], "-")) {
+		for len(words) > 0 && (shellWrappers[commandForm(words[0])] || isAssignment(words[0]) || strings.HasPrefix(words[0], "-")) {
 			words = words[1:]
 			push(strings.Join(words, " "))
 		}

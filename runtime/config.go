@@ -236,10 +236,10 @@ func newOpenAI(cfg provider.Config, getenv func(string) string) (provider.Provid
 			where = sessions.RedactURL(cfg.BaseURL)
 		}
 		return nil, &ConfigError{Keys: []string{"model.api_key_env", r.env}, Msg: fmt.Sprintf(
-			"the openai provider needs an API key for %s: export %s=<key> before starting openprogram "+
+			"the openai provider needs an API key for %s: %s before starting openprogram "+
 				"(or name another variable with `openprogram config set model.api_key_env NAME`); "+
 				"a local server on a loopback model.base_url needs no key, and for a keyless server elsewhere "+
-				"run `openprogram config set model.api_key_env none`", where, r.env)}
+				"run `openprogram config set model.api_key_env none`", where, secretenv.SetCommand(r.env, "<key>"))}
 	}
 	return retried(openai.New(openai.Options{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: r.key, Keyless: r.keyless, Settings: r.set}))
 }
@@ -254,8 +254,8 @@ func newAnthropic(cfg provider.Config, getenv func(string) string) (provider.Pro
 	}
 	if r.key == "" && !r.keyless {
 		return nil, &ConfigError{Keys: []string{"model.api_key_env", r.env}, Msg: fmt.Sprintf(
-			"the anthropic provider needs an API key: export %s=<key> before starting openprogram "+
-				"(or name another variable with `openprogram config set model.api_key_env NAME`)", r.env)}
+			"the anthropic provider needs an API key: %s before starting openprogram "+
+				"(or name another variable with `openprogram config set model.api_key_env NAME`)", secretenv.SetCommand(r.env, "<key>"))}
 	}
 	return retried(anthropic.New(anthropic.Options{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: r.key, Keyless: r.keyless, Settings: r.set}))
 }

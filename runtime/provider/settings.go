@@ -125,7 +125,7 @@ func expand(s string, lookup func(string) (string, bool)) (string, error) {
 		}
 		v, ok := lookup(env)
 		if !ok {
-			return "", fmt.Errorf("environment variable %s is not set: export it before starting openprogram", env)
+			return "", fmt.Errorf("environment variable %s is not set: %s before starting openprogram", env, secretenv.SetCommand(env, "<value>"))
 		}
 		b.WriteString(v)
 		s = s[i+end+1:]

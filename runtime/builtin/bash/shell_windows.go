@@ -20,19 +20,18 @@ func findShell(configured string) shell {
 	return pickShell(configured, exec.LookPath, os.Getenv, func(p string) bool {
 		fi, err := os.Stat(p)
 		return err == nil && fi.Mode().IsRegular()
-	})
+	}, isAppExecLink)
 }
 
-// pickShell is findShell with its view of the machine passed in.
-func pickShell(configured string, look func(string) (string, error), getenv func(string) string, exists func(string) bool) shell {
+// pickShell is findShell with its view of the machine passed in; appLink
+// reports whether a file is an app-execution alias ([isAppExecLink]).
+func pickShell(configured string, look func(string) (string, error), getenv func(string) string, exists, appLink func(string) bool) shell {
 	if configured != "" {
 		s := shell{path: configured, kind: kindOf(configured)}
 		s.about = aboutOf(s)
 		return s
 	}
-	system := strings.ToLower(filepath.Join(getenv("SystemRoot"), "System32"))
-	if p, err := look("bash.exe"); err == nil && !strings.HasPrefix(strings.ToLower(p), system+`\`) {
-		// System32's bash.exe starts WSL, a Linux machine, not this one.
+	if p, err := look("bash.exe"); err == nil && !startsWSL(p, getenv, appLink) {
 		return shell{path: p, kind: posixShell, about: "bash (bash -c: POSIX shell syntax)"}
 	}
 	var gitBash []string
@@ -63,6 +62,45 @@ func pickShell(configured string, look func(string) (string, error), getenv func
 		ps = p
 	}
 	return shell{path: ps, kind: powerShell, about: "Windows PowerShell (powershell.exe: PowerShell syntax, not bash)"}
+}
+
+// startsWSL reports whether the bash.exe at p is a WSL launcher, which
+// runs the command in a Linux machine, not this one: System32's bash.exe,
+// any bash.exe under a WindowsApps directory (the app-execution alias
+// %LOCALAPPDATA%\Microsoft\WindowsApps\bash.exe, and the Store's
+// packages under Program Files\WindowsApps), and any app-execution alias.
+func startsWSL(p string, getenv func(string) string, appLink func(string) bool) bool {
+	system := filepath.Join(getenv("SystemRoot"), "System32")
+	if filepath.IsAbs(system) && strings.HasPrefix(strings.ToLower(p), strings.ToLower(system)+`\`) {
+		return true
+	}
+	for _, c := range strings.FieldsFunc(filepath.Dir(p), func(r rune) bool { return r == '\\' || r == '/' }) {
+		if strings.EqualFold(c, "WindowsApps") {
+			return true
+		}
+	}
+	return appLink(p)
+}
+
+// ioReparseTagAppExecLink is IO_REPARSE_TAG_APPEXECLINK, the reparse tag
+// of an app-execution alias (a Store app's launcher under WindowsApps).
+const ioReparseTagAppExecLink = 0x8000001B
+
+// isAppExecLink reports whether the file p is an app-execution alias: a
+// reparse point of tag IO_REPARSE_TAG_APPEXECLINK. A file whose tag cannot
+// be read counts as one (the shell is then looked for elsewhere).
+func isAppExecLink(p string) bool {
+	name, err := windows.UTF16PtrFromString(p)
+	if err != nil {
+		return true
+	}
+	var fd windows.Win32finddata
+	h, err := windows.FindFirstFile(name, &fd)
+	if err != nil {
+		return true
+	}
+	_ = windows.FindClose(h)
+	return fd.FileAttributes&windows.FILE_ATTRIBUTE_REPARSE_POINT != 0 && fd.Reserved0 == ioReparseTagAppExecLink
 }
 
 // aboutOf names a configured shell for the model.

@@ -19,14 +19,11 @@ import (
 // working directory), never a resolved path, a symlink target or a path
 // of the machine outside the working directories.
 func TestErrorsRevealNothing(t *testing.T) {
-	needLinks(t)
 	e := newEnv(t, nil)
 	outside := t.TempDir()
-	if err := os.Symlink(outside, filepath.Join(e.work, "link")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("loop", filepath.Join(e.work, "loop")); err != nil {
-		t.Fatal(err)
+	linked := map[string]bool{
+		"link": symlink(t, outside, filepath.Join(e.work, "link")),
+		"loop": symlink(t, "loop", filepath.Join(e.work, "loop")),
 	}
 	e.write("f.txt", "x\n")
 	cwd, _ := os.Getwd()
@@ -60,6 +57,10 @@ func TestErrorsRevealNothing(t *testing.T) {
 		{"write", map[string]any{"path": "sub/.env", "content": "x"}, files.ReasonProtected, "sub/.env is a protected file"},
 	}...)
 	for _, c := range cases {
+		p, _ := c.args["path"].(string)
+		if made, isLink := linked[strings.Split(p, "/")[0]]; isLink && !made {
+			continue // through a symlink the system did not make (logged above)
+		}
 		res := e.call(c.tool, c.args)
 		if !res.IsError || res.ReasonCode() != c.reason || res.Text() != c.text {
 			t.Errorf("%s %v = %q (%s), want %q (%s)", c.tool, c.args, res.Text(), res.ReasonCode(), c.text, c.reason)
@@ -171,9 +172,6 @@ func TestConstrainedWritesAreProtected(t *testing.T) {
 // back with session_get. For an MCP client's turn it names the path only
 // as the model gave it.
 func TestGateDenialTexts(t *testing.T) {
-	if !unixPaths {
-		t.Skip("its paths are Linux's (/proc, /etc); TestWindowsPathTricks is the Windows table")
-	}
 	e := newEnv(t, nil)
 	req, err := authz.NewMCPClient("0123456789abcdef", "owner/install/fedcba9876543210", authz.Scope{WorkDirs: []string{e.work}})
 	if err != nil {
@@ -181,20 +179,10 @@ func TestGateDenialTexts(t *testing.T) {
 	}
 	cwd, _ := os.Getwd()
 	exe, _ := os.Executable()
-	cases := []struct {
-		tool string
-		args map[string]any
-		want string
-	}{
-		{"write", map[string]any{"path": "/proc/self/cwd/x", "content": "x"}, "hard constraint: write target /proc/self/cwd/x is outside the working directories"},
-		{"write", map[string]any{"path": "/proc/self/exe/../x", "content": "x"}, "hard constraint: write target /proc/self/exe/../x is outside the working directories"},
-		{"write", map[string]any{"path": "/etc/nonexistent/../x", "content": "x"}, "hard constraint: write target /etc/nonexistent/../x is outside the working directories"},
-		{"edit", map[string]any{"path": "/proc/self/fd/1/x", "old_string": "a", "new_string": "b"}, "hard constraint: edit target /proc/self/fd/1/x is outside the working directories"},
-		{"apply_patch", map[string]any{"patch": "*** Begin Patch\n*** Add File: ok.txt\n+x\n*** Add File: /proc/self/cwd/../x\n+x\n*** End Patch"}, "hard constraint: apply_patch target /proc/self/cwd/../x is outside the working directories"},
+	cases := append(systemGateRows(), []gateRow{
 		{"write", map[string]any{"path": ".git/hooks/post-checkout", "content": "x"}, "hard constraint: write target .git/hooks/post-checkout is inside a protected directory"},
 		{"write", map[string]any{"path": "ok.txt", "content": "x"}, "authority tier paired does not allow fs.write"},
-		{"read", map[string]any{"path": "/proc/self/environ"}, "authority tier paired does not allow fs.read"},
-	}
+	}...)
 	for _, c := range cases {
 		tl, _ := e.reg.Get(c.tool)
 		res := gated(e.ex, tl, req, mustJSON(t, c.args))
@@ -207,6 +195,13 @@ func TestGateDenialTexts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// gateRow is a call and the text of the gate's denial of it.
+type gateRow struct {
+	tool string
+	args map[string]any
+	want string
 }
 
 func mustJSON(t *testing.T, v any) json.RawMessage {

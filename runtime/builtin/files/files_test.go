@@ -179,20 +179,20 @@ func TestReadBinaryAndImages(t *testing.T) {
 }
 
 func TestReadRefusesOutsideWorkDirs(t *testing.T) {
-	needLinks(t)
 	e := newEnv(t, nil)
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret")
 	if err := os.WriteFile(secret, []byte("s3cret"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(secret, filepath.Join(e.work, "link")); err != nil {
-		t.Fatal(err)
+	refused := []string{secret, "../" + filepath.Base(outside) + "/secret", filepath.Join(fsRoot, "x")}
+	// The rows through a symlink run where the system makes one.
+	if symlink(t, secret, filepath.Join(e.work, "link")) {
+		refused = append(refused, "link")
 	}
-	if err := os.Symlink(outside, filepath.Join(e.work, "dirlink")); err != nil {
-		t.Fatal(err)
+	if symlink(t, outside, filepath.Join(e.work, "dirlink")) {
+		refused = append(refused, "dirlink/secret")
 	}
-	refused := []string{secret, "../" + filepath.Base(outside) + "/secret", "link", "dirlink/secret", filepath.Join(fsRoot, "x")}
 	if unixPaths {
 		refused = append(refused, "/etc/passwd")
 	}
