@@ -37,11 +37,6 @@ func systemProtection([]string) string { return "" }
 // is.
 func globForm(p string) string { return p }
 
-// commandForm is a command as deny and ask rules of the command tools
-// compare it: on Unix as it is (commands and their names are
-// case-sensitive).
-func commandForm(cmd string) string { return cmd }
-
 // samePath reports whether the clean paths a and b name the same file,
 // comparing bytes as Unix names compare.
 func samePath(a, b string) bool { return a == b }

@@ -230,27 +230,6 @@ func systemProtection(comps []string) string {
 // c:\WORK\A.MD.
 func globForm(p string) string { return foldCase(filepath.ToSlash(p)) }
 
-// commandForm is a command as deny and ask rules of the command tools
-// compare it on Windows: in [foldCase]. PowerShell and cmd read commands,
-// cmdlets and parameters ignoring case, and Git's bash finds RM as rm.exe,
-// so deny(Remove-Item *) must also stop remove-item. Allow rules compare
-// the command as written: arguments may be case-sensitive (git branch -d
-// and -D), and an allow rule must never grant more than the owner wrote.
-func commandForm(cmd string) string { return foldCase(cmd) }
-
-// foldCase lowers s the way Windows compares names: a rune is lowered
-// only when its lower case upper-cases back to its own upper case
-// ([sameName]), so the Kelvin sign stays and write(C:\w\k*) does not
-// allow C:\w\<KELVIN SIGN>x, another file.
-func foldCase(s string) string {
-	return strings.Map(func(r rune) rune {
-		if l := unicode.ToLower(r); unicode.ToUpper(l) == unicode.ToUpper(r) {
-			return l
-		}
-		return r
-	}, s)
-}
-
 // samePath reports whether the clean paths a and b name the same file,
 // ignoring case as Windows does ([sameName]).
 func samePath(a, b string) bool { return sameName(a, b) }

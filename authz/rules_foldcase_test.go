@@ -1,4 +1,4 @@
-//go:build windows
+//go:build windows || darwin
 
 package authz_test
 
@@ -9,16 +9,17 @@ import (
 	"github.com/openprogram/openprogram/authz"
 )
 
-// TestWindowsCommandRulesIgnoreCase: on Windows a command's letter case
-// does not change what runs (PowerShell and cmd read commands and their
-// names ignoring case, and Git's bash finds rm.exe as RM.EXE), so deny and
+// TestCommandDenyRulesIgnoreCase: on Windows and macOS a command's letter
+// case does not change what runs (PowerShell and cmd read commands and
+// their names ignoring case, Git's bash finds rm.exe as RM.EXE, and macOS's
+// default file system finds /bin/rm as RM), so deny and
 // ask rules for command tools compare ignoring case, and a deny rule is not
 // bypassed by writing the command in other letters. Allow rules still
 // compare as written: a program's arguments may be case-sensitive
 // (git branch -d deletes a merged branch, -D any branch), so an allow rule
 // granting more than the owner wrote would be a hole; a command in other
 // letters is asked about instead.
-func TestWindowsCommandRulesIgnoreCase(t *testing.T) {
+func TestCommandDenyRulesIgnoreCase(t *testing.T) {
 	owner, _ := authz.OwnerAuthority(principal)
 	for _, c := range []struct {
 		rule, command, outcome string
