@@ -11,10 +11,11 @@ import (
 	"github.com/openprogram/openprogram/cli/internal/shell"
 )
 
-// Completion is the completion script of shell (bash, zsh or fish) for the
-// grammar under root. Load it with `source <(openprogram completion bash)`
-// (zsh: the same with zsh), or for fish `openprogram completion fish |
-// source`.
+// Completion is the completion script of shell (bash, zsh, fish or
+// powershell) for the grammar under root. Load it with `source <(openprogram
+// completion bash)` (zsh: the same with zsh), for fish `openprogram
+// completion fish | source`, for PowerShell `openprogram completion
+// powershell | Out-String | Invoke-Expression`.
 func Completion(shell string, root *kong.Node) (string, error) {
 	g := completionGrammar(root)
 	switch shell {
@@ -24,8 +25,10 @@ func Completion(shell string, root *kong.Node) (string, error) {
 		return "autoload -U +X bashcompinit && bashcompinit\n" + bashCompletion(g), nil
 	case "fish":
 		return fishCompletion(g), nil
+	case "powershell":
+		return powershellCompletion(g), nil
 	}
-	return "", fmt.Errorf("no completion for the shell %q: use bash, zsh or fish", shell)
+	return "", fmt.Errorf("no completion for the shell %q: use bash, zsh, fish or powershell", shell)
 }
 
 // grammarNode is one command path ("" for the root) and what may follow it.

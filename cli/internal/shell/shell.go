@@ -39,10 +39,16 @@ var psQuotes = strings.NewReplacer("'", "''", "\u2018", "\u2018\u2018", "\u2019"
 // PowerShell: inner quotes doubled), inside which neither shell expands
 // anything ($, `, \).
 func (sx Syntax) Quote(s string) string {
-	switch {
-	case sx.plain(s):
+	if sx.plain(s) {
 		return s
-	case sx == PowerShell:
+	}
+	return sx.Literal(s)
+}
+
+// Literal is s in single quotes, even a plain word: PowerShell takes a
+// bare word in an expression (an array, a hash table) for a command.
+func (sx Syntax) Literal(s string) string {
+	if sx == PowerShell {
 		return "'" + psQuotes.Replace(s) + "'"
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
