@@ -212,8 +212,15 @@ func checkDescriptor(sd *windows.SECURITY_DESCRIPTOR) error {
 }
 
 // RestrictCommand is the command that makes the file at path owner-only.
+// It names the user by SID (*S-1-5-…), which icacls reads the same pasted
+// into PowerShell or cmd; %USERNAME% is the fallback when the SID cannot
+// be read.
 func RestrictCommand(path string) string {
-	return `icacls "` + path + `" /inheritance:r /grant:r "%USERNAME%:F" /grant:r "SYSTEM:F" /remove:g Everyone Users "Authenticated Users"`
+	who := "%USERNAME%"
+	if sid, err := user(); err == nil {
+		who = "*" + sid.String()
+	}
+	return `icacls "` + path + `" /inheritance:r /grant:r "` + who + `:F" /grant:r "SYSTEM:F" /remove:g Everyone Users "Authenticated Users"`
 }
 
 // syncDir: see [SyncDir].
