@@ -1,7 +1,9 @@
 package shell
 
 import (
+	"encoding/base64"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -85,17 +87,24 @@ func TestJoinRoundTripPowerShell(t *testing.T) {
 	if err != nil {
 		t.Skip("no pwsh on PATH: the round trip runs on the windows-latest job")
 	}
-	quoted := make([]string, len(words))
-	for i, w := range words {
-		quoted[i] = PowerShell.Quote(w)
-	}
-	script := "$OutputEncoding = [Console]::OutputEncoding = [Text.UTF8Encoding]::new($false); " +
-		"foreach ($w in @(" + strings.Join(quoted, ", ") + ")) { [Console]::Out.Write($w + [char]0) }"
+	// The words are a command's arguments, as in the printed commands; each
+	// comes back as w: and the base64 of its UTF-8 bytes, one a line, so no
+	// console code page stands between.
+	script := "function f { foreach ($w in $args) { 'w:' + [Convert]::ToBase64String([Text.Encoding]::UTF8.GetBytes($w)) } }; " +
+		PowerShell.Join(append([]string{"f"}, words...))
 	out, err := exec.Command(pwsh, "-NoProfile", "-NonInteractive", "-Command", script).Output()
 	if err != nil {
 		t.Fatalf("pwsh -Command %s: %v", script, err)
 	}
-	if got, want := string(out), strings.Join(words, "\x00")+"\x00"; got != want {
-		t.Errorf("pwsh -Command %s printed %q, want %q", script, got, want)
+	var got []string
+	for _, line := range strings.Fields(string(out)) {
+		b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(line, "w:"))
+		if err != nil {
+			t.Fatalf("pwsh printed %q, not base64: %v", line, err)
+		}
+		got = append(got, string(b))
+	}
+	if !slices.Equal(got, words) {
+		t.Errorf("pwsh -Command %s gave back %q, want %q", script, got, words)
 	}
 }
