@@ -259,7 +259,7 @@ func (in Installer) applyFile(verb, path string, old, updated []byte, mergeErr e
 	if len(literals) > 0 {
 		// The file holds secrets of ours; its client saved it open to others.
 		if was, narrowed, err := privatefile.Restrict(path); err != nil {
-			return false, fmt.Errorf("%s holds secrets and may be open to others: %w; run: %s", path, err, privatefile.RestrictCommand(path))
+			return false, fmt.Errorf("%s holds secrets and may be open to others: %w; run: %s", path, err, restrictCommand(path))
 		} else if narrowed {
 			fmt.Fprintf(in.Stderr, "%s is now mode 0600 (it was %04o): it holds secrets\n", path, was)
 		}
