@@ -53,7 +53,7 @@ type root struct {
 	Profile     string           `name:"profile" env:"OPENPROGRAM_PROFILE" placeholder:"NAME" help:"Use ~/.openprogram-NAME as the state directory."`
 
 	Help       helpCmd       `cmd:"" hidden:"" help:"Show help."`
-	Completion completionCmd `cmd:"" help:"Print a shell completion script: bash, zsh or fish."`
+	Completion completionCmd `cmd:"" help:"Print a shell completion script: bash, zsh, fish or powershell."`
 	MCP        mcpCmd        `cmd:"" name:"mcp" help:"Serve OpenProgram to MCP clients over stdio, and manage its token."`
 	Chat       chatCmd       `cmd:"" help:"Talk to your agent in the terminal, as its owner, approving tools as it asks."`
 	Prompt     promptCmd     `cmd:"" help:"Send one prompt as the owner and print the reply (approvals are denied)."`

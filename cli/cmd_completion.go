@@ -8,7 +8,7 @@ import (
 )
 
 type completionCmd struct {
-	Shell string `arg:"" enum:"bash,zsh,fish" help:"The shell: ${enum}."`
+	Shell string `arg:"" enum:"bash,zsh,fish,powershell" help:"The shell: ${enum}."`
 }
 
 // Run prints a completion script for the shell, generated from the command

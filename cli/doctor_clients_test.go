@@ -43,7 +43,7 @@ func TestDoctorClients(t *testing.T) {
 	out := runCLI(t, env, "doctor").stdout
 	for name, want := range map[string][]string{
 		"client claude-desktop": {"FAIL", "old MCP token", "fix: run openprogram mcp install --client claude-desktop"},
-		"client cursor":         {"warn", "forwards OPENPROGRAM_MCP_TOKEN", `export OPENPROGRAM_MCP_TOKEN="$(cat "$(openprogram mcp token path)")"`},
+		"client cursor":         {"warn", "forwards OPENPROGRAM_MCP_TOKEN", tokenPathExport},
 		"client gemini":         {"warn", "forwards OPENPROGRAM_MCP_TOKEN"},
 		"client codex":          {"FAIL", testExe + ", which is not an executable file"},
 	} {

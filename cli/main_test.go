@@ -176,7 +176,7 @@ func TestUsageErrors(t *testing.T) {
 		{"mcp", "serve", "--token", "x"},
 		{"mcp", "serve", "--log-level", "loud"},
 		{"mcp", "token", "rotate"},
-		{"completion", "powershell"},
+		{"completion", "tcsh"},
 		{"version", "extra"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/openprogram/openprogram/cli"
@@ -103,3 +104,17 @@ func fakeClaude(t *testing.T, dir, log string) {
 }
 
 const claudeExeArg = testExe
+
+// tokenExport is the POSIX shell line doctor and the install hints print to
+// set the token from the file at path (quoted for sh).
+func tokenExport(path string) string {
+	return `export OPENPROGRAM_MCP_TOKEN="$(cat '` + strings.ReplaceAll(path, "'", `'\''`) + `')"`
+}
+
+// tokenPathExport is the POSIX shell line for a shell profile that sets the
+// token from the file `openprogram mcp token path` names.
+const tokenPathExport = `export OPENPROGRAM_MCP_TOKEN="$(cat "$(openprogram mcp token path)")"`
+
+// otherShell is what a hint for this system's shell must not hold:
+// PowerShell syntax outside Windows.
+var otherShell = []string{"$env:", "Get-Content"}

@@ -5,6 +5,7 @@ package cli_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/windows"
@@ -118,3 +119,18 @@ func fakeClaude(t *testing.T, dir, log string) {
 }
 
 const claudeExeArg = `"` + testExe + `"`
+
+// tokenExport is the PowerShell line doctor and the install hints print to
+// set the token from the file at path (quoted for PowerShell: single
+// quotes, an inner one doubled).
+func tokenExport(path string) string {
+	return "$env:OPENPROGRAM_MCP_TOKEN = (Get-Content -Raw -LiteralPath '" + strings.ReplaceAll(path, "'", "''") + "').Trim()"
+}
+
+// tokenPathExport is the PowerShell line for a shell profile that sets the
+// token from the file `openprogram mcp token path` names.
+const tokenPathExport = "$env:OPENPROGRAM_MCP_TOKEN = (Get-Content -Raw -LiteralPath (openprogram mcp token path)).Trim()"
+
+// otherShell is what a hint for this system's shell must not hold: POSIX
+// syntax on Windows, where people paste into PowerShell.
+var otherShell = []string{"export ", "$(cat"}

@@ -46,6 +46,7 @@ extras() { # BIN OUT
   "$bin" completion bash >"$out/completions/openprogram.bash"
   "$bin" completion zsh >"$out/completions/_openprogram"
   "$bin" completion fish >"$out/completions/openprogram.fish"
+  "$bin" completion powershell >"$out/completions/openprogram.ps1"
 }
 
 archive() { # BIN OS ARCH EXTRAS OUT

@@ -14,6 +14,7 @@
 package privatefile
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -24,6 +25,11 @@ import (
 // for the owner, nothing for anyone else. (On Windows the owner-only DACL
 // stands for it.)
 const Mode fs.FileMode = 0o600
+
+// ErrInUse is wrapped by the error of [RenameOver], and so of [Replace],
+// that gave up because another program held the target open all the while
+// (Windows refuses to rename over an open file; never on Unix).
+var ErrInUse = errors.New("another program holds the file open; close it and run this again")
 
 // Replace replaces path with data, owner-only: a temporary file in the same
 // directory, fsync, rename over path, fsync the directory. On any failure

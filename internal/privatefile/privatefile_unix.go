@@ -126,7 +126,3 @@ func SyncDir(dir string) error {
 // RenameOver renames oldpath over newpath atomically (os.Rename): on Unix an
 // open handle of newpath never stands in the way.
 func RenameOver(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
-
-// InUse reports whether err is the system refusing to replace a file
-// another handle holds open: never on Unix.
-func InUse(error) bool { return false }

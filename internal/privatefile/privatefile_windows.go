@@ -212,8 +212,15 @@ func checkDescriptor(sd *windows.SECURITY_DESCRIPTOR) error {
 }
 
 // RestrictCommand is the command that makes the file at path owner-only.
+// It names the user by SID (*S-1-5-…), which icacls reads the same pasted
+// into PowerShell or cmd; %USERNAME% is the fallback when the SID cannot
+// be read.
 func RestrictCommand(path string) string {
-	return `icacls "` + path + `" /inheritance:r /grant:r "%USERNAME%:F" /grant:r "SYSTEM:F" /remove:g Everyone Users "Authenticated Users"`
+	who := "%USERNAME%"
+	if sid, err := user(); err == nil {
+		who = "*" + sid.String()
+	}
+	return `icacls "` + path + `" /inheritance:r /grant:r "` + who + `:F" /grant:r "SYSTEM:F" /remove:g Everyone Users "Authenticated Users"`
 }
 
 // syncDir: see [SyncDir].
@@ -283,47 +290,87 @@ func MkdirAll(path string) error {
 // rename is durable once it returns.
 func SyncDir(string) error { return nil }
 
-// renameAttempts bounds how often RenameOver tries while the target is in
-// use; renameWait is the pause after the first failed try, doubling after
-// each (about 1.3 s in all): this program's own readers hold a secret file
-// for the length of one read.
+// renameAttempts bounds how often RenameOver tries while another program
+// holds the target open; renameWait is the pause after the first failed
+// try, doubling after each: about 6.4 s in all. This is the one retry of a
+// replace in the repository: this program's own readers hold a secret file
+// for the length of one read, a running MCP client may hold its
+// configuration file a little longer.
 const (
 	renameAttempts = 8
-	renameWait     = 10 * time.Millisecond
+	renameWait     = 50 * time.Millisecond
 )
 
 // renameRetried, when set (by tests), is called after each rename attempt
 // that failed because the target was in use.
 var renameRetried func(attempt int)
 
-// InUse reports whether err is Windows refusing to replace or remove a file
-// another handle holds open (a sharing violation, access denied, a lock
-// violation).
-func InUse(err error) bool {
-	return errors.Is(err, windows.ERROR_SHARING_VIOLATION) || errors.Is(err, windows.ERROR_ACCESS_DENIED) ||
-		errors.Is(err, windows.ERROR_LOCK_VIOLATION)
-}
-
 // RenameOver renames oldpath over newpath atomically. Windows refuses to
 // rename over a file another handle holds open, even a handle that shares
 // delete access (another process reading the pins or the anchor): while
 // the target is in use, RenameOver tries again a bounded number of times,
-// then returns the last error (InUse reports it) with both files as they
-// were.
+// then returns the last error wrapping [ErrInUse], both files as they
+// were. A target that cannot be replaced for good (a directory, a
+// read-only file, one the DACL keeps from the user) fails at the first try
+// with an error that says what to do.
 func RenameOver(oldpath, newpath string) error {
 	wait := renameWait
-	var err error
-	for attempt := 1; attempt <= renameAttempts; attempt++ {
-		if err = os.Rename(oldpath, newpath); err == nil || !InUse(err) {
+	for attempt := 1; ; attempt++ {
+		err := os.Rename(oldpath, newpath)
+		if err == nil || !refused(err) {
 			return err
+		}
+		if why := deniedForGood(newpath); why != "" {
+			return fmt.Errorf("%w: %s", err, why)
+		}
+		if attempt == renameAttempts {
+			return fmt.Errorf("%w: %w", err, ErrInUse)
 		}
 		if renameRetried != nil {
 			renameRetried(attempt)
 		}
-		if attempt < renameAttempts {
-			time.Sleep(wait)
-			wait *= 2
-		}
+		time.Sleep(wait)
+		wait *= 2
 	}
-	return err
+}
+
+// refused reports whether err is Windows refusing a rename over a file:
+// a sharing or lock violation, which another handle causes, or access
+// denied, which either another handle or the file itself causes.
+func refused(err error) bool {
+	return errors.Is(err, windows.ERROR_SHARING_VIOLATION) || errors.Is(err, windows.ERROR_ACCESS_DENIED) ||
+		errors.Is(err, windows.ERROR_LOCK_VIOLATION)
+}
+
+// deniedForGood tells, after a rename over path was refused, whether the
+// target itself forbids it, whoever holds it open: it returns what to do
+// about it, or "" when only a handle another program holds stands in the
+// way (or nothing more can be told), which is worth a retry.
+func deniedForGood(path string) string {
+	p, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return ""
+	}
+	attrs, err := windows.GetFileAttributes(p)
+	switch {
+	case err != nil:
+		return ""
+	case attrs&windows.FILE_ATTRIBUTE_DIRECTORY != 0:
+		return "the path is a directory; move it away and run this again"
+	case attrs&windows.FILE_ATTRIBUTE_READONLY != 0:
+		return `the file is read-only; clear that with attrib -r "` + path + `" and run this again`
+	}
+	// Delete access is what a rename over the file needs: a DACL that
+	// denies it refuses the open too, a handle without delete sharing makes
+	// it a sharing violation, and a handle that shares delete lets it open.
+	h, err := windows.CreateFile(p, windows.DELETE,
+		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, nil,
+		windows.OPEN_EXISTING, windows.FILE_FLAG_OPEN_REPARSE_POINT|windows.FILE_FLAG_BACKUP_SEMANTICS, 0)
+	if errors.Is(err, windows.ERROR_ACCESS_DENIED) {
+		return "this user may not replace the file; make it the user's own with " + RestrictCommand(path) + " and run this again"
+	}
+	if err == nil {
+		windows.CloseHandle(h)
+	}
+	return ""
 }

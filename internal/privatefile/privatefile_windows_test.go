@@ -6,7 +6,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/windows"
 
 	"github.com/openprogram/openprogram/internal/privatefile"
 	"github.com/openprogram/openprogram/internal/wine"
@@ -82,5 +85,23 @@ func TestWindowsNeverThroughAReparsePoint(t *testing.T) {
 	}
 	if err := privatefile.CreateNew(target, []byte("y")); err == nil {
 		t.Errorf("CreateNew replaced an existing file")
+	}
+}
+
+// The command that makes a file owner-only names the user by SID, which
+// icacls reads the same in PowerShell and cmd: %USERNAME% is expanded by
+// cmd alone, and PowerShell, where the printed fixes are pasted, would hand
+// icacls the literal text.
+func TestRestrictCommandNamesTheUserBySID(t *testing.T) {
+	tu, err := windows.GetCurrentProcessToken().GetTokenUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := privatefile.RestrictCommand(`C:\Users\ann\.openprogram\mcp_token`)
+	if strings.Contains(cmd, "%") {
+		t.Errorf("RestrictCommand = %s: it holds a cmd variable, which PowerShell does not expand", cmd)
+	}
+	if want := `/grant:r "*` + tu.User.Sid.String() + `:F"`; !strings.Contains(cmd, want) {
+		t.Errorf("RestrictCommand = %s, want it to grant the user by SID: %s", cmd, want)
 	}
 }

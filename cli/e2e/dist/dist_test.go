@@ -115,7 +115,7 @@ func TestDistInstallSnippet(t *testing.T) {
 
 	members := tarMembers(t, filepath.Join(dl, name+".tar.gz"))
 	for _, want := range []string{"openprogram", "README.md", "LICENSE", "docs/contract.md", "docs/operations.md",
-		"man/openprogram.1", "completions/openprogram.bash", "completions/_openprogram", "completions/openprogram.fish"} {
+		"man/openprogram.1", "completions/openprogram.bash", "completions/_openprogram", "completions/openprogram.fish", "completions/openprogram.ps1"} {
 		if mode, ok := members[name+"/"+want]; !ok {
 			t.Errorf("the archive lacks %s/%s", name, want)
 		} else if want == "openprogram" && mode&0o111 == 0 {

@@ -18,7 +18,8 @@ import (
 
 // TestDistWindows builds the windows/amd64 release files as make dist
 // does (a cross-compiled openprogram.exe): the zip archive carries
-// openprogram.exe with the README, LICENSE, docs and completions; the MCP
+// openprogram.exe with the README, LICENSE, docs and completions (PowerShell's
+// among them); the MCP
 // bundle, packed and validated by the pinned mcpb CLI, runs
 // server/openprogram.exe on win32 only; server.json lists it and
 // SHA256SUMS covers the zip, the bundle and server.json.
@@ -56,7 +57,7 @@ func TestDistWindows(t *testing.T) {
 	}
 	zr.Close()
 	for _, want := range []string{name + "/openprogram.exe", name + "/README.md", name + "/LICENSE", name + "/docs/contract.md",
-		name + "/completions/openprogram.bash", name + "/man/openprogram.1"} {
+		name + "/completions/openprogram.bash", name + "/completions/openprogram.ps1", name + "/man/openprogram.1"} {
 		if !slices.Contains(files, want) {
 			t.Errorf("the zip lacks %s (it holds %v)", want, files)
 		}

@@ -29,7 +29,7 @@ import (
 func Snippet(client string, l Launch) (string, error) {
 	switch client {
 	case "claude-code":
-		return shell.Join(append([]string{"claude"}, claudeAddArgs(l, "user")...)) + "\n", nil
+		return shell.Native.Join(append([]string{"claude"}, claudeAddArgs(l, "user")...)) + "\n", nil
 	case "codex":
 		return codexTable(l), nil
 	}
@@ -69,9 +69,9 @@ func Hints(env settings.Env, client string, l Launch, installed bool) []string {
 		hints = append(hints, where+" Or let `openprogram mcp install --client "+client+"` do it.")
 	}
 	vars := strings.Join(l.secrets, " and ")
-	exports := "export " + tokenauth.EnvVar + `="$(cat ` + shell.Quote(tokenauth.Path(l.stateDir)) + `)"`
+	exports := TokenExport(tokenauth.Path(l.stateDir))
 	for _, s := range l.secrets[1:] {
-		exports += "; export " + s + "=<key>"
+		exports += "; " + shell.Native.Export(s, shell.Native.Quote("<key>"))
 	}
 	switch client {
 	case "claude-desktop":
@@ -259,7 +259,7 @@ func (in Installer) applyFile(verb, path string, old, updated []byte, mergeErr e
 	if len(literals) > 0 {
 		// The file holds secrets of ours; its client saved it open to others.
 		if was, narrowed, err := privatefile.Restrict(path); err != nil {
-			return false, fmt.Errorf("%s holds secrets and may be open to others: %w; run: chmod 600 %s", path, err, shell.Quote(path))
+			return false, fmt.Errorf("%s holds secrets and may be open to others: %w; run: %s", path, err, restrictCommand(path))
 		} else if narrowed {
 			fmt.Fprintf(in.Stderr, "%s is now mode 0600 (it was %04o): it holds secrets\n", path, was)
 		}
@@ -335,7 +335,7 @@ func (in Installer) runClaude(ctx context.Context, dryRun bool, argvs [][]string
 	claude := lookPath(in.Env, "claude")
 	if claude == "" || dryRun {
 		for _, argv := range argvs {
-			fmt.Fprintln(in.Stdout, shell.Join(append([]string{"claude"}, argv...)))
+			fmt.Fprintln(in.Stdout, shell.Native.Join(append([]string{"claude"}, argv...)))
 		}
 		if dryRun {
 			fmt.Fprintln(in.Stderr, "dry run: these commands would run")
@@ -352,7 +352,7 @@ func (in Installer) runClaude(ctx context.Context, dryRun bool, argvs [][]string
 		cmd.Env = in.Env
 		cmd.Stdout, cmd.Stderr = in.Stderr, in.Stderr
 		if err := cmd.Run(); err != nil && i == len(argvs)-1 {
-			return fmt.Errorf("run %s: %w; the command was: %s", claude, err, shell.Join(append([]string{"claude"}, argv...)))
+			return fmt.Errorf("run %s: %w; the command was: %s", claude, err, shell.Native.Join(append([]string{"claude"}, argv...)))
 		}
 	}
 	if after != nil {
@@ -423,7 +423,14 @@ func RotateAdvice(client, tokenPath string) string {
 	case "vscode":
 		return "vscode: clear the saved value of the " + vscodeInputID(tokenauth.EnvVar) + " input so VS Code asks again"
 	}
-	return client + ": export " + tokenauth.EnvVar + `="$(cat ` + shell.Quote(tokenPath) + `)" where it starts`
+	return client + ": " + TokenExport(tokenPath) + " where it starts"
+}
+
+// TokenExport is the line, in the syntax of this system's shell, that sets
+// the MCP token variable from the token file at tokenPath.
+func TokenExport(tokenPath string) string {
+	sx := shell.Native
+	return sx.Export(tokenauth.EnvVar, sx.FileContent(sx.Quote(tokenPath)))
 }
 
 // tomlQuote renders s as a TOML basic string: quotes and backslashes escaped,

@@ -6,7 +6,12 @@ import (
 	"os"
 
 	"github.com/openprogram/openprogram/cli/internal/settings"
+	"github.com/openprogram/openprogram/cli/internal/shell"
 )
+
+// restrictCommand is the command that makes the client file at path
+// owner-only again: chmod 600, the path quoted for the shell.
+func restrictCommand(path string) string { return "chmod 600 " + shell.Native.Quote(path) }
 
 // programNames are the file names a command called file may have on PATH.
 func programNames(_ settings.Env, file string) []string { return []string{file} }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/openprogram/openprogram/cli/internal/settings"
+	"github.com/openprogram/openprogram/internal/privatefile"
 )
 
 // defaultPathExt is what Windows runs without an extension when PATHEXT
@@ -41,3 +42,7 @@ func IsProgram(path string) bool {
 	}
 	return slices.Contains([]string{".exe", ".com", ".bat", ".cmd"}, strings.ToLower(filepath.Ext(path)))
 }
+
+// restrictCommand is the command that makes the client file at path
+// owner-only again: icacls, as privatefile writes it.
+func restrictCommand(path string) string { return privatefile.RestrictCommand(path) }

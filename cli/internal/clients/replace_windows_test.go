@@ -3,60 +3,18 @@
 package clients
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/windows"
+	"github.com/openprogram/openprogram/internal/privatefile"
 )
 
-// holdOpen opens path the way a client that keeps its file open may: with
-// read and write sharing but not delete sharing, so Windows refuses to
-// rename another file over it until the handle closes.
-func holdOpen(t *testing.T, path string) windows.Handle {
-	t.Helper()
-	p, err := windows.UTF16PtrFromString(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := windows.CreateFile(p, windows.GENERIC_READ, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE, nil,
-		windows.OPEN_EXISTING, windows.FILE_ATTRIBUTE_NORMAL, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-// TestReplaceWaitsForClient: while a client holds its file open the
-// replace is retried, and it lands once the client lets go.
-func TestReplaceWaitsForClient(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "mcp.json")
-	if err := os.WriteFile(path, []byte("old\r\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	h := holdOpen(t, path)
-	retried := 0
-	replaceRetried = func(attempt int) {
-		retried = attempt
-		if attempt == 2 {
-			windows.CloseHandle(h)
-		}
-	}
-	defer func() { replaceRetried = nil }()
-	if err := replaceFile(path, []byte("new\r\n")); err != nil {
-		t.Fatalf("replaceFile after the client let go = %v", err)
-	}
-	if retried != 2 {
-		t.Errorf("replaceFile retried %d times, want 2 (the file was held for two attempts)", retried)
-	}
-	if got, _ := os.ReadFile(path); string(got) != "new\r\n" {
-		t.Errorf("file = %q, want the new content", got)
-	}
-}
-
-// TestReplaceGivesUp: a client that never lets go gets a bounded number of
-// tries, then an error that says what to do; the file is as it was and no
+// TestReplaceGivesUp: a client that never lets go gets privatefile's
+// bounded retry (its tests count the tries), then an error that says what
+// to do; the file is as it was and no
 // temporary file is left beside it.
 func TestReplaceGivesUp(t *testing.T) {
 	dir := t.TempDir()
@@ -64,22 +22,37 @@ func TestReplaceGivesUp(t *testing.T) {
 	if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := holdOpen(t, path)
-	defer windows.CloseHandle(h)
-	tries := 0
-	replaceRetried = func(attempt int) { tries = attempt }
-	defer func() { replaceRetried = nil }()
-	err := replaceFile(path, []byte("new"))
-	if err == nil || !strings.Contains(err.Error(), "quit it and run this again") {
-		t.Fatalf("replaceFile on a held file = %v, want the quit-the-client error", err)
+	// A client holding its file open: os.Open shares read and write
+	// access, not delete, so Windows refuses a rename over the file.
+	held, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if tries != replaceAttempts {
-		t.Errorf("replaceFile tried %d times, want %d", tries, replaceAttempts)
+	defer held.Close()
+	err = replaceFile(path, []byte("new"))
+	if !errors.Is(err, privatefile.ErrInUse) || !strings.Contains(err.Error(), "quit it") {
+		t.Fatalf("replaceFile on a held file = %v, want the in-use error saying to quit the client", err)
 	}
 	if got, _ := os.ReadFile(path); string(got) != "old" {
 		t.Errorf("file = %q, want it unchanged", got)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("dir holds %d entries, want the file alone", len(entries))
+	}
+}
+
+// TestReplaceRefusesForGood: a client file that cannot be replaced for
+// good (here a directory stands at its path) is not taken for one a client
+// holds: replaceFile fails on the first try with an error that says what
+// to do, not to quit the client.
+func TestReplaceRefusesForGood(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	err := replaceFile(path, []byte("new"))
+	if err == nil || errors.Is(err, privatefile.ErrInUse) || strings.Contains(err.Error(), "quit it") ||
+		!strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("replaceFile over a directory = %v; want an error saying it is a directory, not to quit the client", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/openprogram/openprogram/cli/internal/clients"
 	"github.com/openprogram/openprogram/cli/internal/settings"
+	"github.com/openprogram/openprogram/cli/internal/shell"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 
@@ -51,9 +52,9 @@ func clientCheck(env settings.Env, in clients.Installation, token string, haveTo
 		var exports []string
 		for _, v := range unset {
 			if v == tokenauth.EnvVar {
-				exports = append(exports, "export "+v+`="$(cat "$(openprogram mcp token path)")"`)
+				exports = append(exports, shell.Native.Export(v, shell.Native.FileContent(shell.Native.Output([]string{"openprogram", "mcp", "token", "path"}))))
 			} else {
-				exports = append(exports, "export "+v+"=<value>")
+				exports = append(exports, shell.Native.Export(v, shell.Native.Quote("<value>")))
 			}
 		}
 		fix := "in the shell profile " + clients.Title(in.Client) + " starts from: " + strings.Join(exports, "; ")

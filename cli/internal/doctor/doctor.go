@@ -19,9 +19,9 @@ import (
 
 	"github.com/openprogram/openprogram/authz"
 	"github.com/openprogram/openprogram/cli/host"
+	"github.com/openprogram/openprogram/cli/internal/clients"
 	"github.com/openprogram/openprogram/cli/internal/console"
 	"github.com/openprogram/openprogram/cli/internal/settings"
-	"github.com/openprogram/openprogram/cli/internal/shell"
 	"github.com/openprogram/openprogram/mcpserver"
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/sessions"
@@ -176,7 +176,7 @@ func tokenCheck(env settings.Env, dir string) Check {
 		return Check{Name: "token", Info: err.Error(), Fix: tokenFileFix(path)}
 	}
 	if err != nil {
-		return Check{Name: "token", Info: err.Error(), Fix: "export " + tokenauth.EnvVar + `="$(cat ` + shell.Quote(path) + `)"`}
+		return Check{Name: "token", Info: err.Error(), Fix: clients.TokenExport(path)}
 	}
 	return Check{Name: "token", OK: true, Info: "matches " + tokenauth.EnvVar + "; client id " + id}
 }
@@ -189,7 +189,7 @@ func tokenFileFix(path string) string {
 	case err != nil:
 		return "check " + path
 	case fi.Mode()&os.ModeSymlink != 0:
-		return "replace the symlink with the file itself: cp --remove-destination \"$(readlink -f " + shell.Quote(path) + ")\" " + shell.Quote(path)
+		return "replace the symlink with the file itself: " + linkFix(path)
 	case !fi.Mode().IsRegular():
 		return path + " must be a regular file; move it away and run openprogram mcp token create"
 	}

@@ -28,7 +28,7 @@ const dirPrivateNote = " (0700)"
 // "" when it is.
 func modeFix(fi fs.FileInfo, path string) string {
 	if fi.Mode().Perm() != 0o600 {
-		return "chmod 600 " + shell.Quote(path)
+		return "chmod 600 " + shell.Native.Quote(path)
 	}
 	return ""
 }
@@ -37,7 +37,7 @@ func modeFix(fi fs.FileInfo, path string) string {
 // or "" when it is theirs.
 func ownerFix(fi fs.FileInfo, path string) string {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return "chown " + strconv.Itoa(os.Getuid()) + " " + shell.Quote(path)
+		return "chown " + strconv.Itoa(os.Getuid()) + " " + shell.Native.Quote(path)
 	}
 	return ""
 }
@@ -47,7 +47,14 @@ func ownerFix(fi fs.FileInfo, path string) string {
 // or "" when it is not.
 func openClientFile(path string, mode fs.FileMode) (info, fix string) {
 	if mode&0o077 != 0 {
-		return fmt.Sprintf("is mode %04o", mode), "chmod 600 " + shell.Quote(path)
+		return fmt.Sprintf("is mode %04o", mode), "chmod 600 " + shell.Native.Quote(path)
 	}
 	return "", ""
+}
+
+// linkFix is the command that replaces the symlink at path with a copy of
+// the file it points to.
+func linkFix(path string) string {
+	q := shell.Native.Quote(path)
+	return `cp --remove-destination "$(readlink -f ` + q + `)" ` + q
 }

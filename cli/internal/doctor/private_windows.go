@@ -5,6 +5,8 @@ package doctor
 import (
 	"io/fs"
 
+	"github.com/openprogram/openprogram/cli/internal/shell"
+
 	"github.com/openprogram/openprogram/internal/privatefile"
 )
 
@@ -61,4 +63,11 @@ func openClientFile(path string, _ fs.FileMode) (info, fix string) {
 		return "is not owner-only (" + why + ")", privatefile.RestrictCommand(path)
 	}
 	return "", ""
+}
+
+// linkFix is the PowerShell line that replaces the symlink at path with a
+// copy of the file it points to.
+func linkFix(path string) string {
+	q := shell.Native.Quote(path)
+	return "$t = (Get-Item -LiteralPath " + q + ").Target; Remove-Item -LiteralPath " + q + "; Copy-Item -LiteralPath $t -Destination " + q
 }

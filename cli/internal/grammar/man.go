@@ -3,7 +3,7 @@
 // see ([NegativeValues]: a negative number is a value, not a flag), when a
 // mistake should show a command group's usage ([ShowUsage]), and the
 // renderings other programs read, the manual page in roff ([ManPage]) and
-// the completion scripts of bash, zsh and fish ([Completion]). The
+// the completion scripts of bash, zsh, fish and PowerShell ([Completion]). The
 // renderings are generated from the model itself (and from the one table of
 // config keys), so neither drifts from the commands.
 package grammar
