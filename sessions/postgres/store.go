@@ -268,6 +268,29 @@ func (s *Store) run(ctx context.Context, fn func(q querier) error) error {
 	}
 }
 
+// once runs fn, a write that is not idempotent (a batch the server runs
+// as one implicit transaction), on a pooled connection. Unlike run it
+// retries, once, only a failure before anything was sent: a connection
+// that died after the batch went out leaves its outcome unknown, and that
+// is returned.
+func (s *Store) once(ctx context.Context, fn func(q querier) error) error {
+	for attempt := 0; ; attempt++ {
+		c, err := s.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		err = fn(c)
+		dead := err != nil && c.Conn().IsClosed()
+		c.Release()
+		if err == nil || attempt > 0 || ctx.Err() != nil || !pgconn.SafeToRetry(err) {
+			return err
+		}
+		if dead {
+			s.pool.Reset()
+		}
+	}
+}
+
 // tx runs fn in one transaction and commits it. Like run, it retries once
 // on a fresh connection when the connection died, but only if the failure
 // came before COMMIT was sent (the server then rolled the transaction
