@@ -27,8 +27,8 @@ func newTaskRules(s *Store) taskRules { return taskrules.New(taskSQL{s}, true) }
 // the other committed (READ COMMITTED), so of two racing updates, whatever
 // connection or process each runs on, the second sees the first's row.
 // Times are judged by the database clock (now()). The updates that are
-// not idempotent run in a transaction (tx), which is retried only when it
-// failed before COMMIT; the idempotent ones and reads run with run. The
+// not idempotent run with once, retried only when nothing was sent; the
+// idempotent ones and reads run with run. The
 // database's clock judges leases (see taskrules.New).
 
 // visible is the condition of an unexpired task.
@@ -148,8 +148,11 @@ func (b taskSQL) List(ctx context.Context, clientID string, after time.Time, aft
 }
 
 // row runs query, one conditional UPDATE ... RETURNING (or a SELECT of)
-// taskrules.Columns, in a transaction unless idempotent; found is false when
-// the condition held for no row.
+// taskrules.Columns; found is false when the condition held for no row.
+// The statement is its own transaction: no BEGIN and COMMIT round trips.
+// Unless idempotent it is retried only when nothing was sent (once): a
+// connection that died after the statement went out leaves its outcome
+// unknown.
 func (b taskSQL) row(ctx context.Context, idempotent bool, query string, args ...any) (sessions.Task, bool, error) {
 	var t sessions.Task
 	one := func(q querier) error {
@@ -161,7 +164,7 @@ func (b taskSQL) row(ctx context.Context, idempotent bool, query string, args ..
 	if idempotent {
 		err = b.s.run(ctx, one)
 	} else {
-		err = b.s.tx(ctx, readWrite, func(tx pgx.Tx) error { return one(tx) })
+		err = b.s.once(ctx, one)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sessions.Task{}, false, nil
