@@ -63,6 +63,9 @@ type taskSpawner struct {
 	// max_runners.
 	maxWorking, maxRunners int
 	logger                 *slog.Logger
+	// after runs f once d has passed (nil: time.AfterFunc); tests fire it
+	// by hand.
+	after func(d time.Duration, f func())
 
 	mu      sync.Mutex
 	standby *standby // the warm runner, nil until the first task
@@ -138,9 +141,26 @@ func (s *taskSpawner) start(ctx context.Context, clientID, id, runner string) er
 	}
 	go s.follow(sb, id, ended)
 	// A turn that lasts gets a standby beside it for the next task; a short
-	// one's runner comes back as the standby.
-	time.AfterFunc(standbyAfter, s.keepStandby)
+	// one's runner comes back as the standby, and its timer starts none (a
+	// standby started while a later task runs would replace the runner
+	// coming back, at the cost of a process start and a host open).
+	s.afterFunc(standbyAfter, func() {
+		select {
+		case <-ended:
+		default:
+			s.keepStandby()
+		}
+	})
 	return nil
+}
+
+// afterFunc runs f once d has passed (s.after, or time.AfterFunc).
+func (s *taskSpawner) afterFunc(d time.Duration, f func()) {
+	if s.after != nil {
+		s.after(d, f)
+		return
+	}
+	time.AfterFunc(d, f)
 }
 
 // standbyAfter is how long a handed task's runner may take to come back as
@@ -148,16 +168,22 @@ func (s *taskSpawner) start(ctx context.Context, clientID, id, runner string) er
 const standbyAfter = time.Second
 
 // follow waits for the runner sb of task id to report the task's end,
-// closes ended, and keeps the runner as the standby when there is none
-// (it then gives its slots back: its turn is over), else ends its
-// connection, and it exits with its slots.
+// keeps the runner as the standby when there is none (it then gives its
+// slots back: its turn is over), else ends its connection, and it exits
+// with its slots; then it closes ended. The standby is kept first: what
+// ended wakes (tasks/result) answers the client, whose next task then
+// finds it.
 func (s *taskSpawner) follow(sb *standby, id string, ended chan struct{}) {
-	back := sb.waitEnd()
+	if sb.waitEnd() {
+		s.keep(sb)
+	}
 	close(ended)
 	s.untrack(id)
-	if !back {
-		return
-	}
+}
+
+// keep keeps sb, whose task ended, as the standby when there is none, else
+// ends its connection.
+func (s *taskSpawner) keep(sb *standby) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.standby == nil && !s.closed && s.takePlace() {

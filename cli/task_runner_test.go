@@ -128,3 +128,91 @@ func TestTaskSpawnerRefusesARelativeBinary(t *testing.T) {
 		t.Fatal("start with a relative binary path succeeded")
 	}
 }
+
+// A runner whose task ended comes back as the standby before anything
+// waiting for that task is woken (a client that sends its next task as soon
+// as it has the result finds it), and the timer that gives a lasting turn a
+// standby beside it starts none for a task that already ended: each runner
+// started afresh costs a process start and a host open, and the next task
+// may wait for them. The timers are fired by hand, in an order chosen here.
+func TestTaskSpawnerKeepsTheRunnerOfAShortTask(t *testing.T) {
+	root := t.TempDir()
+	state := filepath.Join(root, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pids, release := filepath.Join(root, "pids"), filepath.Join(root, "release")
+	// A stand-in runner that speaks the serve's protocol: it reads a
+	// handoff, reports the task ended (a task named "long-..." only once
+	// the release file exists), and waits for the next handoff if it is
+	// kept as the standby.
+	script := "#!/bin/sh\n" +
+		"echo $$ >> " + pids + "\n" +
+		"while read -r client task runner <&3; do\n" +
+		"  case $task in long-*) while [ ! -e " + release + " ]; do sleep 0.01; done;; esac\n" +
+		"  echo ended >&3\n" +
+		"  read -r answer <&3 || exit 0\n" +
+		"  [ \"$answer\" = stay ] || exit 0\n" +
+		"done\n"
+	exe := filepath.Join(root, "openprogram")
+	if err := os.WriteFile(exe, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var timers []func()
+	sp := &taskSpawner{exe: exe, stateDir: state, logLevel: "debug", logFormat: "text",
+		env:   []string{"PATH=" + os.Getenv("PATH")},
+		after: func(_ time.Duration, f func()) { timers = append(timers, f) }}
+	started := func() []int {
+		data, _ := os.ReadFile(pids)
+		var out []int
+		for _, f := range strings.Fields(string(data)) {
+			n, _ := strconv.Atoi(f)
+			out = append(out, n)
+		}
+		return out
+	}
+	t.Cleanup(func() {
+		sp.close()
+		for _, p := range started() {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	standby := func() *standby {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		return sp.standby
+	}
+
+	if err := sp.start(t.Context(), "0123456789abcdef", "short-1", "RUNNER1"); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if ended := sp.ended("short-1"); ended != nil {
+		<-ended
+	}
+	if standby() == nil {
+		t.Fatal("the short task's end was reported before its runner came back as the standby")
+	}
+	if err := sp.start(t.Context(), "0123456789abcdef", "long-2", "RUNNER2"); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if n := len(started()); n != 1 {
+		t.Fatalf("%d runners started for the second task, want it handed to the standby", n)
+	}
+	// The first task's timer fires while the second task runs: the first
+	// task ended long ago, so no runner is started.
+	if len(timers) != 2 {
+		t.Fatalf("%d standby timers set for two tasks, want 2", len(timers))
+	}
+	timers[0]()
+	if standby() != nil {
+		t.Fatal("the timer of a task that had ended started a standby beside a task that runs")
+	}
+	// The second task's turn lasts: its timer starts a standby beside it.
+	timers[1]()
+	if standby() == nil {
+		t.Fatal("the timer of a lasting task started no standby beside it")
+	}
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -70,6 +70,9 @@
 //     and committed through the store), with created-p50-ms the tools/call
 //     to its CreateTaskResult; get is one tasks/get round trip on a
 //     finished task. task minus plain is what a task adds to a turn.
+//     plain-after-pause and task-after-pause are plain and task with an
+//     untimed 100 ms pause before each call (a client that reads a result
+//     before it sends the next prompt); compare them with each other.
 //   - BenchmarkCancelPromptSend: a prompt_send (with a progressToken) whose
 //     scripted model turn would wait a minute; once its first progress
 //     notification arrives, notifications/cancelled is written, and the time

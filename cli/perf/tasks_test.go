@@ -81,8 +81,9 @@ func taskOf(b *testing.B, m message) (id, status string) {
 // tools/call to its CreateTaskResult; get is one tasks/get round trip on a
 // finished task; task-after-pause is task with a pause before each task
 // (what a client that reads a result before it sends the next prompt
-// sees). Each runs on SQLite and on PostgreSQL (a schema of its
-// own under OPENPROGRAM_TEST_DATABASE_URL; skipped without one).
+// sees), and plain-after-pause is plain with the same pause, its
+// comparator. Each runs on SQLite and on PostgreSQL (a schema of its own
+// under OPENPROGRAM_TEST_DATABASE_URL; skipped without one).
 func BenchmarkTaskTurn(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) { benchTaskTurn(b, "") })
 	b.Run("postgres", func(b *testing.B) { benchTaskTurn(b, pgtest.URL(b, "op_perf")) })
@@ -118,23 +119,32 @@ func benchTaskTurn(b *testing.B, storeURL string) {
 	}
 
 	var last string
-	b.Run("plain", func(b *testing.B) {
-		var s samples
-		for b.Loop() {
-			m, start, at := call(false)
-			if m.Error != nil {
-				b.Fatalf("prompt_send: %+v", m.Error)
+	// plain sends each prompt_send as soon as the previous answer is read;
+	// plain-after-pause waits taskPause first (not timed), as
+	// task-after-pause does, so that the two compare like with like: a
+	// pause lets caches, connections and CPU frequency go cold for both.
+	plain := func(pause time.Duration) func(b *testing.B) {
+		return func(b *testing.B) {
+			var s samples
+			for b.Loop() {
+				pauseUntimed(b, pause)
+				m, start, at := call(false)
+				if m.Error != nil {
+					b.Fatalf("prompt_send: %+v", m.Error)
+				}
+				s = append(s, at.Sub(start))
 			}
-			s = append(s, at.Sub(start))
+			reportLatency(b, s, true)
 		}
-		reportLatency(b, s, true)
-	})
+	}
 	// task sends each task as soon as the previous result is read;
 	// task-after-pause waits taskPause first, as a client that reads a
 	// result before it sends the next prompt does (the pause is not timed).
 	task := func(pause time.Duration) func(b *testing.B) {
 		return func(b *testing.B) { benchTasks(b, pause, call, request, &last, st) }
 	}
+	b.Run("plain", plain(0))
+	b.Run("plain-after-pause", plain(taskPause))
 	b.Run("task", task(0))
 	b.Run("task-after-pause", task(taskPause))
 	b.Run("get", func(b *testing.B) {
@@ -154,19 +164,24 @@ func benchTaskTurn(b *testing.B, storeURL string) {
 	})
 }
 
-// taskPause is the pause before each task of BenchmarkTaskTurn's
-// task-after-pause.
+// taskPause is the pause before each call of BenchmarkTaskTurn's
+// plain-after-pause and task-after-pause.
 const taskPause = 100 * time.Millisecond
+
+// pauseUntimed sleeps pause (if any) with b's timer stopped.
+func pauseUntimed(b *testing.B, pause time.Duration) {
+	if pause > 0 {
+		b.StopTimer()
+		time.Sleep(pause)
+		b.StartTimer()
+	}
+}
 
 // benchTasks times tasks to their result, each after pause.
 func benchTasks(b *testing.B, pause time.Duration, call func(bool) (message, time.Time, time.Time), request func(method, params string) (message, time.Duration), last *string, st *state) {
 	var whole, created samples
 	for b.Loop() {
-		if pause > 0 {
-			b.StopTimer()
-			time.Sleep(pause)
-			b.StartTimer()
-		}
+		pauseUntimed(b, pause)
 		m, start, at := call(true)
 		taskID, status := taskOf(b, m)
 		if status != "working" {

@@ -251,6 +251,21 @@ type querier interface {
 // pool, whose other idle connections are likely dead too, and runs fn once
 // more on a fresh connection.
 func (s *Store) run(ctx context.Context, fn func(q querier) error) error {
+	return s.runRetrying(ctx, true, fn)
+}
+
+// once runs fn, a write that is not idempotent (a batch the server runs
+// as one implicit transaction), on a pooled connection. Unlike run it
+// retries, once, only a failure before anything was sent: a connection
+// that died after the batch went out leaves its outcome unknown, and that
+// is returned.
+func (s *Store) once(ctx context.Context, fn func(q querier) error) error {
+	return s.runRetrying(ctx, false, fn)
+}
+
+// runRetrying is run (idempotent: a dead connection's failure is retried)
+// and once (not: only a failure before anything was sent is).
+func (s *Store) runRetrying(ctx context.Context, idempotent bool, fn func(q querier) error) error {
 	for attempt := 0; ; attempt++ {
 		c, err := s.acquire(ctx)
 		if err != nil {
@@ -259,7 +274,7 @@ func (s *Store) run(ctx context.Context, fn func(q querier) error) error {
 		err = fn(c)
 		dead := err != nil && c.Conn().IsClosed()
 		c.Release()
-		if err == nil || attempt > 0 || ctx.Err() != nil || !(dead || pgconn.SafeToRetry(err)) {
+		if err == nil || attempt > 0 || ctx.Err() != nil || !(dead && idempotent || pgconn.SafeToRetry(err)) {
 			return err
 		}
 		if dead {

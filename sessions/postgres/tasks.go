@@ -27,8 +27,8 @@ func newTaskRules(s *Store) taskRules { return taskrules.New(taskSQL{s}, true) }
 // the other committed (READ COMMITTED), so of two racing updates, whatever
 // connection or process each runs on, the second sees the first's row.
 // Times are judged by the database clock (now()). The updates that are
-// not idempotent run in a transaction (tx), which is retried only when it
-// failed before COMMIT; the idempotent ones and reads run with run. The
+// not idempotent run with once, retried only when nothing was sent; the
+// idempotent ones and reads run with run. The
 // database's clock judges leases (see taskrules.New).
 
 // visible is the condition of an unexpired task.
@@ -72,39 +72,57 @@ func nullJSON(b json.RawMessage) *string {
 // taskSQL is the PostgreSQL [taskrules.Backend] of a Store.
 type taskSQL struct{ s *Store }
 
-// Insert implements [taskrules.Backend]. With a cap, the transaction first
-// takes an advisory lock keyed by the schema and the client, so the
-// creates of one client run one at a time and each counts the working
-// tasks the previous ones committed.
+// Insert implements [taskrules.Backend] in one round trip: its statements
+// go as one batch, which the server runs as one implicit transaction (a
+// failing statement rolls back those before it). With a cap, the batch
+// first takes an advisory lock keyed by the schema and the client, so the
+// creates of one client run one at a time; each later statement reads with
+// a snapshot taken after the lock (READ COMMITTED), so the count, and the
+// insert's own check of it, see the working tasks the previous creates
+// committed. Without a cap the batch is the insert alone.
 func (b taskSQL) Insert(ctx context.Context, op string, in sessions.NewTask) (sessions.Task, error) {
-	var out sessions.Task
-	err := b.s.tx(ctx, readWrite, func(tx pgx.Tx) error {
+	var (
+		out     sessions.Task
+		working int
+	)
+	err := b.s.once(ctx, func(q querier) error {
+		batch := &pgx.Batch{}
 		if in.MaxWorking > 0 {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('openprogram.sessions.tasks:' || current_schema() || ':' || $1, 0))`,
-				in.ClientID); err != nil {
+			batch.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('openprogram.sessions.tasks:' || current_schema() || ':' || $1, 0))`, in.ClientID)
+			batch.Queue(`SELECT count(*) FROM tasks WHERE client_id = $1 AND status = 'working'`, in.ClientID)
+		}
+		// $7 <= 0: no cap. Under the lock no other create of the client
+		// commits between the count and the insert, so an insert its check
+		// refuses is one the count refuses too.
+		batch.Queue(`INSERT INTO tasks (id, client_id, status, request, created_at, updated_at, ttl, expires_at, runner, runner_expires_at)
+			SELECT $1, $2, 'working', $3, now(), now(), $4::bigint, now() + $4::bigint * interval '1 microsecond',
+				$5::text, CASE WHEN $5::text = '' THEN NULL ELSE now() + $6::bigint * interval '1 microsecond' END
+			WHERE $7::int <= 0 OR (SELECT count(*) FROM tasks WHERE client_id = $2 AND status = 'working') < $7::int
+			ON CONFLICT (id) DO NOTHING RETURNING `+taskrules.Columns,
+			in.ID, in.ClientID, string(in.Request), micros(in.TTL), in.Runner, micros(in.Lease), max(in.MaxWorking, 0))
+		br := q.SendBatch(ctx, batch)
+		defer br.Close()
+		if in.MaxWorking > 0 {
+			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("%s: take the client's task lock: %w", op, err)
 			}
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE client_id = $1 AND status = 'working'`, in.ClientID).Scan(&n); err != nil {
+			if err := br.QueryRow().Scan(&working); err != nil {
 				return fmt.Errorf("%s: count working tasks: %w", op, err)
-			}
-			if n >= in.MaxWorking {
-				return taskrules.TooMany(op, n, in.MaxWorking)
 			}
 		}
 		var err error
-		out, err = scanTask(tx.QueryRow(ctx, `INSERT INTO tasks (id, client_id, status, request, created_at, updated_at, ttl, expires_at, runner, runner_expires_at)
-			VALUES ($1, $2, 'working', $3, now(), now(), $4::bigint, now() + $4::bigint * interval '1 microsecond',
-				$5::text, CASE WHEN $5::text = '' THEN NULL ELSE now() + $6::bigint * interval '1 microsecond' END)
-			ON CONFLICT (id) DO NOTHING RETURNING `+taskrules.Columns,
-			in.ID, in.ClientID, string(in.Request), micros(in.TTL), in.Runner, micros(in.Lease)))
-		if errors.Is(err, pgx.ErrNoRows) {
+		out, err = scanTask(br.QueryRow())
+		switch {
+		case errors.Is(err, pgx.ErrNoRows) && in.MaxWorking > 0 && working >= in.MaxWorking:
+			return taskrules.TooMany(op, working, in.MaxWorking)
+		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("%s: %w", op, sessions.ErrExists)
-		}
-		if err != nil {
+		case err != nil:
 			return fmt.Errorf("%s: %w", op, err)
 		}
-		return nil
+		// The implicit transaction commits at the end of the batch: an
+		// error there (the server's, at commit) is the insert's.
+		return br.Close()
 	})
 	if err != nil {
 		return sessions.Task{}, err
@@ -130,8 +148,11 @@ func (b taskSQL) List(ctx context.Context, clientID string, after time.Time, aft
 }
 
 // row runs query, one conditional UPDATE ... RETURNING (or a SELECT of)
-// taskrules.Columns, in a transaction unless idempotent; found is false when
-// the condition held for no row.
+// taskrules.Columns; found is false when the condition held for no row.
+// The statement is its own transaction: no BEGIN and COMMIT round trips.
+// Unless idempotent it is retried only when nothing was sent (once): a
+// connection that died after the statement went out leaves its outcome
+// unknown.
 func (b taskSQL) row(ctx context.Context, idempotent bool, query string, args ...any) (sessions.Task, bool, error) {
 	var t sessions.Task
 	one := func(q querier) error {
@@ -143,7 +164,7 @@ func (b taskSQL) row(ctx context.Context, idempotent bool, query string, args ..
 	if idempotent {
 		err = b.s.run(ctx, one)
 	} else {
-		err = b.s.tx(ctx, readWrite, func(tx pgx.Tx) error { return one(tx) })
+		err = b.s.once(ctx, one)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sessions.Task{}, false, nil
