@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openprogram/openprogram/internal/shell"
 	"github.com/openprogram/openprogram/runtime/provider"
 	"github.com/openprogram/openprogram/runtime/provider/anthropic"
 	"github.com/openprogram/openprogram/runtime/provider/openai"
@@ -239,7 +240,7 @@ func newOpenAI(cfg provider.Config, getenv func(string) string) (provider.Provid
 			"the openai provider needs an API key for %s: %s before starting openprogram "+
 				"(or name another variable with `openprogram config set model.api_key_env NAME`); "+
 				"a local server on a loopback model.base_url needs no key, and for a keyless server elsewhere "+
-				"run `openprogram config set model.api_key_env none`", where, secretenv.SetCommand(r.env, "<key>"))}
+				"run `openprogram config set model.api_key_env none`", where, shell.Native.Export(r.env, shell.Native.Literal("<key>")))}
 	}
 	return retried(openai.New(openai.Options{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: r.key, Keyless: r.keyless, Settings: r.set}))
 }
@@ -255,7 +256,7 @@ func newAnthropic(cfg provider.Config, getenv func(string) string) (provider.Pro
 	if r.key == "" && !r.keyless {
 		return nil, &ConfigError{Keys: []string{"model.api_key_env", r.env}, Msg: fmt.Sprintf(
 			"the anthropic provider needs an API key: %s before starting openprogram "+
-				"(or name another variable with `openprogram config set model.api_key_env NAME`)", secretenv.SetCommand(r.env, "<key>"))}
+				"(or name another variable with `openprogram config set model.api_key_env NAME`)", shell.Native.Export(r.env, shell.Native.Literal("<key>")))}
 	}
 	return retried(anthropic.New(anthropic.Options{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: r.key, Keyless: r.keyless, Settings: r.set}))
 }

@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openprogram/openprogram/internal/shell"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/provider"
-	"github.com/openprogram/openprogram/runtime/secretenv"
 )
 
 func TestNewProvider(t *testing.T) {
@@ -70,14 +70,14 @@ func TestNewProvider(t *testing.T) {
 		{"unknown", provider.Config{Provider: "gpt"}, getenv, []string{"model.provider"}, []string{`"gpt" is not one of openai, anthropic, scripted`}},
 		{"openai no model", provider.Config{Provider: "openai"}, getenv, []string{"model.name"}, []string{"openprogram config set model.name"}},
 		{"openai no key", provider.Config{Provider: "openai", Model: "m"}, noenv, []string{"model.api_key_env", "OPENAI_API_KEY"},
-			[]string{secretenv.SetCommand("OPENAI_API_KEY", "<key>"), "model.api_key_env", "loopback"}},
+			[]string{shell.Native.Export("OPENAI_API_KEY", shell.Native.Literal("<key>")), "model.api_key_env", "loopback"}},
 		{"openai remote no key", provider.Config{Provider: "openai", Model: "m", BaseURL: "http://10.0.0.5:8000/v1", APIKeyEnv: "VLLM_KEY"}, getenv,
-			[]string{"model.api_key_env", "VLLM_KEY"}, []string{secretenv.SetCommand("VLLM_KEY", "<key>"), "http://10.0.0.5:8000/v1"}},
+			[]string{"model.api_key_env", "VLLM_KEY"}, []string{shell.Native.Export("VLLM_KEY", shell.Native.Literal("<key>")), "http://10.0.0.5:8000/v1"}},
 		{"openai bad url", provider.Config{Provider: "openai", Model: "m", BaseURL: "ftp://x"}, getenv, []string{"model.base_url"}, []string{"not an http(s) URL"}},
 		{"key in api_key_env", provider.Config{Provider: "openai", Model: "m", APIKeyEnv: "sk-pasted-key"}, getenv, []string{"model.api_key_env"},
 			[]string{"must name an environment variable"}},
 		{"anthropic no key", provider.Config{Provider: "anthropic", Model: "m"}, noenv, []string{"model.api_key_env", "ANTHROPIC_API_KEY"},
-			[]string{secretenv.SetCommand("ANTHROPIC_API_KEY", "<key>")}},
+			[]string{shell.Native.Export("ANTHROPIC_API_KEY", shell.Native.Literal("<key>"))}},
 		{"anthropic no model", provider.Config{Provider: "anthropic"}, getenv, []string{"model.name"}, []string{"model.name"}},
 		{"scripted no path", provider.Config{Provider: "scripted"}, noenv, []string{"model.script"}, []string{"openprogram config set model.script"}},
 		{"mcp token as key", provider.Config{Provider: "openai", Model: "m", APIKeyEnv: "OPENPROGRAM_MCP_TOKEN"}, getenv, []string{"model.api_key_env"},

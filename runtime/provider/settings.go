@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/openprogram/openprogram/internal/shell"
 	"github.com/openprogram/openprogram/runtime/secretenv"
 )
 
@@ -125,7 +126,7 @@ func expand(s string, lookup func(string) (string, bool)) (string, error) {
 		}
 		v, ok := lookup(env)
 		if !ok {
-			return "", fmt.Errorf("environment variable %s is not set: %s before starting openprogram", env, secretenv.SetCommand(env, "<value>"))
+			return "", fmt.Errorf("environment variable %s is not set: %s before starting openprogram", env, shell.Native.Export(env, shell.Native.Literal("<value>")))
 		}
 		b.WriteString(v)
 		s = s[i+end+1:]

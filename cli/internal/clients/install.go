@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/cli/internal/settings"
-	"github.com/openprogram/openprogram/cli/internal/shell"
+	"github.com/openprogram/openprogram/internal/shell"
 	"github.com/openprogram/openprogram/internal/privatefile"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/provider/anthropic"
@@ -321,7 +321,7 @@ func (in Installer) literalSecrets(l Launch) (map[string]string, error) {
 	for _, s := range l.secrets[1:] {
 		v := in.Env.Get(s)
 		if v == "" {
-			return nil, fmt.Errorf("claude-desktop needs the model key itself: export %s=<key> in this shell and run again", s)
+			return nil, fmt.Errorf("claude-desktop needs the model key itself: %s in this shell and run again", shell.Native.Export(s, shell.Native.Literal("<key>")))
 		}
 		values[s] = v
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/openprogram/openprogram/cli/internal/settings"
-	"github.com/openprogram/openprogram/cli/internal/shell"
+	"github.com/openprogram/openprogram/internal/shell"
 )
 
 // restrictCommand is the command that makes the client file at path

@@ -6,7 +6,7 @@ import (
 
 	"github.com/openprogram/openprogram/cli/internal/clients"
 	"github.com/openprogram/openprogram/cli/internal/settings"
-	"github.com/openprogram/openprogram/cli/internal/shell"
+	"github.com/openprogram/openprogram/internal/shell"
 	"github.com/openprogram/openprogram/tokenauth"
 )
 

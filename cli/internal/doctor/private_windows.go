@@ -5,7 +5,7 @@ package doctor
 import (
 	"io/fs"
 
-	"github.com/openprogram/openprogram/cli/internal/shell"
+	"github.com/openprogram/openprogram/internal/shell"
 
 	"github.com/openprogram/openprogram/internal/privatefile"
 )

@@ -8,7 +8,7 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/openprogram/openprogram/cli/internal/settings"
-	"github.com/openprogram/openprogram/cli/internal/shell"
+	"github.com/openprogram/openprogram/internal/shell"
 )
 
 // Completion is the completion script of shell (bash, zsh, fish or

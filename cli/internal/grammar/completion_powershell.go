@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/openprogram/openprogram/cli/internal/shell"
+	"github.com/openprogram/openprogram/internal/shell"
 )
 
 // powershellCompletion is a native argument completer for PowerShell
