@@ -1,0 +1,182 @@
+package winebin
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer collects a process's stderr for the test's messages.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// rawServe is `mcp serve` of openprogram.exe under Wine over raw pipes,
+// initialized (the Go SDK's client has no tasks/* methods).
+type rawServe struct {
+	t      *testing.T
+	stdin  io.WriteCloser
+	sc     *bufio.Scanner
+	stderr *lockedBuffer
+	wait   func() error
+	next   int
+}
+
+// serveRaw starts `mcp serve` with token and initializes it.
+func (u *windowsUser) serveRaw(ctx context.Context, t *testing.T, token string) *rawServe {
+	t.Helper()
+	cmd := u.command(ctx, []string{"OPENPROGRAM_MCP_TOKEN=" + token}, "mcp", "serve")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &rawServe{t: t, stdin: stdin, stderr: &lockedBuffer{}, wait: cmd.Wait}
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.sc = bufio.NewScanner(stdout)
+	c.sc.Buffer(make([]byte, 1<<20), 1<<20)
+	c.call("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "wine-tasks", "version": "1"}})
+	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// call sends a request and returns its result, failing the test on an
+// error answer or the end of stdout.
+func (c *rawServe) call(method string, params any) json.RawMessage {
+	c.t.Helper()
+	c.next++
+	id := strconv.Itoa(c.next)
+	line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.next, "method": method, "params": params})
+	if _, err := c.stdin.Write(append(line, '\n')); err != nil {
+		c.t.Fatalf("write %s: %v\nstderr:\n%s", method, err, c.stderr.String())
+	}
+	for c.sc.Scan() {
+		var f struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(c.sc.Bytes(), &f); err != nil {
+			c.t.Fatalf("stdout line %q: %v", c.sc.Bytes(), err)
+		}
+		if string(f.ID) != id {
+			continue // a notification, or another response
+		}
+		if f.Error != nil {
+			c.t.Fatalf("%s: error %s\nstderr:\n%s", method, f.Error, c.stderr.String())
+		}
+		return f.Result
+	}
+	c.t.Fatalf("stdout ended before the answer to %s: %v\nstderr:\n%s", method, c.sc.Err(), c.stderr.String())
+	return nil
+}
+
+// close ends the server's stdin, as a client that goes away does, and
+// waits for it to exit.
+func (c *rawServe) close() {
+	c.t.Helper()
+	_ = c.stdin.Close()
+	if err := c.wait(); err != nil {
+		c.t.Errorf("mcp serve after its stdin ended: %v\nstderr:\n%s", err, c.stderr.String())
+	}
+}
+
+// TestWindowsTaskOutlivesItsClient: openprogram.exe under Wine offers
+// durable tasks by default. A task-mode prompt_send with the scripted
+// model (a turn of several seconds) is answered created at once; its
+// client goes away (the server's stdin ends); a new `mcp serve` of the
+// same client answers tasks/result with the task's reply, and tasks/get
+// says completed: the detached runner ran the turn after its serve exited.
+func TestWindowsTaskOutlivesItsClient(t *testing.T) {
+	wine := wineExec(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	u := newWindowsUser(t, wine, buildExe(ctx, t))
+	token := strings.TrimSpace(u.run(nil, 0, "mcp", "token", "create"))
+	const reply = "the task's reply from Windows, after its client left"
+	script := filepath.Join(t.TempDir(), "script.json")
+	if err := os.WriteFile(script, []byte(`{"turns":[{"text":"`+reply+`","delay_ms":750}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u.run(nil, 0, "config", "set", "model.provider", "scripted")
+	u.run(nil, 0, "config", "set", "model.script", winPath(script))
+
+	first := u.serveRaw(ctx, t, token)
+	var tools struct {
+		Tools []struct {
+			Name      string `json:"name"`
+			Execution *struct {
+				TaskSupport string `json:"taskSupport"`
+			} `json:"execution"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(first.call("tools/list", map[string]any{}), &tools); err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		if tl.Name == "prompt_send" && (tl.Execution == nil || tl.Execution.TaskSupport != "optional") {
+			t.Fatalf("prompt_send's execution = %+v, want taskSupport optional (tasks on by default on Windows)", tl.Execution)
+		}
+	}
+	var created struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+			Status string `json:"status"`
+		} `json:"task"`
+	}
+	raw := first.call("tools/call", map[string]any{"name": "prompt_send", "arguments": map[string]any{"prompt": "take your time"}, "task": map[string]any{}})
+	if err := json.Unmarshal(raw, &created); err != nil || created.Task.TaskID == "" || created.Task.Status != "working" {
+		t.Fatalf("tools/call with a task = %s, want a working task\nstderr:\n%s", raw, first.stderr.String())
+	}
+	first.close()
+
+	second := u.serveRaw(ctx, t, token)
+	defer second.close()
+	var result struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	raw = second.call("tasks/result", map[string]any{"taskId": created.Task.TaskID})
+	if err := json.Unmarshal(raw, &result); err != nil || result.IsError || len(result.Content) == 0 || !strings.Contains(result.Content[0].Text, reply) {
+		log, _ := os.ReadFile(filepath.Join(u.profile, ".openprogram", "mcp-tasks.log"))
+		t.Fatalf("tasks/result = %s, want the scripted reply\ntask log:\n%s", raw, log)
+	}
+	var got struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(second.call("tasks/get", map[string]any{"taskId": created.Task.TaskID}), &got); err != nil || got.Status != "completed" {
+		t.Errorf("tasks/get = %+v, %v; want completed", got, err)
+	}
+}
