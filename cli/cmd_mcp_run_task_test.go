@@ -1,33 +1,13 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a runner's logger and a test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A runner whose host does not open (here: its state directory's
 // config.json is not JSON) exits at once, before it is handed a task: it
@@ -43,7 +23,7 @@ func TestRunnerWhoseHostDidNotOpenExits(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb, conn := runnerPair(t)
-	log := &lockedBuffer{}
+	log := &strings.Builder{} // read once serve returned: nothing writes it then
 	app := &App{Stdin: strings.NewReader(""), Stdout: log, Stderr: log, Env: Env{EnvHome + "=" + state}, Version: "test"}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

@@ -75,10 +75,9 @@ type taskSpawner struct {
 	// place is the standby slot this process holds while it keeps standby:
 	// one of max_runners per state directory, so idle runners are bounded
 	// per host, not only per serve.
-	place    *os.File
-	ends     map[string]chan struct{} // of the tasks handed and not yet reported
-	closed   bool
-	handoffs // what beforeHandoff keeps (task_runner_<os>.go)
+	place  *os.File
+	ends   map[string]chan struct{} // of the tasks handed and not yet reported
+	closed bool
 }
 
 // runnerSlotWait bounds how long a task's creation waits for a runner

@@ -16,9 +16,6 @@ const runnerSlots = 2
 // neither the client's terminal nor its process group takes it down.
 func detached() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
 
-// handoffs: on Unix, handoffs need no state of their own.
-type handoffs struct{}
-
 // beforeHandoff takes the runner slots of a task of clientID, which the
 // runner is handed with the task (it holds its own copies as long as it
 // lives); done closes this process's copies.

@@ -21,26 +21,18 @@ func detached() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.DETACHED_PROCESS | windows.CREATE_BREAKAWAY_FROM_JOB}
 }
 
-// handoffs is what a spawner keeps for its handoffs on Windows: the one in
-// progress. Windows passes no locked file to a child, so a runner takes
-// its runner slots itself once handed its task, waiting up to
-// runnerSlotWait; a serve hands one task at a time, so that at most one
+// handing holds a value while this process hands a task. Windows passes
+// no locked file to a child, so a runner takes its runner slots itself
+// once handed its task, waiting up to runnerSlotWait; a process (one `mcp
+// serve`, one taskSpawner) hands one task at a time, so that at most one
 // of its runners waits for slots at any moment besides its standby.
-type handoffs struct {
-	handing chan struct{} // holds a value while a handoff is in progress
-}
+var handing = make(chan struct{}, 1)
 
 // beforeHandoff waits until no other handoff of this process is in
 // progress (or ctx ends); done lets the next one go. No slot is taken
 // here: the runner takes its own (runnerConn.hold), and the handoff
 // (standby.hand) returns once it holds them or failed to.
 func (s *taskSpawner) beforeHandoff(ctx context.Context, _ string) (held []*os.File, done func(), err error) {
-	s.mu.Lock()
-	if s.handing == nil {
-		s.handing = make(chan struct{}, 1)
-	}
-	handing := s.handing
-	s.mu.Unlock()
 	select {
 	case handing <- struct{}{}:
 		return nil, func() { <-handing }, nil

@@ -9,28 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/openprogram/openprogram/cli/e2e/internal/e2etest"
 )
-
-// lockedBuffer collects a process's stderr for the test's messages.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // rawServe is `mcp serve` of openprogram.exe under Wine over raw pipes,
 // initialized (the Go SDK's client has no tasks/* methods).
@@ -38,7 +21,7 @@ type rawServe struct {
 	t      *testing.T
 	stdin  io.WriteCloser
 	sc     *bufio.Scanner
-	stderr *lockedBuffer
+	stderr *e2etest.LockedBuffer
 	wait   func() error
 	next   int
 }
@@ -55,7 +38,7 @@ func (u *windowsUser) serveRaw(ctx context.Context, t *testing.T, token string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &rawServe{t: t, stdin: stdin, stderr: &lockedBuffer{}, wait: cmd.Wait}
+	c := &rawServe{t: t, stdin: stdin, stderr: &e2etest.LockedBuffer{}, wait: cmd.Wait}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
