@@ -58,6 +58,19 @@ func startStandby(cmd *exec.Cmd, log *slog.Logger) (*standby, error) {
 		toW.Close()
 		return nil, fmt.Errorf("make the runner's stdout: %w", err)
 	}
+	// This process's ends are not inherited, by the runner or any other
+	// child: a runner holding its own stdin's writer would never read the
+	// end. (Go passes a child only the handles it names; a system that
+	// ignores that list, such as Wine, would pass every inheritable one.)
+	for _, f := range []*os.File{toW, fromR} {
+		if err := windows.SetHandleInformation(windows.Handle(f.Fd()), windows.HANDLE_FLAG_INHERIT, 0); err != nil {
+			toR.Close()
+			toW.Close()
+			fromR.Close()
+			fromW.Close()
+			return nil, fmt.Errorf("make the runner's pipes private: %w", err)
+		}
+	}
 	cmd.Stdin, cmd.Stdout = toR, fromW
 	cmd, err = startDetached(cmd, log)
 	toR.Close() // the child has its own copies

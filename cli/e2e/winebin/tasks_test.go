@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,6 +40,9 @@ func (u *windowsUser) serveRaw(ctx context.Context, t *testing.T, token string) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The test waits for the server, not for what may still hold its
+	// stderr (a runner, where Wine passes it every inheritable handle).
+	cmd.WaitDelay = 10 * time.Second
 	c := &rawServe{t: t, stdin: stdin, stderr: &e2etest.LockedBuffer{}, wait: cmd.Wait}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
@@ -89,7 +94,7 @@ func (c *rawServe) call(method string, params any) json.RawMessage {
 func (c *rawServe) close() {
 	c.t.Helper()
 	_ = c.stdin.Close()
-	if err := c.wait(); err != nil {
+	if err := c.wait(); err != nil && !errors.Is(err, exec.ErrWaitDelay) {
 		c.t.Errorf("mcp serve after its stdin ended: %v\nstderr:\n%s", err, c.stderr.String())
 	}
 }
@@ -102,9 +107,10 @@ func (c *rawServe) close() {
 // says completed: the detached runner ran the turn after its serve exited.
 func TestWindowsTaskOutlivesItsClient(t *testing.T) {
 	wine := wineExec(t)
+	exe := buildExe(t.Context(), t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	u := newWindowsUser(t, wine, buildExe(ctx, t))
+	u := newWindowsUser(t, wine, exe)
 	token := strings.TrimSpace(u.run(nil, 0, "mcp", "token", "create"))
 	const reply = "the task's reply from Windows, after its client left"
 	script := filepath.Join(t.TempDir(), "script.json")
