@@ -147,10 +147,17 @@ func TestWindowsTaskOutlivesItsClient(t *testing.T) {
 	if err := json.Unmarshal(raw, &created); err != nil || created.Task.TaskID == "" || created.Task.Status != "working" {
 		t.Fatalf("tools/call with a task = %s, want a working task\nstderr:\n%s", raw, first.stderr.String())
 	}
+	start := time.Now()
 	first.close()
+	t.Logf("the first server exited %s after its stdin ended", time.Since(start).Round(time.Millisecond))
 
 	second := u.serveRaw(ctx, t, token)
 	defer second.close()
+	var then struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(second.call("tasks/get", map[string]any{"taskId": created.Task.TaskID}), &then)
+	t.Logf("the task as the second server starts: %s", then.Status) // working: its turn outlived its client
 	var result struct {
 		Content []struct {
 			Text string `json:"text"`
@@ -168,4 +175,6 @@ func TestWindowsTaskOutlivesItsClient(t *testing.T) {
 	if err := json.Unmarshal(second.call("tasks/get", map[string]any{"taskId": created.Task.TaskID}), &got); err != nil || got.Status != "completed" {
 		t.Errorf("tasks/get = %+v, %v; want completed", got, err)
 	}
+	log, _ := os.ReadFile(filepath.Join(u.profile, ".openprogram", "mcp-tasks.log"))
+	t.Logf("task log:\n%s", log)
 }
