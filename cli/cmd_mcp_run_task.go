@@ -99,12 +99,8 @@ func (c mcpRunTaskCmd) serve(ctx context.Context, app *App, conn runnerConn) err
 	defer h.Close()
 	hd := <-handed
 	for {
-		if errors.Is(hd.err, io.EOF) || errors.Is(hd.err, net.ErrClosed) {
-			logger.Debug("task runner: no task was handed; exiting", "pid", os.Getpid())
-			return nil
-		}
-		if hd.err != nil {
-			return fmt.Errorf("receive the task from mcp serve: %w", hd.err)
+		if none, err := noTask(hd, logger); none {
+			return err
 		}
 		// The runner holds its runner slots before it reads its task.
 		if err := conn.hold(ctx, &hd, dir, h.Config().MCPServer.Tasks); err != nil {
@@ -146,16 +142,25 @@ func (c mcpRunTaskCmd) noHost(ctx, openCtx context.Context, conn runnerConn, han
 		}
 		hd = <-handed // the channel's end stopped the open
 	}
-	switch {
-	case errors.Is(hd.err, io.EOF) || errors.Is(hd.err, net.ErrClosed):
-		logger.Debug("task runner: no task was handed; exiting", "pid", os.Getpid())
-		return nil
-	case hd.err != nil:
-		return fmt.Errorf("receive the task from mcp serve: %w", hd.err)
+	if none, err := noTask(hd, logger); none {
+		return err
 	}
 	conn.decline(herr)
 	logger.Error("task runner failed", "client_id", hd.client, "task_id", hd.task, "error", herr.Error())
 	return herr
+}
+
+// noTask reports whether hd hands no task: the serve went away (nil: the
+// runner exits quietly) or the handoff failed (the error).
+func noTask(hd handoff, logger *slog.Logger) (bool, error) {
+	switch {
+	case errors.Is(hd.err, io.EOF) || errors.Is(hd.err, net.ErrClosed):
+		logger.Debug("task runner: no task was handed; exiting", "pid", os.Getpid())
+		return true, nil
+	case hd.err != nil:
+		return true, fmt.Errorf("receive the task from mcp serve: %w", hd.err)
+	}
+	return false, nil
 }
 
 // run runs the task hd hands this runner to its end, and logs how it went.

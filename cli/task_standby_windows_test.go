@@ -6,12 +6,17 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/windows"
 
 	"github.com/openprogram/openprogram/cli/host"
 	"github.com/openprogram/openprogram/cli/internal/slots"
@@ -150,4 +155,58 @@ func TestWindowsStandbyRefusesAMalformedHandoff(t *testing.T) {
 	if h := rc.receive(); !errors.Is(h.err, errMalformedHandoff) {
 		t.Errorf("received %+v, want errMalformedHandoff", h)
 	}
+}
+
+// A runner starts out of the client's job; in a job that forbids
+// breakaway (the default of a job) it starts in the job instead, which is
+// logged once. The test runs in a child process of its own, which it puts
+// in such a job.
+func TestRunnerStartsInAJobThatForbidsBreakaway(t *testing.T) {
+	if os.Getenv("OPENPROGRAM_TEST_IN_JOB") == "1" {
+		startInJob(t)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRunnerStartsInAJobThatForbidsBreakaway$", "-test.v")
+	cmd.Env = append(os.Environ(), "OPENPROGRAM_TEST_IN_JOB=1")
+	out, err := cmd.CombinedOutput()
+	switch {
+	case strings.Contains(string(out), "breakaway not enforced"):
+		t.Skipf("this system (Wine) let the runner break away from a job that forbids it; the fallback runs on Windows:\n%s", out)
+	case err != nil || !strings.Contains(string(out), "started in the job, logged once"):
+		t.Fatalf("in a job that forbids breakaway: %v\n%s", err, out)
+	}
+}
+
+// startInJob puts this process in a new job (no JOB_OBJECT_LIMIT_BREAKAWAY_OK)
+// and starts two runners (stand-ins: this test binary, running no test).
+func startInJob(t *testing.T) {
+	job, err := windows.CreateJobObject(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer windows.CloseHandle(job)
+	if err := windows.AssignProcessToJobObject(job, windows.CurrentProcess()); err != nil {
+		t.Fatalf("put the test in a job: %v", err)
+	}
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	for range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.SysProcAttr = detached()
+		started, err := startDetached(cmd, log)
+		if err != nil {
+			t.Fatalf("start a runner in the job: %v", err)
+		}
+		if err := started.Wait(); err != nil {
+			t.Fatalf("the runner: %v", err)
+		}
+		if started.SysProcAttr.CreationFlags&windows.CREATE_BREAKAWAY_FROM_JOB != 0 {
+			fmt.Println("breakaway not enforced")
+			return
+		}
+	}
+	if !breakawayDenied.Load() || strings.Count(logged.String(), "break away") != 1 {
+		t.Fatalf("breakawayDenied %v; log:\n%s", breakawayDenied.Load(), logged.String())
+	}
+	fmt.Println("started in the job, logged once")
 }
