@@ -161,7 +161,6 @@ func TestWindowsTaskOutlivesItsClient(t *testing.T) {
 	}
 
 	second := u.serveRaw(ctx, t, token)
-	defer second.close()
 	var then struct {
 		Status string `json:"status"`
 	}
@@ -184,6 +183,45 @@ func TestWindowsTaskOutlivesItsClient(t *testing.T) {
 	if err := json.Unmarshal(second.call("tasks/get", map[string]any{"taskId": created.Task.TaskID}), &got); err != nil || got.Status != "completed" {
 		t.Errorf("tasks/get = %+v, %v; want completed", got, err)
 	}
+
+	// A task of the second server leaves it a standby (its runner, kept,
+	// or one started beside its turn), which exits once that server's
+	// stdin ends: no runner of this install is left.
+	raw = second.call("tools/call", map[string]any{"name": "prompt_send", "arguments": map[string]any{"prompt": "again"}, "task": map[string]any{}})
+	if err := json.Unmarshal(raw, &created); err != nil || created.Task.TaskID == "" {
+		t.Fatalf("the second task: %s", raw)
+	}
+	second.call("tasks/result", map[string]any{"taskId": created.Task.TaskID})
+	if len(u.runners()) == 0 {
+		t.Error("no runner lives beside the second server after its task: it keeps no standby")
+	}
+	second.close()
+	deadline := time.Now().Add(time.Minute)
+	for len(u.runners()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := u.runners(); len(left) > 0 {
+		t.Errorf("runner processes %v live a minute after their server's stdin ended", left)
+	}
 	log, _ := os.ReadFile(filepath.Join(u.profile, ".openprogram", "mcp-tasks.log"))
 	t.Logf("task log:\n%s", log)
+}
+
+// runners are the pids of the live `mcp run-task` processes of this
+// user's openprogram.exe (Wine shows a Windows process's command line in
+// /proc).
+func (u *windowsUser) runners() []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), "run-task") && strings.Contains(string(cmdline), u.exeDir) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

@@ -54,11 +54,12 @@ type windowsUser struct {
 	t                *testing.T
 	wine, cmdFile    string
 	profile, roaming string // Unix paths of %USERPROFILE% and %APPDATA%
+	exeDir           string // the directory of openprogram.exe, as Wine names it
 }
 
 func newWindowsUser(t *testing.T, wine, exe string) *windowsUser {
 	root := t.TempDir()
-	u := &windowsUser{t: t, wine: wine, profile: filepath.Join(root, "Users", "me"), cmdFile: filepath.Join(root, "openprogram.cmd")}
+	u := &windowsUser{t: t, wine: wine, profile: filepath.Join(root, "Users", "me"), cmdFile: filepath.Join(root, "openprogram.cmd"), exeDir: winPath(filepath.Dir(exe))}
 	u.roaming = filepath.Join(u.profile, "AppData", "Roaming")
 	if err := os.MkdirAll(u.roaming, 0o700); err != nil {
 		t.Fatal(err)
