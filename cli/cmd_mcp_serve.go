@@ -53,9 +53,6 @@ func (c mcpServeCmd) Run(ctx context.Context, app *App) error {
 	spawner := &taskSpawner{exe: app.Executable, stateDir: dir, env: app.Env, logLevel: c.LogLevel, logFormat: c.LogFormat, logger: log}
 	defer spawner.close() // the standby runner, if any, exits
 	opts := host.Options{Logger: log, StartTask: spawner.start, TaskEnded: spawner.ended}
-	if !tasksOffered {
-		opts.StartTask, opts.TaskEnded = nil, nil // no durable tasks on this system (task_runner_windows.go)
-	}
 	h, err := openHost(ctx, app, dir, opts)
 	if err != nil {
 		return err

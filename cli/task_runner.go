@@ -28,15 +28,16 @@ const TaskLogFileName = "mcp-tasks.log"
 // binary as `openprogram mcp run-task`, in a session of its own
 // (no signal meant for the `mcp serve` that started it, or for that
 // process's group, reaches it), stdin /dev/null, stdout and stderr appended
-// to TaskLogFileName. Its environment is the one `mcp serve` runs with,
-// which the host needs (the model's key, the variables model.headers
-// names, the store override), with the state directory fixed and without
-// the client's token: the runner is no client, and reads the task's client
-// from the store. Nothing secret goes into argv, which other users can
+// to TaskLogFileName (on Windows stdin and stdout are its channel). Its
+// environment is the one `mcp serve` runs with, which the host needs (the
+// model's key, the variables model.headers names, the store override),
+// with the state directory fixed and without the client's token: the
+// runner is no client, and reads the task's client from the store. Nothing secret goes into argv, which other users can
 // read.
 //
 // A runner starts as a standby: it opens its host and waits on a
-// connection to this process (a Unix socket, its file descriptor 3) for
+// connection to this process (task_channel.go; a Unix socket, its file
+// descriptor 3, or on Windows its stdin and stdout) for
 // the task it is to run. This process keeps at most one standby, from its
 // first task on, so that a task's turn starts without a process start and
 // a host open; a standby whose `mcp serve` goes away exits. When the task
@@ -47,12 +48,14 @@ const TaskLogFileName = "mcp-tasks.log"
 //
 // Every runner running a task holds two slots (cli/internal/slots): one of
 // its client's maxWorking and one of the state directory's maxRunners.
-// They are taken before the handoff, waiting up to runnerSlotWait for the
-// runners of cancelled or finished tasks to let theirs go, and passed with
-// the task; the runner holds them until it exits, or until it is kept as
-// the standby after its turn is over. So the runners running a task never
-// exceed either bound, whatever the clients do and however many `mcp
-// serve` processes start them. A standby holds none and runs no turn.
+// They are taken before the runner reads its task, waiting up to
+// runnerSlotWait for the runners of cancelled or finished tasks to let
+// theirs go (on Unix by this process, and passed with the task; on Windows,
+// which passes no locked file to a child, by the runner, while this
+// process hands no other task); the runner holds them until it exits, or
+// until it is kept as the standby after its turn is over. So the runners
+// running a task never exceed either bound, whatever the clients do and
+// however many `mcp serve` processes start them. A standby holds none and runs no turn.
 type taskSpawner struct {
 	exe       string   // the openprogram binary, absolute
 	stateDir  string   // absolute
@@ -81,13 +84,14 @@ type taskSpawner struct {
 // slot: a cancelled task's runner stops within a second.
 const runnerSlotWait = 10 * time.Second
 
-// slots takes the runner slots of a task of clientID: its client's, then
-// the state directory's.
-func (s *taskSpawner) slots(ctx context.Context, clientID string) ([]*os.File, error) {
+// takeRunnerSlots takes the runner slots of a task of clientID in
+// stateDir, waiting up to runnerSlotWait: one of its client's maxWorking,
+// then one of the state directory's maxRunners (0: the defaults).
+func takeRunnerSlots(ctx context.Context, stateDir, clientID string, maxWorking, maxRunners int) ([]*os.File, error) {
 	ctx, cancel := context.WithTimeout(ctx, runnerSlotWait)
 	defer cancel()
-	dir := filepath.Join(s.stateDir, slots.DirName)
-	working, runners := cmp.Or(s.maxWorking, mcpserver.DefaultTaskMaxWorking), cmp.Or(s.maxRunners, host.DefaultTaskMaxRunners)
+	dir := filepath.Join(stateDir, slots.DirName)
+	working, runners := cmp.Or(maxWorking, mcpserver.DefaultTaskMaxWorking), cmp.Or(maxRunners, host.DefaultTaskMaxRunners)
 	mine, err := slots.Acquire(ctx, dir, "client-"+clientID, working)
 	if err != nil {
 		return nil, fmt.Errorf("start the task runner: %d runners of this client still run: %w", working, err)
@@ -104,7 +108,9 @@ func (s *taskSpawner) slots(ctx context.Context, clientID string) ([]*os.File, e
 // once the runner has it: the standby this process keeps warm (its host
 // open, waiting for a task), or, when there is none (the first task of
 // this process, a standby that died, or one handed a task already), one
-// started now. The runner slots are taken first and passed with the task.
+// started now. The runner comes to hold the task's runner slots before it
+// reads the task (beforeHandoff: on Unix they are taken here first and
+// passed with the task; on Windows the runner takes them and answers).
 // A runner whose turn is over within standbyAfter comes back as the
 // standby; otherwise a new one is started then. It has the signature of
 // host.Options.StartTask.
@@ -112,15 +118,11 @@ func (s *taskSpawner) start(ctx context.Context, clientID, id, runner string) er
 	if !filepath.IsAbs(s.exe) {
 		return errors.New("start the task runner: the path of the openprogram binary is unknown")
 	}
-	held, err := s.slots(ctx, clientID)
+	held, done, err := s.beforeHandoff(ctx, clientID)
 	if err != nil {
 		return err
 	}
-	defer func() { // the runner holds its own copies as long as it lives
-		for _, f := range held {
-			f.Close()
-		}
-	}()
+	defer done()
 	ended := s.track(id)
 	var sb *standby
 	for attempt := range 2 {
@@ -131,6 +133,9 @@ func (s *taskSpawner) start(ctx context.Context, clientID, id, runner string) er
 			break
 		}
 		sb.close()
+		if errors.Is(err, errRunnerDeclined) {
+			break // a live runner said why it runs no turn
+		}
 		if attempt == 0 {
 			s.log().Warn("the standby task runner is gone; starting another", "pid", sb.pid, "error", err)
 		}
@@ -326,7 +331,7 @@ func (s *taskSpawner) launch() (*standby, error) {
 	cmd.Stdin = nil // the null device
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = detached()
-	return startStandby(cmd)
+	return startStandby(cmd, s.log())
 }
 
 // handoff is what a standby runner is handed.

@@ -3,39 +3,40 @@
 package cli
 
 import (
-	"errors"
-	"net"
+	"context"
+	"fmt"
 	"os"
-	"os/exec"
 	"syscall"
 
 	"golang.org/x/sys/windows"
 )
 
-// tasksOffered: on Windows, mcp serve offers no durable tasks. A runner
-// holds its runner slots for its whole life by inheriting their locked
-// files, which Windows does not pass to a child (exec.Cmd.ExtraFiles), and
-// an unbounded runner is not offered.
-const tasksOffered = false
-
-// detached is how the task runner starts: a process group of its own and
-// no console, so that the client's console and Ctrl+C do not take it down.
+// detached is how the task runner starts: a process group of its own, no
+// console (so the client's console and its Ctrl+C or Ctrl+Break do not
+// reach it; CREATE_NO_WINDOW is moot with DETACHED_PROCESS, which Windows
+// documents it is ignored with), and out of the client's job, so that a
+// job the client closes does not end the task (startStandby starts it
+// again without the breakaway when the job forbids it).
 func detached() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.DETACHED_PROCESS}
+	return &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.DETACHED_PROCESS | windows.CREATE_BREAKAWAY_FROM_JOB}
 }
 
-// errNoRunners: no task runner runs on Windows (tasksOffered).
-var errNoRunners = errors.New("durable MCP tasks are not offered on Windows")
+// handing holds a value while this process hands a task. Windows passes
+// no locked file to a child, so a runner takes its runner slots itself
+// once handed its task, waiting up to runnerSlotWait; a process (one `mcp
+// serve`, one taskSpawner) hands one task at a time, so that at most one
+// of its runners waits for slots at any moment besides its standby.
+var handing = make(chan struct{}, 1)
 
-// standby: no task runner runs on Windows (tasksOffered).
-type standby struct{ pid int }
-
-func startStandby(*exec.Cmd) (*standby, error)                 { return nil, errNoRunners }
-func (*standby) hand(string, string, string, []*os.File) error { return errNoRunners }
-func (*standby) waitEnd() bool                                 { return false }
-func (*standby) stay() error                                   { return errNoRunners }
-func (*standby) close()                                        {}
-func standbyConn() (*net.UnixConn, error)                      { return nil, errNoRunners }
-func receiveTask(*net.UnixConn) handoff                        { return handoff{err: errNoRunners} }
-func keptAsStandby(*net.UnixConn) bool                         { return false }
-func reportEnd(*net.UnixConn)                                  {}
+// beforeHandoff waits until no other handoff of this process is in
+// progress (or ctx ends); done lets the next one go. No slot is taken
+// here: the runner takes its own (runnerConn.hold), and the handoff
+// (standby.hand) returns once it holds them or failed to.
+func (s *taskSpawner) beforeHandoff(ctx context.Context, _ string) (held []*os.File, done func(), err error) {
+	select {
+	case handing <- struct{}{}:
+		return nil, func() { <-handing }, nil
+	case <-ctx.Done():
+		return nil, nil, fmt.Errorf("start the task runner: wait for the previous task's handoff: %w", context.Cause(ctx))
+	}
+}

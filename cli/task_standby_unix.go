@@ -4,23 +4,26 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/openprogram/openprogram/cli/host"
 )
+
+// runnerChannelName is where a runner reads its task from.
+const runnerChannelName = "file descriptor 3"
 
 // standbyFD is the runner's end of its connection to the `mcp serve` that
 // started it: a Unix stream socket, the first of exec.Cmd.ExtraFiles.
 const standbyFD = 3
-
-// maxHandoff bounds the handoff line: a client id, a task id and a
-// runner, spaces between, and a newline.
-const maxHandoff = 256
 
 // standby is the serve's end of a runner waiting for its task.
 type standby struct {
@@ -31,7 +34,7 @@ type standby struct {
 // startStandby starts cmd with one end of a new socket pair as its file
 // descriptor 3 and returns the other end; the process is reaped by this
 // process while it lives, else by init.
-func startStandby(cmd *exec.Cmd) (*standby, error) {
+func startStandby(cmd *exec.Cmd, _ *slog.Logger) (*standby, error) {
 	fds, err := socketPair()
 	if err != nil {
 		return nil, fmt.Errorf("make the runner's connection: %w", err)
@@ -74,7 +77,7 @@ func (sb *standby) hand(clientID, taskID, runner string, held []*os.File) error 
 		fds[i] = int(f.Fd())
 	}
 	_ = sb.conn.SetWriteDeadline(time.Now().Add(runnerSlotWait))
-	if _, _, err := sb.conn.WriteMsgUnix([]byte(clientID+" "+taskID+" "+runner+"\n"), syscall.UnixRights(fds...), nil); err != nil {
+	if _, _, err := sb.conn.WriteMsgUnix(handoffLine(clientID, taskID, runner), syscall.UnixRights(fds...), nil); err != nil {
 		return fmt.Errorf("hand task %s to runner %d: %w", taskID, sb.pid, err)
 	}
 	return nil
@@ -83,9 +86,9 @@ func (sb *standby) hand(clientID, taskID, runner string, held []*os.File) error 
 // waitEnd returns when the runner reports its task's end (true: it then
 // waits for another task), or is gone (false: its connection is closed).
 func (sb *standby) waitEnd() bool {
-	var b [len("ended\n")]byte
+	var b [len(lineEnded)]byte
 	_ = sb.conn.SetReadDeadline(time.Time{})
-	if _, err := io.ReadFull(sb.conn, b[:]); err != nil || string(b[:]) != "ended\n" {
+	if _, err := io.ReadFull(sb.conn, b[:]); err != nil || string(b[:]) != lineEnded {
 		sb.conn.Close()
 		return false
 	}
@@ -96,15 +99,40 @@ func (sb *standby) waitEnd() bool {
 // standby now: it gives its slots back and waits for the next task.
 func (sb *standby) stay() error {
 	_ = sb.conn.SetWriteDeadline(time.Now().Add(time.Second))
-	_, err := sb.conn.Write([]byte("stay\n"))
+	_, err := sb.conn.Write([]byte(lineStay))
 	return err
 }
 
 // close ends the connection: a standby not handed a task exits.
 func (sb *standby) close() { _ = sb.conn.Close() }
 
+// runnerConn is the runner's end of its connection to its `mcp serve`.
+type runnerConn struct{ *net.UnixConn }
+
+// receive waits for the next handoff (receiveTask).
+func (c runnerConn) receive() handoff { return receiveTask(c.UnixConn) }
+
+// hold: on Unix the runner slots come with the handoff.
+func (runnerConn) hold(context.Context, *handoff, string, host.TasksConfig) error { return nil }
+
+// decline: on Unix the serve expects no answer to a handoff; a task its
+// runner runs no turn of is failed by the sweep.
+func (runnerConn) decline(error) {}
+
+// reportEnd tells the serve the runner's task ended.
+func (c runnerConn) reportEnd() { reportEnd(c.UnixConn) }
+
+// kept waits for the serve's answer to reportEnd (keptAsStandby).
+func (c runnerConn) kept() bool { return keptAsStandby(c.UnixConn) }
+
 // standbyConn is the runner's connection to its `mcp serve`.
-func standbyConn() (*net.UnixConn, error) {
+func standbyConn() (runnerConn, error) {
+	c, err := unixStandbyConn()
+	return runnerConn{c}, err
+}
+
+// unixStandbyConn is file descriptor 3 as a Unix socket.
+func unixStandbyConn() (*net.UnixConn, error) {
 	f := os.NewFile(standbyFD, "mcp serve")
 	if f == nil {
 		return nil, errors.New("no file descriptor 3")
@@ -136,9 +164,10 @@ func receiveTask(conn *net.UnixConn) handoff {
 		}
 	}
 	switch {
-	case n == 0 && err == nil:
-		err = io.EOF
-	case n == 0:
+	case n <= 0 && err == nil:
+		n, err = 0, io.EOF
+	case n <= 0: // -1 from a connection closed meanwhile
+		n = 0
 	case flags&syscall.MSG_CTRUNC != 0:
 		err = errors.New("the runner slots were cut off")
 	default:
@@ -163,14 +192,13 @@ func receiveTask(conn *net.UnixConn) handoff {
 		h.err = err
 		return h
 	}
-	client, rest, ok := bytes.Cut(bytes.TrimSuffix(buf[:n], []byte("\n")), []byte(" "))
-	task, runner, ok2 := bytes.Cut(rest, []byte(" "))
-	if !ok || !ok2 || !handoffID(client, 16) || !handoffID(task, 64) || !handoffID(runner, 64) || len(h.slots) != runnerSlots {
-		h.err = fmt.Errorf("a malformed handoff (%d bytes, %d descriptors)", n, len(h.slots))
+	parsed, err := parseHandoff(buf[:n])
+	if err != nil || len(h.slots) != runnerSlots {
+		h.err = fmt.Errorf("%w (%d bytes, %d descriptors)", errMalformedHandoff, n, len(h.slots))
 		return h
 	}
-	h.client, h.task, h.runner = string(client), string(task), string(runner)
-	return h
+	parsed.slots = h.slots
+	return parsed
 }
 
 // rights returns the descriptors in a socket control message as files,
@@ -194,31 +222,18 @@ func rights(oob []byte) ([]*os.File, error) {
 	return files, nil
 }
 
-// handoffID reports whether b is 1 to max bytes of [A-Za-z0-9_-].
-func handoffID(b []byte, max int) bool {
-	if len(b) == 0 || len(b) > max {
-		return false
-	}
-	for _, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 // keptAsStandby waits for the serve's answer to reportEnd: true when it
 // keeps the runner as its standby, false when it ended the connection.
 // It reads exactly the answer, nothing of the next handoff.
 func keptAsStandby(conn *net.UnixConn) bool {
-	var b [len("stay\n")]byte
+	var b [len(lineStay)]byte
 	_, err := io.ReadFull(conn, b[:])
-	return err == nil && string(b[:]) == "stay\n"
+	return err == nil && string(b[:]) == lineStay
 }
 
 // reportEnd tells the serve the runner's task ended; a serve that is gone
 // is no error (the store holds the task's end).
 func reportEnd(conn *net.UnixConn) {
 	_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = conn.Write([]byte("ended\n"))
+	_, _ = conn.Write([]byte(lineEnded))
 }

@@ -128,3 +128,10 @@ func TestStandbyRefusesWhatIsNotAHandoff(t *testing.T) {
 		})
 	}
 }
+
+// runnerPair is a connected pair: the serve's standby and the runner's
+// channel.
+func runnerPair(t *testing.T) (*standby, runnerConn) {
+	sb, c := connPair(t)
+	return sb, runnerConn{c}
+}

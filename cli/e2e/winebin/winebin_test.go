@@ -54,11 +54,12 @@ type windowsUser struct {
 	t                *testing.T
 	wine, cmdFile    string
 	profile, roaming string // Unix paths of %USERPROFILE% and %APPDATA%
+	exeDir           string // the directory of openprogram.exe, as Wine names it
 }
 
 func newWindowsUser(t *testing.T, wine, exe string) *windowsUser {
 	root := t.TempDir()
-	u := &windowsUser{t: t, wine: wine, profile: filepath.Join(root, "Users", "me"), cmdFile: filepath.Join(root, "openprogram.cmd")}
+	u := &windowsUser{t: t, wine: wine, profile: filepath.Join(root, "Users", "me"), cmdFile: filepath.Join(root, "openprogram.cmd"), exeDir: winPath(filepath.Dir(exe))}
 	u.roaming = filepath.Join(u.profile, "AppData", "Roaming")
 	if err := os.MkdirAll(u.roaming, 0o700); err != nil {
 		t.Fatal(err)
@@ -99,6 +100,20 @@ func (u *windowsUser) run(env []string, want int, args ...string) string {
 	return string(out)
 }
 
+// buildExe cross-compiles openprogram.exe for windows/amd64 from this
+// checkout.
+func buildExe(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "openprogram.exe")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", exe, "./cmd/openprogram")
+	build.Dir = filepath.Join(repoRoot(t), "cli")
+	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0", "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build for windows/amd64: %v\n%s", err, out)
+	}
+	return exe
+}
+
 // TestWindowsBinary: openprogram.exe under Wine, as a Windows user: `mcp
 // token create` in %USERPROFILE%\.openprogram, `mcp serve` answering
 // initialize, tools/list and a prompt_send with the scripted model, `mcp
@@ -109,13 +124,7 @@ func TestWindowsBinary(t *testing.T) {
 	wine := wineExec(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	exe := filepath.Join(t.TempDir(), "openprogram.exe")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", exe, "./cmd/openprogram")
-	build.Dir = filepath.Join(repoRoot(t), "cli")
-	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0", "GOWORK=off")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build for windows/amd64: %v\n%s", err, out)
-	}
+	exe := buildExe(ctx, t)
 	u := newWindowsUser(t, wine, exe)
 
 	token := strings.TrimSpace(u.run(nil, 0, "mcp", "token", "create"))

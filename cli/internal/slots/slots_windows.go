@@ -13,8 +13,8 @@ import (
 // try takes the slot at path, or returns nil when another holds it: an
 // exclusive LockFileEx lock on the file's first byte, which Windows drops
 // when the file is closed or its process ends. (Windows passes no open
-// file to a child process the way Unix does, so a task's runner is not
-// handed a slot there: mcp serve offers no durable tasks on Windows.)
+// file to a child process the way Unix does, so a task's runner takes its
+// slots itself there instead of being handed them.)
 func try(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
