@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/cli/internal/settings"
-	"github.com/openprogram/openprogram/internal/shell"
 	"github.com/openprogram/openprogram/internal/privatefile"
+	"github.com/openprogram/openprogram/internal/shell"
 	"github.com/openprogram/openprogram/runtime"
 	"github.com/openprogram/openprogram/runtime/provider/anthropic"
 	"github.com/openprogram/openprogram/runtime/provider/openai"
