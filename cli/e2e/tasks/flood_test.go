@@ -76,17 +76,27 @@ func (in *install) flood(t *testing.T, d time.Duration, per int) (most, all int,
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			pids := in.runnersOfInstall()
+			// Processes are read one after another, so one pass can see a
+			// runner that has just let its slot go and the runner that took
+			// it. A process seen alive (or holding a slot) in two passes
+			// was so through the instant between them, so only those count:
+			// what is counted was true at one instant.
+			first, second := in.runnerSample(), in.runnerSample()
 			var sum int64
-			slotted := 0
-			for _, pid := range pids {
+			live, slotted := 0, 0
+			for pid, held := range second {
+				before, ok := first[pid]
+				if !ok {
+					continue
+				}
+				live++
 				sum += residentBytes(pid)
-				if in.holdsSlot(pid) {
+				if held && before {
 					slotted++
 				}
 			}
 			mu.Lock()
-			most, all, rss = max(most, slotted), max(all, len(pids)), max(rss, sum)
+			most, all, rss = max(most, slotted), max(all, live), max(rss, sum)
 			mu.Unlock()
 			select {
 			case <-stop:
@@ -119,6 +129,16 @@ func (in *install) flood(t *testing.T, d time.Duration, per int) (most, all int,
 	c.close()
 	e2etest.Eventually(t, "the cancelled tasks' runners and the standby to be gone", time.Minute, func() bool { return len(in.runnersOfInstall()) == 0 })
 	return most, all, rss
+}
+
+// runnerSample reads the install's live runner processes one after
+// another: whether each holds a runner slot.
+func (in *install) runnerSample() map[int]bool {
+	sample := map[int]bool{}
+	for _, pid := range in.runnersOfInstall() {
+		sample[pid] = in.holdsSlot(pid)
+	}
+	return sample
 }
 
 // holdsSlot reports whether process pid holds a runner slot of the
