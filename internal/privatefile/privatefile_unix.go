@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/openprogram/openprogram/internal/shell"
 )
 
 // Create creates a new file at path for writing, mode [Mode] whatever the
@@ -62,8 +64,9 @@ func CheckPrivate(f *os.File) error {
 	return nil
 }
 
-// RestrictCommand is the command that makes the file at path owner-only.
-func RestrictCommand(path string) string { return "chmod 600 " + path }
+// RestrictCommand is the command that makes the file at path owner-only,
+// the path quoted for the shell it is pasted into.
+func RestrictCommand(path string) string { return "chmod 600 " + shell.Native.Quote(path) }
 
 func syncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -177,5 +178,33 @@ func TestRestrict(t *testing.T) {
 	}
 	if m := mode(t, path); m != 0o644 {
 		t.Errorf("Restrict through a symlink changed its target to %04o", m)
+	}
+}
+
+// The command RestrictCommand prints, pasted into sh, makes owner-only the
+// file it names, whatever the path holds: a space, $, a backtick, a quote,
+// a semicolon.
+func TestRestrictCommandPastesIntoSh(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a b$HOME`x`'q';y")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "serve log")
+	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	line := privatefile.RestrictCommand(path)
+	if out, err := exec.Command("sh", "-c", line).CombinedOutput(); err != nil {
+		t.Fatalf("sh -c %s: %v: %s", line, err, out)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o600 {
+		t.Errorf("after sh -c %s the file has mode %04o, want 0600", line, perm)
 	}
 }

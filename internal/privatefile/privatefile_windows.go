@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/windows"
 
+	"github.com/openprogram/openprogram/internal/shell"
 	"github.com/openprogram/openprogram/internal/wine"
 )
 
@@ -211,16 +212,17 @@ func checkDescriptor(sd *windows.SECURITY_DESCRIPTOR) error {
 	return nil
 }
 
-// RestrictCommand is the command that makes the file at path owner-only.
-// It names the user by SID (*S-1-5-…), which icacls reads the same pasted
-// into PowerShell or cmd; %USERNAME% is the fallback when the SID cannot
-// be read.
+// RestrictCommand is the command that makes the file at path owner-only,
+// for PowerShell, where the printed fixes are pasted: the path is quoted
+// as one literal word (inside double quotes $ and a backtick would expand
+// and name another file). It names the user by SID (*S-1-5-…);
+// $env:USERNAME is the fallback when the SID cannot be read.
 func RestrictCommand(path string) string {
-	who := "%USERNAME%"
+	who := "${env:USERNAME}"
 	if sid, err := user(); err == nil {
 		who = "*" + sid.String()
 	}
-	return `icacls "` + path + `" /inheritance:r /grant:r "` + who + `:F" /grant:r "SYSTEM:F" /remove:g Everyone Users "Authenticated Users"`
+	return `icacls ` + shell.Native.Quote(path) + ` /inheritance:r /grant:r "` + who + `:F" /grant:r "SYSTEM:F" /remove:g Everyone Users "Authenticated Users"`
 }
 
 // syncDir: see [SyncDir].
@@ -358,7 +360,7 @@ func deniedForGood(path string) string {
 	case attrs&windows.FILE_ATTRIBUTE_DIRECTORY != 0:
 		return "the path is a directory; move it away and run this again"
 	case attrs&windows.FILE_ATTRIBUTE_READONLY != 0:
-		return `the file is read-only; clear that with attrib -r "` + path + `" and run this again`
+		return "the file is read-only; clear that with attrib -r " + shell.Native.Quote(path) + " and run this again"
 	}
 	// Delete access is what a rename over the file needs: a DACL that
 	// denies it refuses the open too, a handle without delete sharing makes

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/windows"
 
 	"github.com/openprogram/openprogram/internal/privatefile"
+	"github.com/openprogram/openprogram/internal/shell"
 	"github.com/openprogram/openprogram/internal/wine"
 )
 
@@ -103,5 +104,17 @@ func TestRestrictCommandNamesTheUserBySID(t *testing.T) {
 	}
 	if want := `/grant:r "*` + tu.User.Sid.String() + `:F"`; !strings.Contains(cmd, want) {
 		t.Errorf("RestrictCommand = %s, want it to grant the user by SID: %s", cmd, want)
+	}
+}
+
+// The command that makes a file owner-only is pasted into PowerShell: the
+// path is one literal word there, whatever it holds ($ and a backtick
+// expand inside double quotes, and would name another file).
+func TestRestrictCommandQuotesThePathForPowerShell(t *testing.T) {
+	for _, path := range []string{`C:\Users\ann\.openprogram\mcp_token`, `C:\Users\John Smith\.openprogram`, `C:\w\$HOME\a`, "C:\\w\\`$x\\a", `C:\w\it's\a`} {
+		cmd := privatefile.RestrictCommand(path)
+		if want := "icacls " + shell.PowerShell.Quote(path) + " "; !strings.HasPrefix(cmd, want) {
+			t.Errorf("RestrictCommand(%s) = %s, want it to start %s", path, cmd, want)
+		}
 	}
 }

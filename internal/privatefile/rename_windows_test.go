@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openprogram/openprogram/internal/privatefile"
+	"github.com/openprogram/openprogram/internal/shell"
 	"github.com/openprogram/openprogram/internal/wine"
 )
 
@@ -107,14 +108,16 @@ func heldFile(t *testing.T, name string) (string, *os.File) {
 // A target that cannot be replaced for good is not retried as if it were
 // in use: Replace fails on its first try, says what to do, and leaves the
 // target as it was. A directory is one under Wine too; a read-only file is
-// one on Windows (Wine renames over it).
+// one on Windows (Wine renames over it). The fix it prints is pasted into
+// PowerShell: the path, which holds a $ here, is one literal word.
 func TestReplaceRefusesForGoodAtOnce(t *testing.T) {
 	for _, tt := range []struct {
-		name, hint string
-		make       func(t *testing.T, path string) error
+		name string
+		hint func(path string) string
+		make func(t *testing.T, path string) error
 	}{
-		{"directory", "is a directory", func(_ *testing.T, path string) error { return os.Mkdir(path, 0o700) }},
-		{"read-only", "attrib -r", func(t *testing.T, path string) error {
+		{"directory", func(string) string { return "is a directory" }, func(_ *testing.T, path string) error { return os.Mkdir(path, 0o700) }},
+		{"read-only", func(path string) string { return "attrib -r " + shell.PowerShell.Quote(path) + " " }, func(t *testing.T, path string) error {
 			if wine.Detected() {
 				t.Skip("Wine renames over a read-only file; the windows-latest job runs this")
 			}
@@ -126,7 +129,11 @@ func TestReplaceRefusesForGoodAtOnce(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "mcp.json")
+			dir := filepath.Join(t.TempDir(), "a $HOME")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "mcp.json")
 			if err := tt.make(t, path); err != nil {
 				t.Fatal(err)
 			}
@@ -141,8 +148,8 @@ func TestReplaceRefusesForGoodAtOnce(t *testing.T) {
 			if retries != 0 {
 				t.Errorf("Replace retried %d times; want it refused on the first try", retries)
 			}
-			if !strings.Contains(err.Error(), tt.hint) {
-				t.Errorf("error %q does not say %q", err, tt.hint)
+			if hint := tt.hint(path); !strings.Contains(err.Error(), hint) {
+				t.Errorf("error %q does not say %q", err, hint)
 			}
 			if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
 				t.Errorf("a failed Replace left %d entries, want only the target", len(entries))

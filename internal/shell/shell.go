@@ -20,7 +20,13 @@ const (
 
 // plain reports whether s is a word both shells take as it is: letters,
 // digits and / - _ . = : (and \ for PowerShell, where it separates a path).
+// PowerShell reads a bare word that starts with - as a parameter name and
+// breaks it in two at its first . (at its first : too after --), even as a
+// program's argument: such a word is quoted there.
 func (sx Syntax) plain(s string) bool {
+	if sx == PowerShell && strings.HasPrefix(s, "-") && strings.ContainsAny(s, ".:") {
+		return false
+	}
 	return s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r == '/' || r == '-' || r == '_' || r == '.' || r == '=' || r == ':' ||
 			(r == '\\' && sx == PowerShell) ||

@@ -26,6 +26,13 @@ func TestQuote(t *testing.T) {
 		{"naïve", "'naïve'", "'naïve'"},
 		{"a;b", "'a;b'", "'a;b'"},
 		{"@args", "'@args'", "'@args'"},
+		// PowerShell breaks a bare word that starts with - in two at its
+		// first . (and, after --, at its first :), even for a program.
+		{"-DFOO=foo.c", "-DFOO=foo.c", "'-DFOO=foo.c'"},
+		{`--config=C:\x.json`, `'--config=C:\x.json'`, `'--config=C:\x.json'`},
+		{"-v:diag", "-v:diag", "'-v:diag'"},
+		{"--log-level", "--log-level", "--log-level"},
+		{"a-b.c", "a-b.c", "a-b.c"},
 	} {
 		if got := POSIX.Quote(tt.in); got != tt.posix {
 			t.Errorf("POSIX.Quote(%q) = %s, want %s", tt.in, got, tt.posix)
@@ -62,7 +69,7 @@ func TestStatements(t *testing.T) {
 }
 
 // words are the arguments the round trips give a shell, hard cases all.
-var words = []string{"plain", "two words", "it's", "it\u2019s", "$HOME", "$env:PATH", "`x`", "a\nb", "", `C:\a b\c`, "@(1)", "a;b"}
+var words = []string{"plain", "two words", "it's", "it\u2019s", "$HOME", "$env:PATH", "`x`", "a\nb", "", `C:\a b\c`, "@(1)", "a;b", "-foo=bar.baz", "-x.y"}
 
 // A joined command line gives a POSIX shell back the words it was made of.
 func TestJoinRoundTripPOSIX(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 // its Lstat) and the command that fixes it, or "" when it is owner-only.
 func dirProblem(dir string, fi fs.FileInfo) (info, fix string) {
 	if fi.Mode().Perm()&0o077 != 0 {
-		return fmt.Sprintf("%s has mode %04o", dir, fi.Mode().Perm()), "chmod 700 " + dir
+		return fmt.Sprintf("%s has mode %04o", dir, fi.Mode().Perm()), "chmod 700 " + shell.Native.Quote(dir)
 	}
 	return "", ""
 }

@@ -69,10 +69,18 @@ func pickShell(configured string, look func(string) (string, error), getenv func
 // any bash.exe under a WindowsApps directory (the app-execution alias
 // %LOCALAPPDATA%\Microsoft\WindowsApps\bash.exe, and the Store's
 // packages under Program Files\WindowsApps), and any app-execution alias.
+// System32 is the one SystemRoot names and the one the system reports: an
+// environment without SystemRoot (a client may start its server with a
+// bare one) must not let WSL's bash through.
 func startsWSL(p string, getenv func(string) string, appLink func(string) bool) bool {
-	system := filepath.Join(getenv("SystemRoot"), "System32")
-	if filepath.IsAbs(system) && strings.HasPrefix(strings.ToLower(p), strings.ToLower(system)+`\`) {
-		return true
+	systems := []string{filepath.Join(getenv("SystemRoot"), "System32")}
+	if dir, err := windows.GetSystemDirectory(); err == nil {
+		systems = append(systems, dir)
+	}
+	for _, system := range systems {
+		if filepath.IsAbs(system) && strings.HasPrefix(strings.ToLower(p), strings.ToLower(filepath.Clean(system))+`\`) {
+			return true
+		}
 	}
 	for _, c := range strings.FieldsFunc(filepath.Dir(p), func(r rune) bool { return r == '\\' || r == '/' }) {
 		if strings.EqualFold(c, "WindowsApps") {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/windows"
 )
 
 // TestPickShell: Git for Windows' bash first (never a WSL launcher:
@@ -125,5 +127,29 @@ func TestFindShellRefusesTheWSLAlias(t *testing.T) {
 		if got := findShell(""); strings.EqualFold(got.path, alias) {
 			t.Errorf("findShell with %s on PATH = %+v: the WSL launcher's alias", alias, got)
 		}
+	}
+}
+
+// TestPickShellWithoutSystemRoot: an environment without SystemRoot (a
+// client that passes its server a bare one) still keeps System32's WSL
+// launcher from being the shell: the system directory is asked for too.
+func TestPickShellWithoutSystemRoot(t *testing.T) {
+	system, err := windows.GetSystemDirectory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsl := filepath.Join(system, "bash.exe")
+	look := func(name string) (string, error) {
+		switch name {
+		case "bash.exe":
+			return wsl, nil
+		case "pwsh.exe":
+			return `C:\pwsh\pwsh.exe`, nil
+		}
+		return "", errors.New("not found")
+	}
+	got := pickShell("", look, func(string) string { return "" }, func(string) bool { return false }, func(string) bool { return false })
+	if got.path == wsl {
+		t.Errorf("pickShell without SystemRoot picked %s, the WSL launcher", wsl)
 	}
 }
