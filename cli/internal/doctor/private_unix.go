@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/openprogram/openprogram/internal/privatefile"
 	"github.com/openprogram/openprogram/internal/shell"
 )
 
@@ -28,7 +29,7 @@ const dirPrivateNote = " (0700)"
 // "" when it is.
 func modeFix(fi fs.FileInfo, path string) string {
 	if fi.Mode().Perm() != 0o600 {
-		return "chmod 600 " + shell.Native.Quote(path)
+		return privatefile.RestrictCommand(path)
 	}
 	return ""
 }
@@ -47,7 +48,7 @@ func ownerFix(fi fs.FileInfo, path string) string {
 // or "" when it is not.
 func openClientFile(path string, mode fs.FileMode) (info, fix string) {
 	if mode&0o077 != 0 {
-		return fmt.Sprintf("is mode %04o", mode), "chmod 600 " + shell.Native.Quote(path)
+		return fmt.Sprintf("is mode %04o", mode), privatefile.RestrictCommand(path)
 	}
 	return "", ""
 }
