@@ -164,8 +164,13 @@ func TestWindowsTaskOutlivesItsClient(t *testing.T) {
 	var then struct {
 		Status string `json:"status"`
 	}
-	_ = json.Unmarshal(second.call("tasks/get", map[string]any{"taskId": created.Task.TaskID}), &then)
+	if err := json.Unmarshal(second.call("tasks/get", map[string]any{"taskId": created.Task.TaskID}), &then); err != nil {
+		t.Fatalf("tasks/get as the second server starts: %v", err)
+	}
 	t.Logf("the task as the second server starts: %s", then.Status) // working: its turn outlived its client
+	if then.Status != "working" && then.Status != "completed" {
+		t.Fatalf("the task as the second server starts is %q, want working (or completed): its client's exit ended it", then.Status)
+	}
 	var result struct {
 		Content []struct {
 			Text string `json:"text"`
